@@ -1,0 +1,94 @@
+# spyre-bpftrace: see README.md. `make` builds, `make test` tests, `make demo` demos.
+VERSION    := 0.1.0
+OUT        := build
+CC         ?= gcc
+CLANG      ?= clang
+BPFTOOL    ?= bpftool
+ARCH       := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' -e 's/ppc64le/powerpc/' -e 's/s390x/s390/')
+
+WARN       := -Wall -Wextra -Werror -Wno-missing-field-initializers
+CFLAGS     ?= -O2 -g
+CFLAGS     += -std=gnu11 $(WARN) -D_GNU_SOURCE -DSBT_VERSION='"$(VERSION)"' \
+              -I$(OUT) -Ibpf -Iuser
+LDLIBS     := -lbpf -lelf -lz -liberty -lm -lpthread
+
+BPF_SRCS   := $(wildcard bpf/*.bpf.c)
+BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
+BPF_HDRS   := $(wildcard bpf/*.h) vmlinux/vmlinux.h
+
+LIB_SRCS   := $(filter-out user/main.c,$(wildcard user/*.c))
+USER_HDRS  := $(wildcard user/*.h)
+TOOL       := $(OUT)/spyre-bpftrace
+
+# Quiet build lines ("  CC  user/x.c"); V=1 shows the commands.
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-7s %s\n' "$(1)" "$(2)";
+endif
+
+# Sanitizer build of the user-space library for the unit tests.
+SAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+.PHONY: all deps test unit unit-asan e2e bench demo clean format vmlinux sim
+all: deps $(TOOL) sim
+
+deps:
+	@scripts/deps.sh
+
+# ---- BPF ----------------------------------------------------------------
+$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(OUT)/bpf
+	$(call msg,BPF,$<)
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
+		-Ivmlinux -Ibpf -c $< -o $@
+
+$(OUT)/spyre.bpf.o: $(BPF_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(BPFTOOL) gen object $@ $^
+
+$(OUT)/spyre.skel.h: $(OUT)/spyre.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name spyre_bpf > $@
+
+# ---- user space -----------------------------------------------------------
+$(OUT)/obj/%.o: user/%.c $(USER_HDRS) bpf/events.h $(OUT)/spyre.skel.h | $(OUT)/obj
+	$(call msg,CC,$<)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(OUT)/libsbt.a: $(patsubst user/%.c,$(OUT)/obj/%.o,$(LIB_SRCS))
+	$(call msg,AR,$@)
+	$(Q)$(AR) rcs $@ $^
+
+$(TOOL): $(OUT)/obj/main.o $(OUT)/libsbt.a
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(OUT)/bpf $(OUT)/obj $(OUT)/obj-san $(OUT)/sim $(OUT)/tests:
+	$(Q)mkdir -p $@
+
+include tests/sim/sim.mk
+include tests/unit/unit.mk
+
+# ---- checks ---------------------------------------------------------------
+test: deps all unit-asan e2e
+	@echo "make test: all tiers done"
+
+e2e: all
+	python3 tests/e2e/run.py
+
+bench: deps all
+	bench/overhead.sh
+
+demo: deps all
+	scripts/demo.sh
+
+vmlinux:
+	scripts/gen-vmlinux.sh
+
+format:
+	clang-format -i bpf/*.c bpf/*.h user/*.c user/*.h tests/sim/*.c tests/unit/*.c
+
+clean:
+	rm -rf $(OUT)

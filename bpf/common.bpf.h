@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Maps and helpers shared by every BPF program of spyre-bpftrace.
+ *
+ * Each *.bpf.c file is compiled alone and the objects are linked into one
+ * with `bpftool gen object`. The maps here are __weak so that every file can
+ * see them and the linker keeps a single copy.
+ */
+#ifndef SBT_COMMON_BPF_H
+#define SBT_COMMON_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "events.h"
+
+/* libbpf before 1.2 stops at the fifth argument register. */
+#ifndef PT_REGS_PARM6
+#if defined(__TARGET_ARCH_x86)
+#define PT_REGS_PARM6(x) (((struct pt_regs *)(x))->r9)
+#elif defined(__TARGET_ARCH_arm64)
+#define PT_REGS_PARM6(x) (((struct user_pt_regs *)(x))->regs[5])
+#elif defined(__TARGET_ARCH_powerpc)
+#define PT_REGS_PARM6(x) (((struct pt_regs *)(x))->gpr[8])
+#elif defined(__TARGET_ARCH_s390)
+#define PT_REGS_PARM6(x) 0 /* sixth argument is on the stack on s390 */
+#endif
+#endif
+
+/* The one ring buffer; the loader sets its size before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+} events SEC(".maps") __weak;
+
+/* Records that did not fit in the ring buffer, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps") __weak;
+
+/* Traced processes (tgid -> 1). The loader adds the -p/-c pids, the fork
+ * hook adds their children, the exit hook removes a process when its last
+ * thread is gone. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u32);
+} traced SEC(".maps") __weak;
+
+/* Per-thread stack of open runtime calls, so returns pair with entries.
+ * The exit hook in task.bpf.c drops a thread's stack. */
+struct call_stack {
+	__u32 depth; /* may exceed SBT_MAX_DEPTH; deeper frames are not kept */
+	__u32 ids[SBT_MAX_DEPTH];
+	__u64 ts[SBT_MAX_DEPTH];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); /* tid */
+	__type(value, struct call_stack);
+} call_stacks SEC(".maps") __weak;
+
+/* Ring buffer data (bytes) above which a submit wakes the loader; below it
+ * the loader's poll timeout picks the data up. Saves a wakeup per event. */
+const volatile __u64 wakeup_bytes __weak = 256 << 10;
+
+static __always_inline bool sbt_is_traced(__u32 tgid)
+{
+	return bpf_map_lookup_elem(&traced, &tgid) != NULL;
+}
+
+static __always_inline void sbt_count_lost(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&lost, &zero);
+
+	if (n)
+		*n += 1;
+}
+
+/* Reserve a record and fill its header; counts a loss when full. */
+static __always_inline void *sbt_reserve(__u32 size, __u16 type)
+{
+	struct sbt_hdr *h = bpf_ringbuf_reserve(&events, size, 0);
+	__u64 id;
+
+	if (!h) {
+		sbt_count_lost();
+		return NULL;
+	}
+	id = bpf_get_current_pid_tgid();
+	h->type = type;
+	h->size = size - sizeof(*h);
+	h->cpu = bpf_get_smp_processor_id();
+	h->tgid = id >> 32;
+	h->tid = (__u32)id;
+	h->ts = bpf_ktime_get_boot_ns();
+	return h;
+}
+
+static __always_inline void sbt_submit(void *rec)
+{
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(rec, flags);
+}
+
+#endif /* SBT_COMMON_BPF_H */

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The one record format of spyre-bpftrace.
+ *
+ * Every record, whether a BPF program wrote it into the ring buffer or the
+ * loader added it to a capture file, starts with struct sbt_hdr and is
+ * followed by a typed payload of hdr.size bytes. In a capture file each
+ * record is padded to a multiple of 8 bytes, so a reader can step from
+ * record to record without knowing every type.
+ *
+ * Included by the BPF programs (after vmlinux.h) and by user space.
+ */
+#ifndef SBT_EVENTS_H
+#define SBT_EVENTS_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define SBT_COMM_LEN 16
+#define SBT_MAX_ARGS 6
+#define SBT_MAX_DEPTH 16 /* per-thread runtime call stack kept in BPF */
+
+/* Record types. Values below 64 come from BPF; 64 and up from the loader. */
+enum sbt_type {
+	SBT_CALL_ENTER = 1, /* uprobe: runtime function entered */
+	SBT_CALL_EXIT = 2, /* uretprobe: runtime function returned */
+	SBT_IOCTL = 3, /* ioctl on an accelerator fd, at its exit */
+	SBT_IRQ = 4, /* interrupt handler ran, at its exit */
+	SBT_IOMMU_MAP = 5, /* iommu:map in a traced task */
+	SBT_IOMMU_UNMAP = 6, /* iommu:unmap in a traced task */
+	SBT_DMA_MAP = 7, /* dma:dma_map_* in a traced task */
+	SBT_DMA_UNMAP = 8, /* dma:dma_unmap_* in a traced task */
+	SBT_TASK_NEW = 9, /* a traced process made a thread or a child */
+	SBT_TASK_COMM = 10, /* a traced thread changed its name (exec, prctl) */
+	SBT_TASK_EXIT = 11, /* a traced thread exited */
+
+	SBT_META_CLOCK = 64, /* clock snapshot */
+	SBT_META_HOST = 65, /* host name, kernel release, tool version */
+	SBT_META_PROC = 66, /* a traced process and its command line */
+	SBT_META_PROBE = 67, /* one attached runtime probe */
+	SBT_META_IRQ = 68, /* an interrupt number being traced, and its name */
+	SBT_THREAD_NAME = 69, /* thread name read from /proc */
+	SBT_LOST = 70, /* records the ring buffer could not take */
+	SBT_META_END = 71, /* capture closed cleanly: final counters */
+	SBT_TYPE_MAX,
+};
+
+/* What a runtime function does; the correlation builds on this. */
+enum sbt_role {
+	SBT_ROLE_NONE = 0,
+	SBT_ROLE_COPY_IN, /* host to device copy */
+	SBT_ROLE_COPY_OUT, /* device to host copy */
+	SBT_ROLE_COMPUTE, /* compute job launch */
+	SBT_ROLE_LAUNCH, /* generic operation launch */
+	SBT_ROLE_WAIT, /* waits for the device (synchronize) */
+	SBT_ROLE_ALLOC, /* device memory allocation */
+	SBT_ROLE_FREE, /* device memory release */
+	SBT_ROLE_SUBMIT, /* hands work to the hardware queues */
+	SBT_ROLE_COMPLETE, /* collects completions from the hardware */
+	SBT_ROLE_MAP, /* maps host memory for DMA */
+	SBT_ROLE_UNMAP, /* unmaps host memory */
+	SBT_ROLE_USER, /* added with --probe */
+	SBT_ROLE_MAX,
+};
+
+/* Which accelerator file an ioctl went to. */
+enum sbt_fd_kind {
+	SBT_FD_NONE = 0,
+	SBT_FD_CONTAINER = 1, /* /dev/vfio/vfio */
+	SBT_FD_GROUP = 2, /* /dev/vfio/<group> */
+	SBT_FD_DEVICE = 3, /* [vfio-device] or /dev/vfio/devices/vfioN */
+	SBT_FD_PATH = 4, /* matched a --vfio-path pattern */
+};
+
+/* VFIO ioctl numbers (linux/vfio.h: _IO(';', 100 + n)); BPF has no uapi. */
+#define SBT_VFIO_IO(n) ((0x3b << 8) | (100 + (n)))
+#define SBT_VFIO_SET_IOMMU SBT_VFIO_IO(2)
+#define SBT_VFIO_GROUP_SET_CONTAINER SBT_VFIO_IO(4)
+#define SBT_VFIO_GROUP_GET_DEVICE_FD SBT_VFIO_IO(6)
+#define SBT_VFIO_DEVICE_SET_IRQS SBT_VFIO_IO(10)
+#define SBT_VFIO_IOMMU_MAP_DMA SBT_VFIO_IO(13)
+#define SBT_VFIO_IOMMU_UNMAP_DMA SBT_VFIO_IO(14)
+
+/* Decoded ioctl argument, according to sbt_ioctl.decoded. */
+enum sbt_ioctl_decoded {
+	SBT_DEC_NONE = 0,
+	SBT_DEC_DMA_MAP = 1,
+	SBT_DEC_DMA_UNMAP = 2,
+	SBT_DEC_SET_IRQS = 3,
+	SBT_DEC_FAULT = 4, /* argument could not be read from user memory */
+};
+
+struct sbt_hdr {
+	__u16 type;
+	__u16 size; /* payload bytes after this header */
+	__u32 cpu;
+	__u32 tgid;
+	__u32 tid;
+	__u64 ts; /* CLOCK_BOOTTIME ns */
+};
+
+struct sbt_call_enter {
+	struct sbt_hdr h;
+	__u32 probe_id;
+	__u32 depth; /* calls of this thread open below this one */
+	__u64 args[SBT_MAX_ARGS];
+};
+
+#define SBT_CALL_UNPAIRED 1 /* no matching entry on the thread's stack */
+
+struct sbt_call_exit {
+	struct sbt_hdr h;
+	__u32 probe_id;
+	__u32 depth;
+	__u64 entry_ts; /* 0 when unpaired */
+	__s64 ret;
+	__u32 flags;
+	__u32 pad;
+};
+
+struct sbt_ioctl {
+	struct sbt_hdr h; /* ts: when the call returned */
+	__u64 start_ts;
+	__s64 ret; /* negative errno on failure */
+	__u64 arg;
+	__s32 fd;
+	__u32 cmd;
+	__u16 fd_kind;
+	__u16 decoded;
+	__u32 pad;
+	union {
+		struct {
+			__u64 vaddr;
+			__u64 iova;
+			__u64 size;
+			__u32 flags;
+			__u32 argsz;
+		} dma; /* MAP_DMA, UNMAP_DMA (vaddr 0) */
+		struct {
+			__u32 argsz;
+			__u32 flags;
+			__u32 index;
+			__u32 start;
+			__u32 count;
+			__u32 pad;
+		} irqs; /* DEVICE_SET_IRQS */
+	} u;
+};
+
+struct sbt_irq {
+	struct sbt_hdr h; /* ts: handler exit; tgid/tid: the interrupted task */
+	__u64 start_ts;
+	__s32 irq;
+	__s32 ret; /* irqreturn_t: 0 none, 1 handled, 2 wake thread */
+};
+
+struct sbt_iommu {
+	struct sbt_hdr h;
+	__u64 iova;
+	__u64 paddr; /* map only */
+	__u64 size;
+	__u64 unmapped; /* unmap only */
+};
+
+struct sbt_dma {
+	struct sbt_hdr h;
+	__u64 addr;
+	__u64 phys;
+	__u64 size;
+	__u32 dir;
+	__u32 pad;
+};
+
+struct sbt_task {
+	struct sbt_hdr h; /* tgid/tid: the new, renamed or exiting thread */
+	__u32 ppid; /* TASK_NEW: the parent process */
+	__u32 flags; /* TASK_NEW: 1 = new process; TASK_EXIT: 1 = last thread */
+	char comm[SBT_COMM_LEN];
+};
+
+/* ---- records only the loader writes ---------------------------------- */
+
+struct sbt_meta_clock {
+	struct sbt_hdr h;
+	__u64 boottime;
+	__u64 monotonic;
+	__u64 realtime;
+	__u64 spread_ns; /* how far apart the three reads were */
+};
+
+struct sbt_meta_host {
+	struct sbt_hdr h;
+	char hostname[64];
+	char release[64];
+	char version[32];
+	__u32 clock_id; /* the clock of every ts: 7 = CLOCK_BOOTTIME */
+	__u32 pad;
+};
+
+/* variable length: cmdline follows, NUL separated */
+struct sbt_meta_proc {
+	struct sbt_hdr h;
+	__u32 pid;
+	__u32 cmdline_len;
+	char comm[SBT_COMM_LEN];
+	char cmdline[];
+};
+
+/* variable length: name, pattern and library path follow, each NUL ended */
+struct sbt_meta_probe {
+	struct sbt_hdr h;
+	__u64 offset; /* file offset of the probed instruction */
+	__u32 id;
+	__u16 role;
+	__s16 bytes_arg; /* argument holding a byte count, -1 if none */
+	__u32 strings_len;
+	__u32 pad;
+	char strings[];
+};
+
+struct sbt_meta_irq {
+	struct sbt_hdr h;
+	__u32 irq;
+	__u32 pad;
+	char name[64];
+};
+
+struct sbt_thread_name {
+	struct sbt_hdr h;
+	char comm[SBT_COMM_LEN];
+};
+
+struct sbt_lost {
+	struct sbt_hdr h;
+	__u64 count; /* lost since the previous SBT_LOST record */
+	__u64 total;
+};
+
+struct sbt_meta_end {
+	struct sbt_hdr h;
+	__u64 records; /* BPF records written to the capture */
+	__u64 lost;
+	__u64 duration_ns;
+};
+
+#endif /* SBT_EVENTS_H */

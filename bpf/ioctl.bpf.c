@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * ioctl path: VFIO ioctls of traced processes, from the syscall tracepoints.
+ *
+ * Only ioctls on accelerator files are recorded. Which fds those are is kept
+ * in accel_fds: the loader seeds it from /proc/PID/fd, openat() of a path
+ * matching fd_patterns adds to it, VFIO_GROUP_GET_DEVICE_FD adds the device
+ * fd it returns, close() removes. The VFIO argument structs are decoded
+ * here, at entry, from user memory.
+ */
+#include "common.bpf.h"
+
+#define PATH_MAX_BPF 256
+#define PAT_LEN 64
+#define MAX_PATTERNS 8
+
+struct fd_key {
+	__u32 tgid;
+	__s32 fd;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct fd_key);
+	__type(value, __u32); /* enum sbt_fd_kind */
+} accel_fds SEC(".maps");
+
+/* Path patterns: exact, or PREFIX*SUFFIX (one wildcard). Checked in order. */
+struct fd_pattern {
+	__u32 kind;
+	__u16 prefix_len;
+	__u16 suffix_len;
+	__u32 has_star;
+	char prefix[PAT_LEN];
+	char suffix[PAT_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_PATTERNS);
+	__type(key, __u32);
+	__type(value, struct fd_pattern);
+} fd_patterns SEC(".maps");
+
+const volatile __u32 n_patterns = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, char[PATH_MAX_BPF]);
+} path_buf SEC(".maps");
+
+/* openat() in flight whose path matched: tid -> fd kind */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u32);
+} open_pending SEC(".maps");
+
+/* ioctl in flight on an accelerator fd: tid -> the record being built */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct sbt_ioctl);
+} ioctl_pending SEC(".maps");
+
+static __always_inline bool match_pattern(const char *path, int len,
+					  const struct fd_pattern *p)
+{
+	int plen = p->prefix_len, slen = p->suffix_len, off;
+
+	if (p->has_star ? len < plen + slen : len != plen)
+		return false;
+	for (int i = 0; i < PAT_LEN; i++) {
+		if (i >= plen)
+			break;
+		if (path[i & (PATH_MAX_BPF - 1)] != p->prefix[i])
+			return false;
+	}
+	off = len - slen;
+	for (int i = 0; i < PAT_LEN; i++) {
+		if (i >= slen)
+			break;
+		if (path[(off + i) & (PATH_MAX_BPF - 1)] != p->suffix[i])
+			return false;
+	}
+	return true;
+}
+
+static __always_inline __u32 classify_path(const char *upath)
+{
+	__u32 zero = 0;
+	char *buf = bpf_map_lookup_elem(&path_buf, &zero);
+	int len;
+
+	if (!buf)
+		return SBT_FD_NONE;
+	len = bpf_probe_read_user_str(buf, PATH_MAX_BPF, upath);
+	if (len <= 1)
+		return SBT_FD_NONE;
+	len -= 1; /* without the NUL */
+	for (__u32 i = 0; i < MAX_PATTERNS; i++) {
+		struct fd_pattern *p;
+
+		if (i >= n_patterns)
+			break;
+		p = bpf_map_lookup_elem(&fd_patterns, &i);
+		if (p && match_pattern(buf, len, p))
+			return p->kind;
+	}
+	return SBT_FD_NONE;
+}
+
+static __always_inline int open_enter(const char *upath)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, kind;
+
+	if (!sbt_is_traced(id >> 32))
+		return 0;
+	kind = classify_path(upath);
+	if (kind != SBT_FD_NONE)
+		bpf_map_update_elem(&open_pending, &tid, &kind, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int open_exit(long ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, *kind;
+	struct fd_key key = { .tgid = id >> 32, .fd = (__s32)ret };
+
+	kind = bpf_map_lookup_elem(&open_pending, &tid);
+	if (!kind)
+		return 0;
+	if (ret >= 0)
+		bpf_map_update_elem(&accel_fds, &key, kind, BPF_ANY);
+	bpf_map_delete_elem(&open_pending, &tid);
+	return 0;
+}
+
+SEC("tp/syscalls/sys_enter_openat")
+int openat_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	return open_enter((const char *)ctx->args[1]);
+}
+
+SEC("tp/syscalls/sys_exit_openat")
+int openat_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return open_exit(ctx->ret);
+}
+
+SEC("tp/syscalls/sys_enter_close")
+int close_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct fd_key key = { .tgid = id >> 32, .fd = (__s32)ctx->args[0] };
+
+	if (sbt_is_traced(key.tgid))
+		bpf_map_delete_elem(&accel_fds, &key);
+	return 0;
+}
+
+/* Layouts of the VFIO argument structs (linux/vfio.h), as read from user
+ * memory: the first fields of dma_map, dma_unmap and irq_set. */
+struct vfio_arg_words {
+	__u32 argsz;
+	__u32 flags;
+	__u64 q[3];
+};
+
+static __always_inline void decode_arg(struct sbt_ioctl *r)
+{
+	struct vfio_arg_words w = {};
+	__u32 *irq = (__u32 *)&w;
+	/* VFIO numbers overlap across fd types: MAP_DMA's is a device fd's
+	 * PCI_HOT_RESET. Path-matched files (the mock) may be either. */
+	bool iommu = r->fd_kind == SBT_FD_CONTAINER || r->fd_kind == SBT_FD_PATH;
+	bool device = r->fd_kind == SBT_FD_DEVICE || r->fd_kind == SBT_FD_PATH;
+
+	if (!(iommu && (r->cmd == SBT_VFIO_IOMMU_MAP_DMA ||
+			r->cmd == SBT_VFIO_IOMMU_UNMAP_DMA)) &&
+	    !(device && r->cmd == SBT_VFIO_DEVICE_SET_IRQS))
+		return;
+	if (bpf_probe_read_user(&w, sizeof(w), (void *)r->arg)) {
+		r->decoded = SBT_DEC_FAULT;
+		return;
+	}
+	if (r->cmd == SBT_VFIO_IOMMU_MAP_DMA) {
+		r->decoded = SBT_DEC_DMA_MAP;
+		r->u.dma.argsz = w.argsz;
+		r->u.dma.flags = w.flags;
+		r->u.dma.vaddr = w.q[0];
+		r->u.dma.iova = w.q[1];
+		r->u.dma.size = w.q[2];
+	} else if (r->cmd == SBT_VFIO_IOMMU_UNMAP_DMA) {
+		r->decoded = SBT_DEC_DMA_UNMAP;
+		r->u.dma.argsz = w.argsz;
+		r->u.dma.flags = w.flags;
+		r->u.dma.iova = w.q[0];
+		r->u.dma.size = w.q[1];
+	} else {
+		r->decoded = SBT_DEC_SET_IRQS;
+		r->u.irqs.argsz = irq[0];
+		r->u.irqs.flags = irq[1];
+		r->u.irqs.index = irq[2];
+		r->u.irqs.start = irq[3];
+		r->u.irqs.count = irq[4];
+	}
+}
+
+SEC("tp/syscalls/sys_enter_ioctl")
+int ioctl_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct fd_key key = { .tgid = id >> 32, .fd = (__s32)ctx->args[0] };
+	__u32 tid = (__u32)id, *kind;
+	struct sbt_ioctl r = {};
+
+	if (!sbt_is_traced(key.tgid))
+		return 0;
+	kind = bpf_map_lookup_elem(&accel_fds, &key);
+	if (!kind)
+		return 0;
+	r.start_ts = bpf_ktime_get_boot_ns();
+	r.fd = key.fd;
+	r.cmd = (__u32)ctx->args[1];
+	r.arg = ctx->args[2];
+	r.fd_kind = *kind;
+	decode_arg(&r);
+	bpf_map_update_elem(&ioctl_pending, &tid, &r, BPF_ANY);
+	return 0;
+}
+
+SEC("tp/syscalls/sys_exit_ioctl")
+int ioctl_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, kind = SBT_FD_DEVICE;
+	struct sbt_ioctl *p, *r;
+
+	p = bpf_map_lookup_elem(&ioctl_pending, &tid);
+	if (!p)
+		return 0;
+	if (p->cmd == SBT_VFIO_GROUP_GET_DEVICE_FD && ctx->ret >= 0 &&
+	    p->fd_kind != SBT_FD_CONTAINER && p->fd_kind != SBT_FD_DEVICE) {
+		struct fd_key key = { .tgid = id >> 32, .fd = (__s32)ctx->ret };
+
+		bpf_map_update_elem(&accel_fds, &key, &kind, BPF_ANY);
+	}
+	r = sbt_reserve(sizeof(*r), SBT_IOCTL);
+	if (r) {
+		__builtin_memcpy((char *)r + sizeof(r->h),
+				 (char *)p + sizeof(p->h),
+				 sizeof(*r) - sizeof(r->h));
+		r->ret = ctx->ret;
+		sbt_submit(r);
+	}
+	bpf_map_delete_elem(&ioctl_pending, &tid);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Process lifetime: follow children of traced processes, name threads
+ * (task_rename also fires when exec sets the new name), and drop state of
+ * threads that exit.
+ *
+ * Fork is hooked as tp_btf where the kernel has it, else as a raw
+ * tracepoint (the loader picks one); both read the child's tgid from its
+ * task_struct, which the plain tracepoint's fields do not give.
+ */
+#include "common.bpf.h"
+
+static __always_inline void emit_task(__u16 type, __u32 tgid, __u32 tid,
+				      __u32 ppid, __u32 flags,
+				      const char *comm_src)
+{
+	struct sbt_task *r = sbt_reserve(sizeof(*r), type);
+
+	if (!r)
+		return;
+	r->h.tgid = tgid;
+	r->h.tid = tid;
+	r->ppid = ppid;
+	r->flags = flags;
+	if (comm_src)
+		bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), comm_src);
+	else
+		bpf_get_current_comm(r->comm, sizeof(r->comm));
+	sbt_submit(r);
+}
+
+static __always_inline int on_fork(struct task_struct *parent,
+				   struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	__u32 cpid = BPF_CORE_READ(child, pid);
+	__u32 one = 1, new_proc = ctgid != ptgid;
+
+	if (!sbt_is_traced(ptgid))
+		return 0;
+	if (new_proc)
+		bpf_map_update_elem(&traced, &ctgid, &one, BPF_ANY);
+	emit_task(SBT_TASK_NEW, ctgid, cpid, ptgid, new_proc, child->comm);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(fork_btf, struct task_struct *parent, struct task_struct *child)
+{
+	return on_fork(parent, child);
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(fork_raw, struct task_struct *parent, struct task_struct *child)
+{
+	return on_fork(parent, child);
+}
+
+SEC("tp/sched/sched_process_exit")
+int task_exit(void *ctx)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id, last;
+
+	if (!sbt_is_traced(tgid))
+		return 0;
+	/* signal->live drops to 0 before this tracepoint for the last thread */
+	last = BPF_CORE_READ(task, signal, live.counter) == 0;
+	bpf_map_delete_elem(&call_stacks, &tid);
+	emit_task(SBT_TASK_EXIT, tgid, tid, 0, last, NULL);
+	if (last)
+		bpf_map_delete_elem(&traced, &tgid);
+	return 0;
+}
+
+SEC("tp/task/task_rename")
+int task_rename(struct trace_event_raw_task_rename *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (sbt_is_traced(id >> 32))
+		emit_task(SBT_TASK_COMM, id >> 32, BPF_CORE_READ(ctx, pid), 0,
+			  0, ctx->newcomm);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The raw capture file (.sbt): what perf.data is to perf.
+ *
+ * A 16-byte file header (magic, version), then records in the format of
+ * bpf/events.h, each padded to 8 bytes. Metadata comes first as records
+ * too (clock, host, processes, probes), so a file is read by one loop, and
+ * a file cut anywhere still reads back up to its last whole record.
+ */
+#ifndef SBT_CAPTURE_H
+#define SBT_CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "events.h"
+
+#define SBT_MAGIC "SPYRESBT"
+#define SBT_FORMAT_VERSION 1
+
+struct sbt_file_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t header_size;
+};
+
+struct capture_writer {
+	FILE *f;
+	uint64_t records; /* records written */
+	uint64_t bytes;
+	int error; /* first errno seen while writing */
+};
+
+/* 0 or -errno. Truncates the file and writes the file header. */
+int capture_create(struct capture_writer *w, const char *path);
+/* Write one record (hdr.size says how long). 0 or -errno. */
+int capture_write(struct capture_writer *w, const struct sbt_hdr *rec);
+int capture_flush(struct capture_writer *w);
+/* Flush, fsync and close. 0 or -errno (the first error seen). */
+int capture_close(struct capture_writer *w);
+
+static inline size_t sbt_record_len(const struct sbt_hdr *h)
+{
+	return (sizeof(*h) + h->size + 7) & ~(size_t)7;
+}
+
+/* Smallest payload a record of this type may have; 0 for unknown types. */
+size_t sbt_min_payload(uint16_t type);
+
+enum capture_status {
+	CAPTURE_OK = 0,
+	CAPTURE_END = 1, /* clean end of data */
+	CAPTURE_TRUNCATED = 2, /* the data ends inside a record */
+	CAPTURE_CORRUPT = 3, /* a record header makes no sense */
+};
+
+struct capture_reader {
+	const uint8_t *data;
+	size_t len, off;
+	void *map; /* mmap of the file, if it came from one */
+	size_t map_len;
+	uint32_t version;
+	uint64_t records, unknown; /* read so far; of types this build does not know */
+	char error[160];
+};
+
+/* Read from a file (mmap). 0, or -1 with r->error set. */
+int capture_open(struct capture_reader *r, const char *path);
+/* Read from memory (the fuzzer and tests). 0, or -1 with r->error set. */
+int capture_open_mem(struct capture_reader *r, const void *data, size_t len);
+/* Next record: CAPTURE_OK with *rec set, or why there is none. */
+enum capture_status capture_next(struct capture_reader *r, const struct sbt_hdr **rec);
+void capture_close_reader(struct capture_reader *r);
+
+#endif

@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const char *argp_program_version = "spyre-bpftrace " SBT_VERSION;
+
+static const char doc[] =
+	"Trace a Spyre AI accelerator job from the kernel: runtime calls (uprobes), "
+	"VFIO ioctls, IOMMU DMA mappings and interrupts, with no change to the app.\n"
+	"\n"
+	"USAGE: spyre-bpftrace [record] {-p PID | -c CMD} [OPTIONS]\n"
+	"       spyre-bpftrace dump FILE\n"
+	"\n"
+	"EXAMPLES:\n"
+	"  spyre-bpftrace -p 1234                  # trace process 1234 until Ctrl-C\n"
+	"  spyre-bpftrace -c './serve --model x'   # run a command, trace it from its first instruction\n"
+	"  spyre-bpftrace -p 1234 -d 10 -o run.sbt # ten seconds into run.sbt\n"
+	"  spyre-bpftrace -p 1234 -v               # also print the attach plan\n"
+	"  spyre-bpftrace -c ./app --probe libflex.so:'flex::RuntimeStream::*'\n"
+	"  spyre-bpftrace -c ./app --vfio-path '/tmp/mock/*'   # count these files as the device's\n"
+	"  spyre-bpftrace dump run.sbt             # print a capture, one event per line\n"
+	"\v"
+	"Needs root (or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN) and a kernel with BTF. "
+	"See spyre-bpftrace(1) and docs/usage.md.";
+
+enum { OPT_PROBE = 1000, OPT_VFIO_PATH, OPT_IRQ, OPT_BUFFER };
+
+static const struct argp_option options[] = {
+	{ "pid", 'p', "PID", 0, "Trace this process (repeatable)", 0 },
+	{ "command", 'c', "CMD", 0, "Run CMD (split like a shell, no shell) and trace it", 0 },
+	{ "duration", 'd', "SECONDS", 0, "Stop after this long", 0 },
+	{ "output", 'o', "FILE", 0, "Capture file (default " SBT_DEFAULT_OUTPUT ")", 0 },
+	{ "probe", OPT_PROBE, "LIB:PATTERN[=ROLE]", 0,
+	  "Also probe functions of LIB (path or library name) whose demangled name "
+	  "matches the glob PATTERN (repeatable)", 0 },
+	{ "vfio-path", OPT_VFIO_PATH, "GLOB", 0,
+	  "Count files matching GLOB (one '*') as accelerator files, besides /dev/vfio "
+	  "(repeatable)", 0 },
+	{ "irq", OPT_IRQ, "N", 0, "Also trace interrupt number N (repeatable)", 0 },
+	{ "buffer-size", OPT_BUFFER, "SIZE", 0,
+	  "Ring buffer size, e.g. 64M (default 8M; rounded up to a power of two)", 0 },
+	{ "verbose", 'v', NULL, 0, "Print the attach plan and libbpf warnings", 0 },
+	{ "quiet", 'q', NULL, 0, "No live status line and no summary", 0 },
+	{ 0 }
+};
+
+int cli_parse_pid(const char *s, pid_t *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v <= 0 || v > INT_MAX)
+		return -1;
+	*out = (pid_t)v;
+	return 0;
+}
+
+int cli_parse_size(const char *s, unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+	int shift = 0;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	}
+	if (*end == 'i' && shift)
+		end++;
+	if ((*end == 'b' || *end == 'B') && shift)
+		end++;
+	if (*end || !v || v > (ULONG_MAX >> shift))
+		return -1;
+	*out = v << shift;
+	return 0;
+}
+
+int cli_parse_seconds(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v <= 0)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int cli_split_glob(const char *glob, size_t max_part, size_t *prefix_len, size_t *suffix_len,
+		   bool *has_star)
+{
+	const char *star = strchr(glob, '*');
+	size_t len = strlen(glob);
+
+	if (!len || strpbrk(glob, "?[") || (star && strchr(star + 1, '*')))
+		return -1;
+	*has_star = star != NULL;
+	*prefix_len = star ? (size_t)(star - glob) : len;
+	*suffix_len = star ? len - *prefix_len - 1 : 0;
+	return *prefix_len > max_part || *suffix_len > max_part ? -1 : 0;
+}
+
+struct parse_ctx {
+	struct record_opts *o;
+	char *err;
+	size_t errlen;
+};
+
+__attribute__((format(printf, 3, 4))) static error_t fail(struct argp_state *state,
+							  struct parse_ctx *c, const char *fmt,
+							  ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->err, c->errlen, fmt, ap);
+	va_end(ap);
+	argp_failure(state, 2, 0, "%s", c->err);
+	return EINVAL;
+}
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct parse_ctx *c = state->input;
+	struct record_opts *o = c->o;
+	size_t pl, sl;
+	bool star;
+
+	switch (key) {
+	case 'p':
+		if (o->npids == SBT_MAX_PIDS)
+			return fail(state, c, "too many -p (at most %d)", SBT_MAX_PIDS);
+		if (cli_parse_pid(arg, &o->pids[o->npids]))
+			return fail(state, c, "invalid PID '%s'; hint: -p takes a process id (see pgrep)", arg);
+		o->npids++;
+		break;
+	case 'c':
+		o->command = arg;
+		break;
+	case 'd':
+		if (cli_parse_seconds(arg, &o->duration))
+			return fail(state, c, "invalid duration '%s'; hint: seconds > 0, e.g. -d 10 or -d 0.5", arg);
+		break;
+	case 'o':
+		if (!*arg)
+			return fail(state, c, "empty output file name");
+		o->output = arg;
+		break;
+	case OPT_PROBE:
+		if (o->nprobes == SBT_MAX_USER_PROBES)
+			return fail(state, c, "too many --probe (at most %d)", SBT_MAX_USER_PROBES);
+		if (probe_spec_parse(arg, &o->probes[o->nprobes], c->err, c->errlen))
+			return fail(state, c, "%s", c->err);
+		o->nprobes++;
+		break;
+	case OPT_VFIO_PATH:
+		if (o->nvfio_paths == SBT_MAX_VFIO_PATHS)
+			return fail(state, c, "too many --vfio-path (at most %d)", SBT_MAX_VFIO_PATHS);
+		if (cli_split_glob(arg, 63, &pl, &sl, &star))
+			return fail(state, c,
+				    "--vfio-path '%s': use an absolute path with at most one '*' "
+				    "(no '?' or '['), at most 63 characters each side", arg);
+		o->vfio_paths[o->nvfio_paths++] = arg;
+		break;
+	case OPT_IRQ: {
+		pid_t irq;
+
+		if (o->nirqs == SBT_MAX_IRQS)
+			return fail(state, c, "too many --irq (at most %d)", SBT_MAX_IRQS);
+		if (!strcmp(arg, "0"))
+			irq = 0;
+		else if (cli_parse_pid(arg, &irq))
+			return fail(state, c, "invalid IRQ '%s'; hint: a number from /proc/interrupts", arg);
+		o->irqs[o->nirqs++] = irq;
+		break;
+	}
+	case OPT_BUFFER:
+		if (cli_parse_size(arg, &o->buffer_size) || o->buffer_size < 4096 ||
+		    o->buffer_size > (1ul << 30))
+			return fail(state, c, "invalid --buffer-size '%s'; hint: 4K to 1G, e.g. 64M", arg);
+		break;
+	case 'v':
+		o->verbose++;
+		break;
+	case 'q':
+		o->quiet = true;
+		break;
+	case ARGP_KEY_ARG:
+		return fail(state, c, "unexpected argument '%s'; hint: quote the command: -c '%s ...'",
+			    arg, arg);
+	case ARGP_KEY_END:
+		if (!o->npids && !o->command)
+			return fail(state, c, "nothing to trace; hint: give -p PID or -c CMD (see --help)");
+		if (o->npids && o->command)
+			return fail(state, c, "-p and -c do not go together; hint: trace one job per run");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+int cli_parse_record(int argc, char **argv, struct record_opts *o, unsigned int argp_flags,
+		     char *err, size_t errlen)
+{
+	static const struct argp argp = { options, parse_opt, NULL, doc, NULL, NULL, NULL };
+	struct parse_ctx c = { o, err, errlen };
+
+	memset(o, 0, sizeof(*o));
+	o->output = SBT_DEFAULT_OUTPUT;
+	o->buffer_size = SBT_DEFAULT_BUFFER;
+	err[0] = '\0';
+	return argp_parse(&argp, argc, argv, argp_flags, NULL, &c);
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Command line of `spyre-bpftrace record` (the default subcommand). */
+#ifndef SBT_CLI_H
+#define SBT_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "probes.h"
+
+#define SBT_MAX_PIDS 64
+#define SBT_MAX_USER_PROBES 64
+#define SBT_MAX_VFIO_PATHS 5 /* BPF holds 8 patterns; 3 are VFIO's own */
+#define SBT_MAX_IRQS 64
+#define SBT_DEFAULT_OUTPUT "spyre-bpftrace.sbt"
+#define SBT_DEFAULT_BUFFER (8u << 20)
+
+struct record_opts {
+	pid_t pids[SBT_MAX_PIDS];
+	int npids;
+	char *command; /* -c */
+	double duration; /* seconds; 0 = until done or Ctrl-C */
+	const char *output;
+	struct probe_spec probes[SBT_MAX_USER_PROBES];
+	int nprobes;
+	const char *vfio_paths[SBT_MAX_VFIO_PATHS];
+	int nvfio_paths;
+	int irqs[SBT_MAX_IRQS];
+	int nirqs;
+	unsigned long buffer_size;
+	int verbose;
+	bool quiet; /* no live status, no summary */
+};
+
+/* Parse the record arguments (argv[0] is the program or subcommand name).
+ * argp_flags 0 exits on --help and errors as a CLI does; tests pass
+ * ARGP_NO_EXIT | ARGP_NO_ERRS. Returns 0, or an errno with err filled. */
+int cli_parse_record(int argc, char **argv, struct record_opts *o, unsigned int argp_flags,
+		     char *err, size_t errlen);
+
+/* Value parsers shared with the tests; 0 or -1. */
+int cli_parse_pid(const char *s, pid_t *out);
+int cli_parse_size(const char *s, unsigned long *out); /* 4096, 64K, 8M, 1G */
+int cli_parse_seconds(const char *s, double *out);
+/* Split a --vfio-path glob at its one '*' (or none). 0 or -1. */
+int cli_split_glob(const char *glob, size_t max_part, size_t *prefix_len, size_t *suffix_len,
+		   bool *has_star);
+
+#endif

@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The subcommands, in the manner of perf: each returns the exit status. */
+#ifndef SBT_COMMANDS_H
+#define SBT_COMMANDS_H
+
+int cmd_record(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+
+#endif

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* spyre-bpftrace: pick the subcommand, in the manner of perf. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*run)(int, char **);
+	} cmds[] = { { "record", cmd_record }, { "dump", cmd_dump } };
+
+	if (argc > 1 && argv[1][0] != '-') {
+		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+			if (!strcmp(argv[1], cmds[i].name))
+				return cmds[i].run(argc - 1, argv + 1);
+		fprintf(stderr, "spyre-bpftrace: unknown command '%s'; hint: record or dump (see --help)\n",
+			argv[1]);
+		return 2;
+	}
+	return cmd_record(argc, argv); /* record is the default */
+}

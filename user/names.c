@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Names for the numbers in records. */
+#include <linux/vfio.h>
+#include <string.h>
+
+#include "events.h"
+#include "names.h"
+
+/* events.h spells the VFIO numbers out for BPF; check them against uapi. */
+_Static_assert(SBT_VFIO_IOMMU_MAP_DMA == VFIO_IOMMU_MAP_DMA, "MAP_DMA");
+_Static_assert(SBT_VFIO_IOMMU_UNMAP_DMA == VFIO_IOMMU_UNMAP_DMA, "UNMAP_DMA");
+_Static_assert(SBT_VFIO_DEVICE_SET_IRQS == VFIO_DEVICE_SET_IRQS, "SET_IRQS");
+_Static_assert(SBT_VFIO_GROUP_GET_DEVICE_FD == VFIO_GROUP_GET_DEVICE_FD, "GET_DEVICE_FD");
+_Static_assert(SBT_VFIO_SET_IOMMU == VFIO_SET_IOMMU, "SET_IOMMU");
+
+const char *sbt_type_name(uint16_t type)
+{
+	static const char *const names[SBT_TYPE_MAX] = {
+		[SBT_CALL_ENTER] = "call_enter", [SBT_CALL_EXIT] = "call_exit",
+		[SBT_IOCTL] = "ioctl", [SBT_IRQ] = "irq",
+		[SBT_IOMMU_MAP] = "iommu_map", [SBT_IOMMU_UNMAP] = "iommu_unmap",
+		[SBT_DMA_MAP] = "dma_map", [SBT_DMA_UNMAP] = "dma_unmap",
+		[SBT_TASK_NEW] = "task_new", [SBT_TASK_COMM] = "task_comm",
+		[SBT_TASK_EXIT] = "task_exit", [SBT_META_CLOCK] = "clock",
+		[SBT_META_HOST] = "host", [SBT_META_PROC] = "process",
+		[SBT_META_PROBE] = "probe", [SBT_META_IRQ] = "irq_info",
+		[SBT_THREAD_NAME] = "thread_name", [SBT_LOST] = "lost",
+		[SBT_META_END] = "end",
+	};
+
+	return type < SBT_TYPE_MAX && names[type] ? names[type] : "unknown";
+}
+
+static const char *const role_names[SBT_ROLE_MAX] = {
+	[SBT_ROLE_NONE] = "none", [SBT_ROLE_COPY_IN] = "copy-in",
+	[SBT_ROLE_COPY_OUT] = "copy-out", [SBT_ROLE_COMPUTE] = "compute",
+	[SBT_ROLE_LAUNCH] = "launch", [SBT_ROLE_WAIT] = "wait",
+	[SBT_ROLE_ALLOC] = "alloc", [SBT_ROLE_FREE] = "free",
+	[SBT_ROLE_SUBMIT] = "submit", [SBT_ROLE_COMPLETE] = "complete",
+	[SBT_ROLE_MAP] = "map", [SBT_ROLE_UNMAP] = "unmap",
+	[SBT_ROLE_USER] = "user",
+};
+
+const char *sbt_role_name(unsigned int role)
+{
+	return role < SBT_ROLE_MAX ? role_names[role] : "unknown";
+}
+
+int sbt_role_from_name(const char *name)
+{
+	for (int i = 0; i < SBT_ROLE_MAX; i++)
+		if (!strcmp(role_names[i], name))
+			return i;
+	return -1;
+}
+
+const char *sbt_fd_kind_name(unsigned int kind)
+{
+	switch (kind) {
+	case SBT_FD_CONTAINER: return "container";
+	case SBT_FD_GROUP: return "group";
+	case SBT_FD_DEVICE: return "device";
+	case SBT_FD_PATH: return "path";
+	default: return "none";
+	}
+}
+
+const char *sbt_vfio_cmd_name(uint32_t cmd, unsigned int fd_kind)
+{
+	/* VFIO_BASE + n; from 12 on, a device fd and a container fd give the
+	 * same number different meanings (linux/vfio.h). */
+	static const char *const common[] = {
+		"VFIO_GET_API_VERSION", "VFIO_CHECK_EXTENSION", "VFIO_SET_IOMMU",
+		"VFIO_GROUP_GET_STATUS", "VFIO_GROUP_SET_CONTAINER",
+		"VFIO_GROUP_UNSET_CONTAINER", "VFIO_GROUP_GET_DEVICE_FD",
+		"VFIO_DEVICE_GET_INFO", "VFIO_DEVICE_GET_REGION_INFO",
+		"VFIO_DEVICE_GET_IRQ_INFO", "VFIO_DEVICE_SET_IRQS", "VFIO_DEVICE_RESET",
+	};
+	static const char *const device[] = {
+		"VFIO_DEVICE_GET_PCI_HOT_RESET_INFO", "VFIO_DEVICE_PCI_HOT_RESET",
+		"VFIO_DEVICE_QUERY_GFX_PLANE", "VFIO_DEVICE_GET_GFX_DMABUF",
+		"VFIO_DEVICE_IOEVENTFD", "VFIO_DEVICE_FEATURE",
+	};
+	static const char *const iommu[] = {
+		"VFIO_IOMMU_GET_INFO", "VFIO_IOMMU_MAP_DMA", "VFIO_IOMMU_UNMAP_DMA",
+		"VFIO_IOMMU_ENABLE", "VFIO_IOMMU_DISABLE", "VFIO_IOMMU_DIRTY_PAGES",
+	};
+	unsigned int n;
+
+	if ((cmd >> 8) != VFIO_TYPE || (cmd & 0xff) < VFIO_BASE || (cmd >> 16))
+		return NULL;
+	n = (cmd & 0xff) - VFIO_BASE;
+	if (n < 12)
+		return common[n];
+	if (n < 18)
+		return fd_kind == SBT_FD_DEVICE ? device[n - 12] : iommu[n - 12];
+	return NULL;
+}
+
+const char *sbt_errno_name(int err)
+{
+	const char *n = err > 0 ? strerrorname_np(err) : NULL;
+
+	return n ? n : "E?";
+}

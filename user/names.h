@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Names for the numbers in records: types, roles, fd kinds, VFIO commands. */
+#ifndef SBT_NAMES_H
+#define SBT_NAMES_H
+
+#include <stdint.h>
+
+const char *sbt_type_name(uint16_t type);
+const char *sbt_role_name(unsigned int role);
+/* SBT_ROLE_* from a name such as "copy-in"; -1 when unknown */
+int sbt_role_from_name(const char *name);
+const char *sbt_fd_kind_name(unsigned int kind);
+/* "VFIO_IOMMU_MAP_DMA", or NULL for a command that is not VFIO's. The fd
+ * kind matters: VFIO numbers mean different things on device fds. */
+const char *sbt_vfio_cmd_name(uint32_t cmd, unsigned int fd_kind);
+/* "ENOTTY" for 25; "E?" when unknown */
+const char *sbt_errno_name(int err);
+
+#endif

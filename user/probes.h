@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Runtime probes: which functions of which libraries to trace, and the
+ * sites (library, offset) they resolve to.
+ *
+ * A spec names a library (a path, or a name matched against the file name,
+ * "libflex.so" matching libflex.so.1 too) and a glob on the demangled
+ * function name: without '(' it is matched against the name without its
+ * parameters, with '(' against the full signature.
+ */
+#ifndef SBT_PROBES_H
+#define SBT_PROBES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct probe_spec {
+	const char *lib;
+	const char *pattern;
+	int role; /* enum sbt_role */
+	int bytes_arg; /* argument index holding a byte count (0 = this), -1 none */
+};
+
+extern const struct probe_spec sbt_builtin_probes[];
+extern const size_t sbt_n_builtin_probes;
+
+struct probe_site {
+	uint32_t id;
+	int role, bytes_arg;
+	char *lib; /* path as found */
+	char *name; /* demangled, without parameters */
+	char *symbol; /* as in the ELF file */
+	const char *pattern; /* the spec's pattern */
+	uint64_t offset;
+};
+
+struct probe_set {
+	struct probe_site *sites;
+	size_t n, cap;
+	char **libs; /* libraries already scanned */
+	size_t nlibs;
+};
+
+/* Parse --probe LIB:PATTERN[=ROLE]. 0, or -1 with err filled. */
+int probe_spec_parse(char *arg, struct probe_spec *out, char *err, size_t errlen);
+bool probe_spec_wants_lib(const struct probe_spec *s, const char *libpath);
+bool probe_set_has_lib(const struct probe_set *ps, const char *libpath);
+/* Match the specs that want this library against its symbols and add the
+ * new sites. Returns how many were added, or -errno with err filled. */
+int probe_set_scan_lib(struct probe_set *ps, const struct probe_spec *specs,
+		       size_t nspecs, const char *libpath, char *err, size_t errlen);
+void probe_set_free(struct probe_set *ps);
+
+#endif

@@ -1,0 +1,969 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * `spyre-bpftrace record`: open, configure, load and attach the BPF
+ * programs, then drain the ring buffer into a capture file until the
+ * traced processes are gone, -d elapses, or Ctrl-C.
+ */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <wordexp.h>
+
+#include "capture.h"
+#include "cli.h"
+#include "clock.h"
+#include "commands.h"
+#include "libresolve.h"
+#include "meta.h"
+#include "plan.h"
+#include "preflight.h"
+#include "probes.h"
+#include "procfs.h"
+#include "spyre.skel.h"
+#include "summary.h"
+
+#define TICK_MS 100
+#define RESCAN_MS 1000
+#define MAX_TGIDS 1024
+#define MAX_PATTERNS 8
+
+/* Must match struct fd_pattern in bpf/ioctl.bpf.c. */
+struct fd_pattern {
+	uint32_t kind;
+	uint16_t prefix_len, suffix_len;
+	uint32_t has_star;
+	char prefix[64], suffix[64];
+};
+
+struct fd_key {
+	uint32_t tgid;
+	int32_t fd;
+};
+
+struct recorder {
+	struct record_opts *o;
+	struct spyre_bpf *skel;
+	struct ring_buffer *rb;
+	struct capture_writer w;
+	struct capture_meta meta;
+	struct summary sum;
+	struct probe_spec *specs;
+	size_t nspecs;
+	struct probe_set probes;
+	struct bpf_link **links;
+	size_t nlinks;
+	struct plan plan;
+	const char *patterns[MAX_PATTERNS];
+	uint32_t pattern_kinds[MAX_PATTERNS];
+	int npatterns;
+	pid_t tgids[MAX_TGIDS];
+	int ntgids;
+	bool irq_named[1024];
+	pid_t child;
+	int go_fd, child_status;
+	bool child_reaped;
+	uint64_t start_ts, lost_total;
+	int write_error;
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+__attribute__((format(printf, 1, 2))) static void say_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("spyre-bpftrace: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int verbose_level;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (level == LIBBPF_DEBUG && verbose_level < 2)
+		return 0;
+	if (level == LIBBPF_INFO && verbose_level < 1)
+		return 0;
+	if (level == LIBBPF_WARN && verbose_level < 1)
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+/* ---- records the loader adds ------------------------------------------- */
+
+static void put_record(struct recorder *r, struct sbt_hdr *h, uint16_t type, size_t total)
+{
+	h->type = type;
+	h->size = (uint16_t)(total - sizeof(*h));
+	if (!h->ts)
+		h->ts = sbt_now_boottime();
+	meta_add(&r->meta, h);
+	summary_add(&r->sum, h);
+	if (capture_write(&r->w, h) && !r->write_error)
+		r->write_error = r->w.error;
+}
+
+static void write_host(struct recorder *r)
+{
+	struct sbt_meta_host h = { 0 };
+	struct utsname u;
+
+	gethostname(h.hostname, sizeof(h.hostname) - 1);
+	if (!uname(&u))
+		snprintf(h.release, sizeof(h.release), "%.*s", (int)sizeof(h.release) - 1, u.release);
+	snprintf(h.version, sizeof(h.version), "%s", SBT_VERSION);
+	h.clock_id = CLOCK_BOOTTIME;
+	put_record(r, &h.h, SBT_META_HOST, sizeof(h));
+}
+
+static void write_clock(struct recorder *r)
+{
+	struct sbt_meta_clock c;
+
+	sbt_clock_snapshot(&c);
+	put_record(r, &c.h, SBT_META_CLOCK, sizeof(c));
+}
+
+/* argv: the -c command, not yet exec'd; NULL: read /proc */
+static void write_proc(struct recorder *r, pid_t pid, char *const *argv)
+{
+	struct {
+		struct sbt_meta_proc p;
+		char cmd[4096];
+	} rec = { 0 };
+
+	rec.p.pid = (uint32_t)pid;
+	rec.p.h.tgid = rec.p.h.tid = (uint32_t)pid;
+	if (argv) {
+		const char *base = strrchr(argv[0], '/');
+		size_t n = 0;
+
+		for (int i = 0; argv[i] && n < sizeof(rec.cmd); i++)
+			n += (size_t)snprintf(rec.cmd + n, sizeof(rec.cmd) - n, "%s", argv[i]) + 1;
+		rec.p.cmdline_len = (uint32_t)(n < sizeof(rec.cmd) ? n : sizeof(rec.cmd));
+		snprintf(rec.p.comm, sizeof(rec.p.comm), "%.15s", base ? base + 1 : argv[0]);
+	} else {
+		rec.p.cmdline_len = (uint32_t)proc_cmdline(pid, rec.cmd, sizeof(rec.cmd));
+		proc_comm(pid, pid, rec.p.comm, sizeof(rec.p.comm));
+	}
+	put_record(r, &rec.p.h, SBT_META_PROC, sizeof(rec.p) + rec.p.cmdline_len);
+}
+
+static void write_probe(struct recorder *r, const struct probe_site *s)
+{
+	struct {
+		struct sbt_meta_probe p;
+		char strings[8192];
+	} rec = { 0 };
+	int n;
+
+	rec.p.id = s->id;
+	rec.p.role = (uint16_t)s->role;
+	rec.p.bytes_arg = (int16_t)s->bytes_arg;
+	rec.p.offset = s->offset;
+	n = snprintf(rec.strings, sizeof(rec.strings), "%s%c%s%c%s", s->name, 0, s->pattern, 0,
+		     s->lib);
+	if (n < 0 || (size_t)n >= sizeof(rec.strings))
+		n = sizeof(rec.strings) - 1;
+	rec.p.strings_len = (uint32_t)n + 1;
+	put_record(r, &rec.p.h, SBT_META_PROBE, sizeof(rec.p) + rec.p.strings_len);
+}
+
+static void thread_name_cb(pid_t pid, pid_t tid, void *ctx)
+{
+	struct sbt_thread_name t = { 0 };
+
+	t.h.tgid = (uint32_t)pid;
+	t.h.tid = (uint32_t)tid;
+	proc_comm(pid, tid, t.comm, sizeof(t.comm));
+	if (t.comm[0])
+		put_record(ctx, &t.h, SBT_THREAD_NAME, sizeof(t));
+}
+
+static void write_thread_names(struct recorder *r)
+{
+	for (int i = 0; i < r->ntgids; i++)
+		proc_for_each_task(r->tgids[i], thread_name_cb, r);
+}
+
+struct irq_ctx {
+	struct recorder *r;
+	int want; /* -1: every match goes into the filter map */
+};
+
+static void irq_name_cb(int irq, const char *name, void *ctx)
+{
+	struct irq_ctx *c = ctx;
+	struct sbt_meta_irq m = { 0 };
+	uint32_t one = 1, key = (uint32_t)irq;
+
+	if (c->want >= 0 && irq != c->want)
+		return;
+	if (c->want < 0)
+		bpf_map_update_elem(bpf_map__fd(c->r->skel->maps.irq_filter), &key, &one, BPF_ANY);
+	if (irq >= 0 && irq < 1024) {
+		if (c->r->irq_named[irq])
+			return;
+		c->r->irq_named[irq] = true;
+	}
+	m.irq = (uint32_t)irq;
+	snprintf(m.name, sizeof(m.name), "%s", name);
+	put_record(c->r, &m.h, SBT_META_IRQ, sizeof(m));
+}
+
+/* ---- processes --------------------------------------------------------- */
+
+static bool have_tgid(const struct recorder *r, pid_t pid)
+{
+	for (int i = 0; i < r->ntgids; i++)
+		if (r->tgids[i] == pid)
+			return true;
+	return false;
+}
+
+static void add_tgid(struct recorder *r, pid_t pid)
+{
+	if (!have_tgid(r, pid) && r->ntgids < MAX_TGIDS)
+		r->tgids[r->ntgids++] = pid;
+}
+
+static int map_traced(struct recorder *r, pid_t pid)
+{
+	uint32_t key = (uint32_t)pid, one = 1;
+
+	add_tgid(r, pid);
+	if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.traced), &key, &one, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+static bool any_traced(struct recorder *r)
+{
+	uint32_t key;
+
+	return bpf_map_get_next_key(bpf_map__fd(r->skel->maps.traced), NULL, &key) == 0;
+}
+
+/* -c: fork now, exec later, once every probe is in place. */
+static int spawn_child(struct recorder *r)
+{
+	wordexp_t we;
+	int pfd[2], ret;
+
+	ret = wordexp(r->o->command, &we, WRDE_NOCMD);
+	if (ret || !we.we_wordc) {
+		say_error("cannot parse command '%s'%s; hint: quote it as one argument: -c './app --flag'",
+			  r->o->command, ret == WRDE_CMDSUB ? " (no $(...) or `...`)" : "");
+		if (!ret)
+			wordfree(&we);
+		return -EINVAL;
+	}
+	if (pipe2(pfd, O_CLOEXEC)) {
+		wordfree(&we);
+		return -errno;
+	}
+	r->child = fork();
+	if (r->child < 0) {
+		ret = -errno;
+		wordfree(&we);
+		return ret;
+	}
+	if (r->child == 0) {
+		char c;
+
+		close(pfd[1]);
+		/* EOF instead of a byte: the tracer gave up; do not run untraced */
+		if (read(pfd[0], &c, 1) != 1)
+			_exit(127);
+		execvp(we.we_wordv[0], we.we_wordv);
+		fprintf(stderr, "spyre-bpftrace: cannot run '%s': %s\n", we.we_wordv[0],
+			strerror(errno));
+		_exit(127);
+	}
+	close(pfd[0]);
+	r->go_fd = pfd[1];
+	wordfree(&we);
+	return 0;
+}
+
+static void start_child(struct recorder *r)
+{
+	if (r->go_fd > 0) {
+		if (write(r->go_fd, "g", 1) != 1)
+			say_error("cannot start the command: %s", strerror(errno));
+		close(r->go_fd);
+		r->go_fd = -1;
+	}
+}
+
+static void reap_child(struct recorder *r, bool wait)
+{
+	if (r->child <= 0 || r->child_reaped)
+		return;
+	if (waitpid(r->child, &r->child_status, wait ? 0 : WNOHANG) == r->child)
+		r->child_reaped = true;
+}
+
+/* ---- configure and load ------------------------------------------------ */
+
+static void add_pattern(struct recorder *r, const char *glob, uint32_t kind)
+{
+	r->patterns[r->npatterns] = glob;
+	r->pattern_kinds[r->npatterns++] = kind;
+}
+
+static unsigned long round_pow2(unsigned long v)
+{
+	unsigned long p = 4096;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+static const char *const dma_map_tps[] = { "dma_map_phys", "dma_map_page" };
+static const char *const dma_unmap_tps[] = { "dma_unmap_phys", "dma_unmap_page" };
+
+static const char *first_tracepoint(const char *cat, const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (sbt_tracepoint_exists(cat, names[i]))
+			return names[i];
+	return NULL;
+}
+
+static void plan_driver_level(struct recorder *r, const char *role)
+{
+	/* Driver-level probes (fentry on vfio with module BTF, else kprobes)
+	 * are the next step; say precisely why each is not used here. */
+	if (!sbt_module_btf("vfio"))
+		plan_add(&r->plan, role, "-", "fentry: no vfio module BTF on this kernel");
+	else
+		plan_add(&r->plan, role, "-", "fentry: driver-level attach not in this build");
+	if (!sbt_have_kprobes())
+		plan_add(&r->plan, role, "-", "kprobe: not available on this kernel");
+	else
+		plan_add(&r->plan, role, "-", "kprobe: driver-level attach not in this build");
+}
+
+static int configure(struct recorder *r)
+{
+	struct spyre_bpf *s = r->skel;
+	unsigned long size = round_pow2(r->o->buffer_size);
+	const char *tp;
+
+	bpf_map__set_max_entries(s->maps.events, (uint32_t)size);
+	s->rodata->wakeup_bytes = size / 4;
+	if (size != r->o->buffer_size)
+		plan_add(&r->plan, "buffer", "-", "ring buffer rounded up to %lu bytes", size);
+
+	add_pattern(r, "/dev/vfio/devices/*", SBT_FD_DEVICE);
+	add_pattern(r, "/dev/vfio/vfio", SBT_FD_CONTAINER);
+	add_pattern(r, "/dev/vfio/*", SBT_FD_GROUP);
+	for (int i = 0; i < r->o->nvfio_paths; i++)
+		add_pattern(r, r->o->vfio_paths[i], SBT_FD_PATH);
+	s->rodata->n_patterns = (uint32_t)r->npatterns;
+
+	if (!sbt_have_uprobes()) {
+		say_error("uprobes not available on this kernel; hint: needs CONFIG_UPROBE_EVENTS=y");
+		return -EOPNOTSUPP;
+	}
+	plan_add(&r->plan, "runtime", "uprobe+uretprobe", "on the runtime's entry points, cookie = probe id");
+
+	plan_driver_level(r, "ioctl");
+	plan_add(&r->plan, "ioctl", "tracepoint syscalls:sys_*_ioctl", "VFIO fds only, args decoded in BPF");
+	plan_add(&r->plan, "fd-track", "tracepoint syscalls:sys_*_openat,close", "learns accelerator fds");
+
+	plan_driver_level(r, "irq");
+	plan_add(&r->plan, "irq", "tracepoint irq:irq_handler_*", "vfio* and --irq interrupts");
+
+	if (sbt_tracepoint_exists("iommu", "map")) {
+		plan_add(&r->plan, "iommu", "tracepoint iommu:map,unmap", "in traced tasks");
+	} else {
+		bpf_program__set_autoload(s->progs.iommu_map, false);
+		bpf_program__set_autoload(s->progs.iommu_unmap, false);
+		plan_add(&r->plan, "iommu", "-", "iommu:map: no such tracepoint on this kernel");
+	}
+	tp = first_tracepoint("dma", dma_map_tps, 2);
+	if (tp)
+		plan_add(&r->plan, "dma", tp, "tracepoint dma:%s (and its unmap twin)", tp);
+	else
+		plan_add(&r->plan, "dma", "-", "dma_map_phys, dma_map_page: no such tracepoint");
+	if (!tp || !first_tracepoint("dma", dma_unmap_tps, 2)) {
+		bpf_program__set_autoload(s->progs.dma_map, false);
+		bpf_program__set_autoload(s->progs.dma_unmap, false);
+	}
+
+	if (sbt_have_tp_btf("sched_process_fork")) {
+		bpf_program__set_autoload(s->progs.fork_raw, false);
+		plan_add(&r->plan, "fork", "tp_btf sched_process_fork", "follows children of traced processes");
+	} else {
+		bpf_program__set_autoload(s->progs.fork_btf, false);
+		plan_add(&r->plan, "fork", "-", "tp_btf: no BTF for sched_process_fork");
+		plan_add(&r->plan, "fork", "raw_tp sched_process_fork", "follows children of traced processes");
+	}
+	plan_add(&r->plan, "task", "tracepoint sched_process_exit, task_rename", "thread names and exits");
+	return 0;
+}
+
+static int fill_patterns(struct recorder *r)
+{
+	int fd = bpf_map__fd(r->skel->maps.fd_patterns);
+
+	for (int i = 0; i < r->npatterns; i++) {
+		struct fd_pattern p = { .kind = r->pattern_kinds[i] };
+		size_t pl, sl;
+		bool star;
+
+		if (cli_split_glob(r->patterns[i], sizeof(p.prefix) - 1, &pl, &sl, &star))
+			return -EINVAL;
+		p.prefix_len = (uint16_t)pl;
+		p.suffix_len = (uint16_t)sl;
+		p.has_star = star;
+		memcpy(p.prefix, r->patterns[i], pl);
+		if (star)
+			memcpy(p.suffix, r->patterns[i] + pl + 1, sl);
+		uint32_t key = (uint32_t)i;
+
+		if (bpf_map_update_elem(fd, &key, &p, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
+struct seed_ctx {
+	struct recorder *r;
+	pid_t pid;
+};
+
+/* Accelerator fds the process opened before we attached. */
+static void seed_fd_cb(int fd, const char *target, void *ctx)
+{
+	struct seed_ctx *c = ctx;
+	struct fd_key key = { (uint32_t)c->pid, fd };
+	uint32_t kind = 0;
+
+	if (!strcmp(target, "anon_inode:[vfio-device]"))
+		kind = SBT_FD_DEVICE;
+	for (int i = 0; !kind && i < c->r->npatterns; i++)
+		if (!fnmatch(c->r->patterns[i], target, 0))
+			kind = c->r->pattern_kinds[i];
+	if (kind)
+		bpf_map_update_elem(bpf_map__fd(c->r->skel->maps.accel_fds), &key, &kind, BPF_ANY);
+}
+
+/* ---- attach ------------------------------------------------------------- */
+
+static int keep_link(struct recorder *r, struct bpf_link *link, const char *what)
+{
+	struct bpf_link **grown;
+	int err = libbpf_get_error(link);
+
+	if (err) {
+		say_error("cannot attach %s: %s; hint: run with -v for the attach plan", what,
+			  strerror(-err));
+		return err;
+	}
+	grown = realloc(r->links, (r->nlinks + 1) * sizeof(*grown));
+	if (!grown) {
+		bpf_link__destroy(link);
+		return -ENOMEM;
+	}
+	r->links = grown;
+	r->links[r->nlinks++] = link;
+	return 0;
+}
+
+static int attach_kernel(struct recorder *r)
+{
+	struct spyre_bpf *s = r->skel;
+	struct bpf_program *fixed[] = {
+		s->progs.openat_enter, s->progs.openat_exit, s->progs.close_enter,
+		s->progs.ioctl_enter, s->progs.ioctl_exit, s->progs.irq_entry, s->progs.irq_exit,
+		s->progs.iommu_map, s->progs.iommu_unmap, s->progs.fork_btf, s->progs.fork_raw,
+		s->progs.task_exit, s->progs.task_rename,
+	};
+	const char *tp;
+	int err;
+
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+		if (!bpf_program__autoload(fixed[i]))
+			continue;
+		err = keep_link(r, bpf_program__attach(fixed[i]), bpf_program__section_name(fixed[i]));
+		if (err)
+			return err;
+	}
+	if (!bpf_program__autoload(s->progs.dma_map))
+		return 0;
+	tp = first_tracepoint("dma", dma_map_tps, 2);
+	err = keep_link(r, bpf_program__attach_tracepoint(s->progs.dma_map, "dma", tp), tp);
+	if (err)
+		return err;
+	tp = first_tracepoint("dma", dma_unmap_tps, 2);
+	return keep_link(r, bpf_program__attach_tracepoint(s->progs.dma_unmap, "dma", tp), tp);
+}
+
+static int attach_site(struct recorder *r, const struct probe_site *site)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = site->id);
+	char what[512];
+	int err;
+
+	snprintf(what, sizeof(what), "uprobe %s at %s+0x%llx", site->name, site->lib,
+		 (unsigned long long)site->offset);
+	opts.retprobe = false;
+	err = keep_link(r, bpf_program__attach_uprobe_opts(r->skel->progs.call_enter, -1, site->lib,
+							   site->offset, &opts), what);
+	if (err)
+		return err;
+	opts.retprobe = true;
+	return keep_link(r, bpf_program__attach_uprobe_opts(r->skel->progs.call_exit, -1, site->lib,
+							    site->offset, &opts), what);
+}
+
+/* Scan the libraries for probe sites; attach and record the new ones. */
+static int scan_libs(struct recorder *r, char **libs, int n)
+{
+	int added = 0;
+
+	for (int i = 0; i < n; i++) {
+		bool wanted = false;
+		char err[512];
+		size_t first = r->probes.n;
+		int ret;
+
+		if (probe_set_has_lib(&r->probes, libs[i]))
+			continue;
+		for (size_t j = 0; j < r->nspecs && !wanted; j++)
+			wanted = probe_spec_wants_lib(&r->specs[j], libs[i]);
+		if (!wanted)
+			continue;
+		ret = probe_set_scan_lib(&r->probes, r->specs, r->nspecs, libs[i], err, sizeof(err));
+		if (ret < 0) {
+			say_error("cannot read symbols: %s", err);
+			continue;
+		}
+		for (size_t k = first; k < r->probes.n; k++) {
+			ret = attach_site(r, &r->probes.sites[k]);
+			if (ret)
+				return ret;
+			write_probe(r, &r->probes.sites[k]);
+			if (r->o->verbose)
+				fprintf(stderr, "  uprobe     -> %s+0x%llx %s\n", r->probes.sites[k].lib,
+					(unsigned long long)r->probes.sites[k].offset,
+					r->probes.sites[k].name);
+			added++;
+		}
+	}
+	return added;
+}
+
+static int scan_process_libs(struct recorder *r)
+{
+	int added = 0;
+
+	for (int i = 0; i < r->ntgids; i++) {
+		char **libs;
+		int n = proc_mapped_files(r->tgids[i], &libs), ret;
+
+		if (n < 0)
+			continue;
+		ret = scan_libs(r, libs, n);
+		proc_free_paths(libs, n);
+		if (ret < 0)
+			return ret;
+		added += ret;
+	}
+	return added;
+}
+
+static int attach_runtime(struct recorder *r)
+{
+	char **libs;
+	int n, ret, total = 0;
+
+	if (r->child > 0) {
+		wordexp_t we;
+
+		if (wordexp(r->o->command, &we, WRDE_NOCMD))
+			return -EINVAL;
+		n = resolve_command_libs(we.we_wordv, &libs);
+		wordfree(&we);
+		if (n > 0) {
+			ret = scan_libs(r, libs, n);
+			proc_free_paths(libs, n);
+			if (ret < 0)
+				return ret;
+			total += ret;
+		}
+		n = resolve_install_libs(&libs);
+		if (n > 0) {
+			ret = scan_libs(r, libs, n);
+			proc_free_paths(libs, n);
+			if (ret < 0)
+				return ret;
+			total += ret;
+		}
+	}
+	/* explicit library paths in --probe are attached whether mapped or not */
+	for (int i = 0; i < r->o->nprobes; i++) {
+		char *lib = (char *)r->o->probes[i].lib;
+
+		if (!strchr(lib, '/'))
+			continue;
+		if (access(lib, R_OK)) {
+			say_error("--probe: cannot read '%s': %s", lib, strerror(errno));
+			return -errno;
+		}
+		ret = scan_libs(r, &lib, 1);
+		if (ret < 0)
+			return ret;
+		total += ret;
+	}
+	ret = scan_process_libs(r);
+	if (ret < 0)
+		return ret;
+	total += ret;
+	if (!total) {
+		if (r->o->command)
+			say_error("no Spyre runtime library found for '%s' (looked for libflex.so, "
+				  "libsenlib*.so and --probe libraries); hint: --probe /path/lib.so:'ns::func*'",
+				  r->o->command);
+		else
+			say_error("no Spyre runtime library in the maps of PID %d (looked for libflex.so, "
+				  "libsenlib*.so and --probe libraries); hint: --probe LIB:PATTERN",
+				  r->o->pids[0]);
+		return -ENOENT;
+	}
+	return total;
+}
+
+/* ---- the capture loop --------------------------------------------------- */
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct recorder *r = ctx;
+	struct sbt_hdr *h = data;
+
+	if (size < sizeof(*h) || sizeof(*h) + h->size > size)
+		return 0;
+	meta_add(&r->meta, h);
+	summary_add(&r->sum, h);
+	if (capture_write(&r->w, h) && !r->write_error)
+		r->write_error = r->w.error;
+	if (h->type == SBT_TASK_NEW && (((struct sbt_task *)h)->flags & 1))
+		add_tgid(r, (pid_t)h->tgid);
+	if (h->type == SBT_IRQ) {
+		int irq = ((struct sbt_irq *)h)->irq;
+
+		if (irq >= 0 && irq < 1024 && !r->irq_named[irq]) {
+			struct irq_ctx c = { r, irq };
+
+			proc_for_each_irq(NULL, 0, true, irq_name_cb, &c);
+		}
+	}
+	return 0;
+}
+
+static uint64_t read_lost(struct recorder *r)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t vals[ncpu > 0 ? ncpu : 1], sum = 0;
+	uint32_t key = 0;
+
+	if (ncpu <= 0 || bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.lost), &key, vals))
+		return r->lost_total;
+	for (int i = 0; i < ncpu; i++)
+		sum += vals[i];
+	return sum;
+}
+
+static void check_lost(struct recorder *r)
+{
+	uint64_t total = read_lost(r);
+
+	if (total > r->lost_total) {
+		struct sbt_lost l = { 0 };
+
+		l.count = total - r->lost_total;
+		l.total = total;
+		r->lost_total = total;
+		put_record(r, &l.h, SBT_LOST, sizeof(l));
+	}
+}
+
+static void show_status(struct recorder *r, bool final)
+{
+	if (r->o->quiet || !isatty(STDERR_FILENO))
+		return;
+	if (final) {
+		fputs("\r\033[K", stderr);
+		return;
+	}
+	fprintf(stderr, "\r\033[K[spyre-bpftrace] %6.1f s  %llu events  %llu lost  (Ctrl-C to stop)",
+		(double)(sbt_now_boottime() - r->start_ts) / 1e9,
+		(unsigned long long)r->w.records, (unsigned long long)r->lost_total);
+}
+
+static const char *run_loop(struct recorder *r)
+{
+	uint64_t deadline = r->o->duration > 0
+		? r->start_ts + (uint64_t)(r->o->duration * 1e9) : 0;
+	uint64_t next_rescan = r->start_ts + RESCAN_MS * 1000000ull;
+	int err;
+
+	for (;;) {
+		uint64_t now;
+
+		err = ring_buffer__poll(r->rb, TICK_MS);
+		if (err < 0 && err != -EINTR) {
+			say_error("reading the ring buffer: %s", strerror(-err));
+			return "error";
+		}
+		now = sbt_now_boottime();
+		check_lost(r);
+		show_status(r, false);
+		capture_flush(&r->w);
+		reap_child(r, false);
+		if (stop_requested)
+			return "interrupted";
+		if (r->write_error)
+			return "write error";
+		if (deadline && now >= deadline)
+			return "duration elapsed";
+		if (!any_traced(r))
+			return "traced processes exited";
+		if (now >= next_rescan) {
+			/* libraries dlopen()ed since the last look */
+			if (scan_process_libs(r) < 0)
+				return "error";
+			next_rescan = now + RESCAN_MS * 1000000ull;
+		}
+	}
+}
+
+static void finish(struct recorder *r, const char *why)
+{
+	struct sbt_meta_end e = { 0 };
+
+	/* what is still in the ring buffer, then the final counters */
+	ring_buffer__consume(r->rb);
+	check_lost(r);
+	write_thread_names(r);
+	write_clock(r);
+	e.records = r->w.records;
+	e.lost = r->lost_total;
+	e.duration_ns = sbt_now_boottime() - r->start_ts;
+	put_record(r, &e.h, SBT_META_END, sizeof(e));
+	show_status(r, true);
+	if (capture_close(&r->w) && r->write_error == 0)
+		r->write_error = r->w.error;
+	if (r->o->quiet)
+		return;
+	fprintf(stderr, "spyre-bpftrace: %s; %llu records (%.1f KiB) in %s\n", why,
+		(unsigned long long)r->w.records, (double)r->w.bytes / 1024.0, r->o->output);
+	summary_print(stderr, &r->sum, &r->meta);
+	if (r->child > 0 && r->child_reaped) {
+		if (WIFEXITED(r->child_status) && WEXITSTATUS(r->child_status))
+			fprintf(stderr, "\n  command exited with status %d\n", WEXITSTATUS(r->child_status));
+		else if (WIFSIGNALED(r->child_status))
+			fprintf(stderr, "\n  command killed by signal %d\n", WTERMSIG(r->child_status));
+	}
+}
+
+static void cleanup(struct recorder *r)
+{
+	for (size_t i = 0; i < r->nlinks; i++)
+		bpf_link__destroy(r->links[i]);
+	free(r->links);
+	ring_buffer__free(r->rb);
+	spyre_bpf__destroy(r->skel);
+	if (r->go_fd > 0)
+		close(r->go_fd); /* an unstarted child sees EOF and exits */
+	if (r->child > 0 && !r->child_reaped) {
+		/* -d elapsed or setup failed: end the command we started */
+		reap_child(r, false);
+		if (!r->child_reaped)
+			kill(r->child, SIGTERM);
+		reap_child(r, true);
+	}
+	if (r->w.f)
+		capture_close(&r->w);
+	probe_set_free(&r->probes);
+	meta_free(&r->meta);
+	free(r->specs);
+}
+
+static int preflight(struct record_opts *o)
+{
+	char err[512];
+
+	if (sbt_check_privileges(geteuid(), sbt_effective_caps(), err, sizeof(err)) ||
+	    sbt_check_btf("/sys/kernel/btf/vmlinux", err, sizeof(err))) {
+		say_error("%s", err);
+		return -1;
+	}
+	for (int i = 0; i < o->npids; i++)
+		if (sbt_check_pid(o->pids[i], err, sizeof(err))) {
+			say_error("%s", err);
+			return -1;
+		}
+	return 0;
+}
+
+static int setup(struct recorder *r)
+{
+	struct record_opts *o = r->o;
+	int err;
+
+	r->nspecs = sbt_n_builtin_probes + (size_t)o->nprobes;
+	r->specs = calloc(r->nspecs, sizeof(*r->specs));
+	if (!r->specs)
+		return -ENOMEM;
+	/* user probes first: a user role wins over the built-in one */
+	memcpy(r->specs, o->probes, (size_t)o->nprobes * sizeof(*r->specs));
+	memcpy(r->specs + o->nprobes, sbt_builtin_probes,
+	       sbt_n_builtin_probes * sizeof(*r->specs));
+
+	err = sbt_ensure_tracefs();
+	if (err) {
+		say_error("tracefs is not mounted and cannot be: %s; hint: mount -t tracefs nodev /sys/kernel/tracing",
+			  strerror(-err));
+		return err;
+	}
+	if (o->command && (err = spawn_child(r)))
+		return err;
+
+	r->skel = spyre_bpf__open();
+	if (!r->skel) {
+		say_error("cannot open the BPF object: %s", strerror(errno));
+		return -errno;
+	}
+	if ((err = configure(r)))
+		return err;
+	err = spyre_bpf__load(r->skel);
+	if (err) {
+		say_error("cannot load the BPF programs: %s; hint: run with -v for the verifier log",
+			  strerror(-err));
+		return err;
+	}
+	if ((err = fill_patterns(r)))
+		return err;
+	for (int i = 0; i < o->npids; i++) {
+		struct seed_ctx c = { r, o->pids[i] };
+
+		if ((err = map_traced(r, o->pids[i])))
+			return err;
+		proc_for_each_fd(o->pids[i], seed_fd_cb, &c);
+	}
+	if (r->child > 0 && (err = map_traced(r, r->child)))
+		return err;
+
+	if ((err = attach_kernel(r)))
+		return err;
+	write_clock(r);
+	write_host(r);
+	for (int i = 0; i < o->npids; i++)
+		write_proc(r, o->pids[i], NULL);
+	if (r->child > 0) {
+		wordexp_t we;
+
+		if (!wordexp(o->command, &we, WRDE_NOCMD)) {
+			write_proc(r, r->child, we.we_wordv);
+			wordfree(&we);
+		}
+	}
+	err = attach_runtime(r);
+	if (err < 0)
+		return err;
+	/* interrupts: vfio's, those of devices bound to vfio-pci, and --irq */
+	{
+		struct irq_ctx all = { r, -1 };
+
+		proc_for_each_irq(NULL, 0, true, irq_name_cb, &all);
+		for (int i = 0; i < o->nirqs; i++) {
+			uint32_t key = (uint32_t)o->irqs[i], one = 1;
+			struct irq_ctx one_irq = { r, o->irqs[i] };
+
+			bpf_map_update_elem(bpf_map__fd(r->skel->maps.irq_filter), &key, &one, BPF_ANY);
+			proc_for_each_irq(NULL, 0, false, irq_name_cb, &one_irq);
+		}
+	}
+	if (!r->child)
+		write_thread_names(r); /* a -c child is named when it execs */
+	if (o->verbose)
+		plan_print(&r->plan, stderr);
+	r->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.events), on_record, r, NULL);
+	if (!r->rb) {
+		say_error("cannot open the ring buffer: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_opts o;
+	struct recorder r = { .o = &o, .go_fd = -1 };
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+	const char *why;
+	char err[512];
+	int ret;
+
+	if (cli_parse_record(argc, argv, &o, 0, err, sizeof(err)))
+		return 2;
+	verbose_level = o.verbose;
+	libbpf_set_print(libbpf_print);
+	if (preflight(&o))
+		return 1;
+	ret = capture_create(&r.w, o.output);
+	if (ret) {
+		say_error("cannot write '%s': %s; hint: choose another path with -o", o.output,
+			  strerror(-ret));
+		return 1;
+	}
+	meta_init(&r.meta);
+	setrlimit(RLIMIT_MEMLOCK, &rl); /* kernels before 5.11 charge BPF maps here */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	r.start_ts = sbt_now_boottime();
+	if (setup(&r)) {
+		/* keep what there is: the file stays a readable capture */
+		capture_close(&r.w);
+		cleanup(&r);
+		return 1;
+	}
+	start_child(&r);
+	why = run_loop(&r);
+	finish(&r, why);
+	if (r.write_error)
+		say_error("writing '%s' failed: %s; the capture holds what came before",
+			  o.output, strerror(r.write_error));
+	ret = r.write_error || !strcmp(why, "error") ? 1 : 0;
+	cleanup(&r);
+	return ret;
+}
