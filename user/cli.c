@@ -163,13 +163,16 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			return fail(state, c, "empty output file name");
 		o->output = arg;
 		break;
-	case OPT_PROBE:
+	case OPT_PROBE: {
+		char why[256];
+
 		if (o->nprobes == SBT_MAX_USER_PROBES)
 			return fail(state, c, "too many --probe (at most %d)", SBT_MAX_USER_PROBES);
-		if (probe_spec_parse(arg, &o->probes[o->nprobes], c->err, c->errlen))
-			return fail(state, c, "%s", c->err);
+		if (probe_spec_parse(arg, &o->probes[o->nprobes], why, sizeof(why)))
+			return fail(state, c, "%s", why);
 		o->nprobes++;
 		break;
+	}
 	case OPT_VFIO_PATH:
 		if (o->nvfio_paths == SBT_MAX_VFIO_PATHS)
 			return fail(state, c, "too many --vfio-path (at most %d)", SBT_MAX_VFIO_PATHS);

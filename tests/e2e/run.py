@@ -1,0 +1,392 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Host end-to-end tests: trace the Spyre simulator on this machine's kernel
+and hold the capture against what the simulator says it did.
+
+Needs root (BPF, uprobes); without it every test skips with the reason.
+Prints one line per test and a closing 'e2e: N passed, N failed, N skipped'.
+"""
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOL = os.path.join(ROOT, "build", "spyre-bpftrace")
+SIM = os.path.join(ROOT, "build", "spyre-sim-run")
+OUR_PROGS = {"call_enter", "call_exit", "ioctl_enter", "ioctl_exit", "openat_enter",
+             "openat_exit", "close_enter", "irq_entry", "irq_exit", "iommu_map",
+             "iommu_unmap", "dma_map", "dma_unmap", "fork_btf", "fork_raw",
+             "task_exit", "task_rename"}
+
+LINE = re.compile(r"^(.*?) +(\d+)/(\d+) +\[(\d+)\] (\d+)\.(\d+): (\w+)(.*)$")
+
+
+class Skip(Exception):
+    pass
+
+
+def parse_dump(path):
+    """The capture as a list of dicts, through `spyre-bpftrace dump`."""
+    out = subprocess.run([TOOL, "dump", path], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise AssertionError(f"dump failed ({out.returncode}): {out.stderr.strip()}")
+    events = []
+    for line in out.stdout.splitlines():
+        m = LINE.match(line)
+        assert m, f"unparsable dump line: {line!r}"
+        ev = {"comm": m.group(1).strip(), "tgid": int(m.group(2)), "tid": int(m.group(3)),
+              "cpu": int(m.group(4)), "ts": int(m.group(5)) * 10**9 + int(m.group(6)),
+              "type": m.group(7)}
+        for kv in shlex.split(m.group(8)):
+            k, _, v = kv.partition("=")
+            ev[k] = v
+        events.append(ev)
+    return events, out.stderr
+
+
+def num(v):
+    return int(v, 0)
+
+
+def sim_cmd(tmp, *args):
+    return [SIM, "--mock-dir", os.path.join(tmp, "mock"), "--json",
+            os.path.join(tmp, "sim.json"), *args]
+
+
+def tracer(tmp, *args, out="cap.sbt"):
+    return [TOOL, "-q", "-o", os.path.join(tmp, out), "--vfio-path",
+            os.path.join(tmp, "mock") + "/*", *args]
+
+
+def check_capture_matches_sim(events, sim):
+    """The heart of the tests: the capture holds exactly what the simulator did."""
+    assert not sim["failed"], "the simulator workload itself failed"
+    assert sim["call_log_complete"], "simulator call log overflowed"
+    ends = [e for e in events if e["type"] == "end"]
+    assert len(ends) == 1, f"expected one end record, got {len(ends)}"
+    assert num(ends[0]["lost"]) == 0, f"lost records: {ends[0]['lost']}"
+    assert not [e for e in events if e["type"] == "lost"], "lost-record marks in capture"
+
+    pid = sim["pid"]
+    calls = [e for e in events if e["type"] in ("call_enter", "call_exit") and e["tgid"] == pid]
+    ioctls = [e for e in events if e["type"] == "ioctl" and e["tgid"] == pid]
+
+    # 1. per thread, the same calls in the same order, with the same byte counts
+    got, want = {}, {}
+    for e in calls:
+        if e["type"] == "call_enter":
+            got.setdefault(e["tid"], []).append((e["name"], num(e["bytes"]) if "bytes" in e else None))
+    for tid, name, nbytes in sim["call_log"]:
+        want.setdefault(tid, []).append((name, nbytes))
+    assert set(got) == set(want), f"threads differ: traced {sorted(got)} sim {sorted(want)}"
+    for tid in want:
+        g, w = got[tid], want[tid]
+        assert [n for n, _ in g] == [n for n, _ in w], \
+            f"tid {tid}: call order differs\n traced {[n for n, _ in g][:12]}\n sim    {[n for n, _ in w][:12]}"
+        for (n, gb), (_, wb) in zip(g, w):
+            if gb is not None:  # the probe has a byte-count argument
+                assert gb == wb, f"tid {tid}: {n} bytes traced {gb} sim {wb}"
+
+    # 2. every ioctl, per thread in order, with its decoded arguments and result
+    got_io, want_io = {}, {}
+    for e in ioctls:
+        got_io.setdefault(e["tid"], []).append(e)
+    for s in sim["ioctls"]:
+        want_io.setdefault(s["tid"], []).append(s)
+    assert set(got_io) == set(want_io), f"ioctl threads differ: {sorted(got_io)} vs {sorted(want_io)}"
+    for tid, wl in want_io.items():
+        gl = got_io[tid]
+        assert len(gl) == len(wl), f"tid {tid}: {len(gl)} ioctls traced, sim made {len(wl)}"
+        for g, w in zip(gl, wl):
+            assert g["cmd"] == w["cmd"], f"tid {tid}: cmd {g['cmd']} vs {w['cmd']}"
+            assert int(g["fd"]) == w["fd"], f"{w['cmd']}: fd {g['fd']} vs {w['fd']}"
+            want_ret = -w["errno"] if w["ret"] < 0 else w["ret"]
+            assert int(g["ret"]) == want_ret, f"{w['cmd']}: ret {g['ret']} vs {want_ret}"
+            if w["cmd"] in ("VFIO_IOMMU_MAP_DMA", "VFIO_IOMMU_UNMAP_DMA"):
+                assert num(g["iova"]) == w["iova"], f"{w['cmd']}: iova {g['iova']} vs {w['iova']:#x}"
+                assert int(g["size"]) == w["size"], f"{w['cmd']}: size {g['size']} vs {w['size']}"
+                assert num(g["flags"]) == w["flags"]
+            if w["cmd"] == "VFIO_IOMMU_MAP_DMA":
+                assert num(g["vaddr"]) == w["vaddr"], f"MAP_DMA vaddr {g['vaddr']} vs {w['vaddr']:#x}"
+            if w["cmd"] == "VFIO_DEVICE_SET_IRQS":
+                for k, sk in (("irq_index", "index"), ("start", "start"), ("count", "count")):
+                    assert int(g[k]) == w[sk], f"SET_IRQS {k} {g[k]} vs {w[sk]}"
+
+    # 3. nesting: calls pair up LIFO per thread; each ioctl sits inside the call
+    #    that made it, on the same thread
+    expect_parent = {"VFIO_IOMMU_MAP_DMA": "senlib::PfIommuMapper::Map",
+                     "VFIO_IOMMU_UNMAP_DMA": "senlib::PfIommuMapper::Unmap"}
+    by_tid = {}
+    for e in calls + ioctls:
+        by_tid.setdefault(e["tid"], []).append(e)
+    for tid, evs in by_tid.items():
+        evs.sort(key=lambda e: (e["ts"] - int(e.get("dur_ns", 0)) if e["type"] == "ioctl" else e["ts"]))
+        stack = []
+        for e in evs:
+            if e["type"] == "call_enter":
+                assert int(e["depth"]) == len(stack), f"tid {tid}: depth {e['depth']} with {len(stack)} open"
+                stack.append(e)
+            elif e["type"] == "call_exit":
+                assert stack, f"tid {tid}: return from {e['name']} with nothing open"
+                top = stack.pop()
+                assert top["name"] == e["name"], f"tid {tid}: {e['name']} returned while {top['name']} open"
+                assert "unpaired" not in e, f"tid {tid}: unpaired return of {e['name']}"
+                assert int(e["dur_ns"]) == e["ts"] - top["ts"], "exit duration disagrees with entry time"
+            else:
+                parent = stack[-1]["name"] if stack else None
+                if e["cmd"] in expect_parent:
+                    assert parent == expect_parent[e["cmd"]], \
+                        f"tid {tid}: {e['cmd']} inside {parent}, expected {expect_parent[e['cmd']]}"
+                start, end = e["ts"] - int(e["dur_ns"]), e["ts"]
+                for open_call in stack:
+                    assert open_call["ts"] <= start, "ioctl started before its enclosing call"
+        assert not stack, f"tid {tid}: calls never returned: {[s['name'] for s in stack]}"
+
+
+def run_c_multithread(tmp):
+    cmd = " ".join(shlex.quote(a) for a in sim_cmd(tmp, "--threads", "3", "--jobs", "6",
+                                                       "--bytes", "65536", "--seed", "7"))
+    r = subprocess.run(tracer(tmp, "-c", cmd), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"tracer exit {r.returncode}: {r.stderr}"
+    events, _ = parse_dump(os.path.join(tmp, "cap.sbt"))
+    sim = json.load(open(os.path.join(tmp, "sim.json")))
+    check_capture_matches_sim(events, sim)
+    threads = {e["tid"] for e in events if e["type"] == "task_new" and e["tgid"] == sim["pid"]}
+    # two more workers and the mock device's thread
+    assert len(threads) == 3, f"expected 3 new threads, saw {len(threads)}"
+    procs = [e for e in events if e["type"] == "process"]
+    assert procs and procs[0]["pid"] == str(sim["pid"]) and "spyre-sim-run" in procs[0]["cmdline"]
+
+
+def wait_for(pred, timeout, what):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def capture_has_probes(path):
+    """The tracer flushes its header once attached: probes are in place."""
+    try:
+        evs, _ = parse_dump(path)
+    except AssertionError:
+        return False
+    return any(e["type"] == "probe" for e in evs)
+
+
+def kill_session(proc):
+    """End a tracer started in its own session, and the command it started."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def run_p_attach(tmp):
+    sim = subprocess.Popen(sim_cmd(tmp, "--threads", "2", "--jobs", "5", "--wait-stdin"),
+                           stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    cap = os.path.join(tmp, "cap.sbt")
+    tr = subprocess.Popen(tracer(tmp, "-p", str(sim.pid)), stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: os.path.exists(cap) and capture_has_probes(cap), 20, "the tracer to attach")
+        sim.stdin.write(b"g")
+        sim.stdin.close()
+        assert sim.wait(timeout=60) == 0
+        _, err = tr.communicate(timeout=30)
+        assert tr.returncode == 0, f"tracer exit {tr.returncode}: {err}"
+    finally:
+        for p in (sim, tr):
+            if p.poll() is None:
+                p.kill()
+    events, _ = parse_dump(cap)
+    check_capture_matches_sim(events, json.load(open(os.path.join(tmp, "sim.json"))))
+
+
+def long_sim(tmp):
+    return " ".join(shlex.quote(a) for a in sim_cmd(tmp, "--jobs", "1000000", "--delay-us", "2000"))
+
+
+def end_record(path):
+    events, err = parse_dump(path)
+    ends = [e for e in events if e["type"] == "end"]
+    return events, ends, err
+
+
+def run_duration(tmp):
+    t0 = time.time()
+    r = subprocess.run(tracer(tmp, "-d", "1", "-c", long_sim(tmp)), capture_output=True,
+                       text=True, timeout=30)
+    took = time.time() - t0
+    assert r.returncode == 0, f"tracer exit {r.returncode}: {r.stderr}"
+    assert took < 10, f"-d 1 took {took:.1f} s"
+    events, ends, _ = end_record(os.path.join(tmp, "cap.sbt"))
+    assert len(ends) == 1, "no end record after -d"
+    dur = int(ends[0]["duration_ns"]) / 1e9
+    assert 0.9 <= dur <= 5, f"capture lasted {dur:.2f} s for -d 1"
+    assert any(e["type"] == "call_enter" for e in events), "no calls captured in 1 s"
+
+
+def run_sigint(tmp):
+    cap = os.path.join(tmp, "cap.sbt")
+    tr = subprocess.Popen(tracer(tmp, "-c", long_sim(tmp)), stderr=subprocess.PIPE, text=True,
+                          start_new_session=True)
+    try:
+        wait_for(lambda: os.path.exists(cap) and capture_has_probes(cap), 20, "attach")
+        time.sleep(0.5)
+        tr.send_signal(signal.SIGINT)  # the tracer only, not its command
+        _, err = tr.communicate(timeout=20)
+    finally:
+        kill_session(tr)
+    assert tr.returncode == 0, f"tracer exit {tr.returncode} after SIGINT: {err}"
+    events, ends, _ = end_record(cap)
+    assert len(ends) == 1, "no end record after SIGINT"
+    assert any(e["type"] == "call_exit" for e in events), "nothing captured before SIGINT"
+
+
+def our_bpf_objects():
+    progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "list"], capture_output=True,
+                                      text=True, check=True).stdout or "[]")
+    ids = {p["id"] for p in progs if p.get("name") in OUR_PROGS}
+    links = json.loads(subprocess.run(["bpftool", "-j", "link", "list"], capture_output=True,
+                                      text=True, check=True).stdout or "[]")
+    ours = [link for link in links if link.get("prog_id") in ids]
+    perf = json.loads(subprocess.run(["bpftool", "-j", "perf", "list"], capture_output=True,
+                                     text=True).stdout or "[]")
+    uprobes = [p for p in perf if p.get("prog_id") in ids]
+    return ids, ours, uprobes
+
+
+def run_sigkill_cleanup(tmp):
+    # the kernel frees programs of earlier tests asynchronously
+    wait_for(lambda: not our_bpf_objects()[0], 10, "programs of earlier runs to go away")
+    cap = os.path.join(tmp, "cap.sbt")
+    tr = subprocess.Popen(tracer(tmp, "-c", long_sim(tmp)), stderr=subprocess.DEVNULL,
+                          start_new_session=True)
+    try:
+        wait_for(lambda: os.path.exists(cap) and capture_has_probes(cap), 20, "attach")
+        time.sleep(0.5)
+        progs, links, uprobes = our_bpf_objects()
+        assert progs and links and uprobes, "tracer running but no programs/links/uprobes seen"
+        os.kill(tr.pid, signal.SIGKILL)
+        tr.wait(timeout=10)
+    finally:
+        kill_session(tr)  # the command the tracer started lives on: end it
+    wait_for(lambda: our_bpf_objects() == (set(), [], []), 10,
+             "our BPF programs, links and uprobes to go away")
+    # a capture cut by a crash still reads back up to its last whole record
+    events, _ = parse_dump(cap)
+    assert any(e["type"] == "probe" for e in events), "killed capture lost its header"
+
+
+def run_error(args, want_rc, want_msg, env_prefix=()):
+    r = subprocess.run([*env_prefix, TOOL, *args], capture_output=True, text=True, timeout=60)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == want_rc, f"{args}: exit {r.returncode}, wanted {want_rc}: {r.stderr}"
+    assert any(want_msg in ln for ln in lines), f"{args}: no '{want_msg}' in: {r.stderr}"
+    return r
+
+
+def run_errors(tmp):
+    out = os.path.join(tmp, "e.sbt")
+    run_error(["-p", "abc"], 2, "invalid PID 'abc'")
+    run_error([], 2, "nothing to trace")
+    run_error(["-p", "1", "-c", "true"], 2, "do not go together")
+    run_error(["-p", "1", "--vfio-path", "/a/*/b*"], 2, "at most one '*'")
+    run_error(["-p", "1", "--probe", "nocolon"], 2, "expected LIB:PATTERN")
+    run_error(["-p", "1", "--buffer-size", "12Q"], 2, "invalid --buffer-size")
+    run_error(["-p", "4194303", "-o", out], 1, "no such process: 4194303")
+    run_error(["-p", "1", "-o", "/nonexistent/dir/x.sbt"], 1, "cannot write '/nonexistent/dir/x.sbt'")
+    run_error(["bogus"], 2, "unknown command 'bogus'")
+    if shutil.which("setpriv"):
+        run_error(["-p", "1", "-o", out], 1, "not permitted to load BPF programs",
+                  env_prefix=("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                              "--inh-caps=-all", "--bounding-set=-all"))
+    # a process with no runtime library: clear error, capture left readable
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        run_error(["-p", str(sleeper.pid), "-o", out], 1, "no Spyre runtime library in the maps")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    events, _ = parse_dump(out)
+    assert any(e["type"] == "host" for e in events), "capture after the error is not readable"
+    # a command that is not there: the tracer says so, no trace of ours left
+    run_error(["-o", out, "-c", "/nonexistent/cmd"], 1, "no Spyre runtime library found")
+    run_error(["dump", os.path.join(tmp, "missing.sbt")], 1, "cannot read")
+
+
+def run_probe_option(tmp):
+    """--probe with a library name and a glob adds only what it matches."""
+    cmd = " ".join(shlex.quote(a) for a in sim_cmd(tmp, "--jobs", "2"))
+    r = subprocess.run(tracer(tmp, "--probe", "libsenlib.so:senlib::*Iommu*=map", "-c", cmd),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    events, _ = parse_dump(os.path.join(tmp, "cap.sbt"))
+    probes = {e["name"]: e for e in events if e["type"] == "probe"}
+    assert probes["senlib::PfIommuMapper::Map"]["pattern"] == "senlib::*Iommu*", \
+        "user probe should win over the built-in one"
+    assert probes["senlib::PfIommuMapper::Unmap"]["role"] == "map"
+    assert "flex::RuntimeStream::launchH2D" in probes
+
+
+TESTS = [
+    ("c_multithread_matches_sim", run_c_multithread),
+    ("p_attach_matches_sim", run_p_attach),
+    ("duration_ends_with_readable_capture", run_duration),
+    ("sigint_flushes_capture", run_sigint),
+    ("sigkill_leaves_nothing_behind", run_sigkill_cleanup),
+    ("errors_one_line_with_hint", run_errors),
+    ("probe_option", run_probe_option),
+]
+
+
+def main():
+    only = sys.argv[1:]
+    passed = failed = skipped = 0
+    reason = None
+    if os.geteuid() != 0:
+        reason = "needs root for BPF and uprobes"
+    elif not os.path.exists("/sys/kernel/btf/vmlinux"):
+        reason = "no kernel BTF"
+    elif not (os.path.exists(TOOL) and os.path.exists(SIM)):
+        reason = "build first (make)"
+    for name, fn in TESTS:
+        if only and name not in only:
+            continue
+        if reason:
+            print(f"SKIP {name}: {reason}")
+            skipped += 1
+            continue
+        tmp = tempfile.mkdtemp(prefix="sbt-e2e-")
+        t0 = time.time()
+        try:
+            fn(tmp)
+            print(f"ok   {name} ({time.time() - t0:.1f} s)")
+            passed += 1
+            shutil.rmtree(tmp, ignore_errors=True)
+        except Skip as e:
+            print(f"SKIP {name}: {e}")
+            skipped += 1
+        except Exception as e:  # noqa: BLE001 - report every failure the same way
+            print(f"FAIL {name} ({time.time() - t0:.1f} s): {e}")
+            if os.environ.get("E2E_VERBOSE"):
+                traceback.print_exc()
+            print(f"     kept {tmp}")
+            failed += 1
+    print(f"e2e: {passed} passed, {failed} failed, {skipped} skipped")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
