@@ -32,6 +32,7 @@ endif
 # Sanitizer build of the user-space library for the unit tests.
 SAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
+.SECONDARY:
 .PHONY: all deps test unit unit-asan e2e bench demo clean format vmlinux sim
 all: deps $(TOOL) sim
 

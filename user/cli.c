@@ -220,6 +220,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
+void cli_free_record(struct record_opts *o)
+{
+	for (int i = 0; i < o->nprobes; i++)
+		probe_spec_free(&o->probes[i]);
+	o->nprobes = 0;
+}
+
 int cli_parse_record(int argc, char **argv, struct record_opts *o, unsigned int argp_flags,
 		     char *err, size_t errlen)
 {

@@ -39,6 +39,8 @@ struct record_opts {
 int cli_parse_record(int argc, char **argv, struct record_opts *o, unsigned int argp_flags,
 		     char *err, size_t errlen);
 
+void cli_free_record(struct record_opts *o);
+
 /* Value parsers shared with the tests; 0 or -1. */
 int cli_parse_pid(const char *s, pid_t *out);
 int cli_parse_size(const char *s, unsigned long *out); /* 4096, 64K, 8M, 1G */

@@ -35,9 +35,11 @@ const struct probe_spec sbt_builtin_probes[] = {
 };
 const size_t sbt_n_builtin_probes = sizeof(sbt_builtin_probes) / sizeof(sbt_builtin_probes[0]);
 
-int probe_spec_parse(char *arg, struct probe_spec *out, char *err, size_t errlen)
+int probe_spec_parse(const char *arg, struct probe_spec *out, char *err, size_t errlen)
 {
-	char *colon = strchr(arg, ':'), *eq;
+	const char *colon = strchr(arg, ':');
+	char *copy, *eq;
+	int role = SBT_ROLE_USER;
 
 	/* C++ names contain "::": split at the first ':' not followed by ':' */
 	while (colon && colon[1] == ':')
@@ -47,23 +49,36 @@ int probe_spec_parse(char *arg, struct probe_spec *out, char *err, size_t errlen
 			 "--probe '%s': expected LIB:PATTERN, e.g. libflex.so:'flex::*'", arg);
 		return -1;
 	}
-	*colon = '\0';
-	out->lib = arg;
-	out->pattern = colon + 1;
-	out->role = SBT_ROLE_USER;
-	out->bytes_arg = -1;
 	eq = strrchr(colon + 1, '=');
 	if (eq) {
-		*eq = '\0';
-		out->role = sbt_role_from_name(eq + 1);
-		if (out->role <= SBT_ROLE_NONE) {
+		role = sbt_role_from_name(eq + 1);
+		if (role <= SBT_ROLE_NONE) {
 			snprintf(err, errlen,
 				 "--probe: unknown role '%s'; roles: copy-in copy-out compute launch wait alloc free submit complete map unmap user",
 				 eq + 1);
 			return -1;
 		}
 	}
+	/* one allocation holds both parts; it lives as long as the options */
+	copy = strdup(arg);
+	if (!copy) {
+		snprintf(err, errlen, "--probe: out of memory");
+		return -1;
+	}
+	copy[colon - arg] = '\0';
+	if (eq)
+		copy[eq - arg] = '\0';
+	out->lib = copy;
+	out->pattern = copy + (colon - arg) + 1;
+	out->role = role;
+	out->bytes_arg = -1;
 	return 0;
+}
+
+void probe_spec_free(struct probe_spec *s)
+{
+	free((char *)s->lib); /* the pattern lives in the same allocation */
+	s->lib = s->pattern = NULL;
 }
 
 bool probe_spec_wants_lib(const struct probe_spec *s, const char *libpath)

@@ -42,8 +42,10 @@ struct probe_set {
 	size_t nlibs;
 };
 
-/* Parse --probe LIB:PATTERN[=ROLE]. 0, or -1 with err filled. */
-int probe_spec_parse(char *arg, struct probe_spec *out, char *err, size_t errlen);
+/* Parse --probe LIB:PATTERN[=ROLE] into a spec that owns a copy of the
+ * text (free with probe_spec_free). 0, or -1 with err filled. */
+int probe_spec_parse(const char *arg, struct probe_spec *out, char *err, size_t errlen);
+void probe_spec_free(struct probe_spec *s);
 bool probe_spec_wants_lib(const struct probe_spec *s, const char *libpath);
 bool probe_set_has_lib(const struct probe_set *ps, const char *libpath);
 /* Match the specs that want this library against its symbols and add the

@@ -936,12 +936,15 @@ int cmd_record(int argc, char **argv)
 		return 2;
 	verbose_level = o.verbose;
 	libbpf_set_print(libbpf_print);
-	if (preflight(&o))
+	if (preflight(&o)) {
+		cli_free_record(&o);
 		return 1;
+	}
 	ret = capture_create(&r.w, o.output);
 	if (ret) {
 		say_error("cannot write '%s': %s; hint: choose another path with -o", o.output,
 			  strerror(-ret));
+		cli_free_record(&o);
 		return 1;
 	}
 	meta_init(&r.meta);
@@ -955,6 +958,7 @@ int cmd_record(int argc, char **argv)
 		/* keep what there is: the file stays a readable capture */
 		capture_close(&r.w);
 		cleanup(&r);
+		cli_free_record(&o);
 		return 1;
 	}
 	start_child(&r);
@@ -965,5 +969,6 @@ int cmd_record(int argc, char **argv)
 			  o.output, strerror(r.write_error));
 	ret = r.write_error || !strcmp(why, "error") ? 1 : 0;
 	cleanup(&r);
+	cli_free_record(&o);
 	return ret;
 }

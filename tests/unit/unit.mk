@@ -1,0 +1,24 @@
+# Unit tests (CMocka), built with the user-space library under ASan and UBSan.
+UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
+SAN_OBJS   := $(patsubst user/%.c,$(OUT)/obj-san/%.o,$(LIB_SRCS))
+UNIT_CFLAGS = -O1 -g -std=gnu11 $(WARN) -D_GNU_SOURCE -DSBT_VERSION='"$(VERSION)"' \
+              -I$(OUT) -Ibpf -Iuser $(SAN)
+
+$(OUT)/obj-san/%.o: user/%.c $(USER_HDRS) bpf/events.h $(OUT)/spyre.skel.h | $(OUT)/obj-san
+	$(call msg,CC-SAN,$<)
+	$(Q)$(CC) $(UNIT_CFLAGS) -c $< -o $@
+
+$(OUT)/tests/libcxxdemo.so: tests/unit/cxxdemo.cpp | $(OUT)/tests
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -O1 -g -fPIC -shared $< -o $@
+
+$(OUT)/tests/test_%: tests/unit/test_%.c $(SAN_OBJS) | $(OUT)/tests
+	$(call msg,CC-SAN,$@)
+	$(Q)$(CC) $(UNIT_CFLAGS) $< $(SAN_OBJS) -o $@ $(LDLIBS) -lcmocka -ldl
+
+# `make unit`: every unit test under the sanitizers; fails on the first error.
+unit unit-asan: $(UNIT_BINS) $(OUT)/tests/libcxxdemo.so sim
+	@set -e; for t in $(UNIT_BINS); do \
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		SBT_BUILD=$(OUT) $$t; done

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Option parsing of `record`, and the preflight checks behind each error. */
+#include <argp.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "cli.h"
+#include "events.h"
+#include "preflight.h"
+
+static struct record_opts o;
+static char err[512];
+
+static int parse(const char *first, ...)
+{
+	char *argv[32] = { (char *)"spyre-bpftrace" };
+	int argc = 1;
+	va_list ap;
+
+	va_start(ap, first);
+	for (const char *a = first; a; a = va_arg(ap, const char *))
+		argv[argc++] = (char *)a;
+	va_end(ap);
+	cli_free_record(&o);
+	return cli_parse_record(argc, argv, &o, ARGP_NO_EXIT | ARGP_NO_ERRS, err, sizeof(err));
+}
+
+static void good_command_lines(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("-p", "12", "-p", "13", "-d", "2.5", "-o", "x.sbt", "-v", NULL), 0);
+	assert_int_equal(o.npids, 2);
+	assert_int_equal(o.pids[1], 13);
+	assert_true(o.duration == 2.5);
+	assert_string_equal(o.output, "x.sbt");
+	assert_int_equal(o.verbose, 1);
+	assert_int_equal(o.buffer_size, SBT_DEFAULT_BUFFER);
+	assert_int_equal(parse("-c", "./app --x 1", "--probe", "libflex.so:flex::*=wait",
+			       "--vfio-path", "/tmp/m/*", "--irq", "33", "--buffer-size", "64M", "-q", NULL), 0);
+	assert_string_equal(o.command, "./app --x 1");
+	assert_string_equal(o.output, SBT_DEFAULT_OUTPUT);
+	assert_int_equal(o.nprobes, 1);
+	assert_int_equal(o.probes[0].role, SBT_ROLE_WAIT);
+	assert_string_equal(o.vfio_paths[0], "/tmp/m/*");
+	assert_int_equal(o.irqs[0], 33);
+	assert_int_equal(o.buffer_size, 64ul << 20);
+	assert_true(o.quiet);
+	assert_int_equal(parse("--irq", "0", "-p", "1", NULL), 0);
+	assert_int_equal(o.irqs[0], 0);
+}
+
+static void expect_error(int ret, const char *msg)
+{
+	assert_int_not_equal(ret, 0);
+	if (!strstr(err, msg))
+		fail_msg("error '%s' does not say '%s'", err, msg);
+	assert_null(strchr(err, '\n')); /* one line */
+}
+
+static void bad_command_lines(void **state)
+{
+	(void)state;
+	expect_error(parse(NULL), "nothing to trace; hint: give -p PID or -c CMD");
+	expect_error(parse("-p", "0", NULL), "invalid PID '0'");
+	expect_error(parse("-p", "12x", NULL), "invalid PID '12x'");
+	expect_error(parse("-p", "99999999999", NULL), "invalid PID");
+	expect_error(parse("-p", "1", "-c", "x", NULL), "do not go together");
+	expect_error(parse("-p", "1", "-d", "0", NULL), "invalid duration '0'");
+	expect_error(parse("-p", "1", "-d", "nan", NULL), "invalid duration");
+	expect_error(parse("-p", "1", "-o", "", NULL), "empty output");
+	expect_error(parse("-p", "1", "--probe", "x", NULL), "expected LIB:PATTERN");
+	expect_error(parse("-p", "1", "--probe", "l.so:f=zz", NULL), "unknown role 'zz'");
+	expect_error(parse("-p", "1", "--vfio-path", "/a/*/*", NULL), "at most one '*'");
+	expect_error(parse("-p", "1", "--vfio-path", "/a/?", NULL), "no '?' or '['");
+	expect_error(parse("-p", "1", "--irq", "-3", NULL), "invalid IRQ '-3'");
+	expect_error(parse("-p", "1", "--buffer-size", "1K", NULL), "invalid --buffer-size '1K'");
+	expect_error(parse("-p", "1", "--buffer-size", "2G", NULL), "invalid --buffer-size");
+	expect_error(parse("-p", "1", "stray", NULL), "unexpected argument 'stray'");
+	expect_error(parse("-p", "1", "--vfio-path", "/m0", "--vfio-path", "/m1", "--vfio-path",
+			   "/m2", "--vfio-path", "/m3", "--vfio-path", "/m4", "--vfio-path", "/m5", NULL),
+		     "too many --vfio-path");
+}
+
+static void value_parsers(void **state)
+{
+	unsigned long sz;
+	size_t pl, sl;
+	bool star;
+
+	(void)state;
+	assert_int_equal(cli_parse_size("4096", &sz), 0);
+	assert_int_equal(sz, 4096);
+	assert_int_equal(cli_parse_size("16KiB", &sz), 0);
+	assert_int_equal(sz, 16384);
+	assert_int_equal(cli_parse_size("1g", &sz), 0);
+	assert_int_equal(sz, 1ul << 30);
+	assert_int_equal(cli_parse_size("-1", &sz), -1);
+	assert_int_equal(cli_parse_size("0", &sz), -1);
+	assert_int_equal(cli_parse_size("3X", &sz), -1);
+	assert_int_equal(cli_split_glob("/dev/vfio/*", 63, &pl, &sl, &star), 0);
+	assert_true(star && pl == 10 && sl == 0);
+	assert_int_equal(cli_split_glob("/a/*.dev", 63, &pl, &sl, &star), 0);
+	assert_true(star && pl == 3 && sl == 4);
+	assert_int_equal(cli_split_glob("/dev/vfio/vfio", 63, &pl, &sl, &star), 0);
+	assert_true(!star && pl == 14);
+	assert_int_equal(cli_split_glob("", 63, &pl, &sl, &star), -1);
+	assert_int_equal(cli_split_glob("/aaaaaaaaaa*", 5, &pl, &sl, &star), -1);
+}
+
+static void preflight_errors(void **state)
+{
+	const uint64_t all = 1ull << 39 | 1ull << 38 | 1ull << 21;
+
+	(void)state;
+	assert_int_equal(sbt_check_privileges(0, 0, err, sizeof(err)), 0);
+	assert_int_equal(sbt_check_privileges(1000, all, err, sizeof(err)), 0);
+	expect_error(sbt_check_privileges(1000, 0, err, sizeof(err)), "hint: run with sudo");
+	expect_error(sbt_check_privileges(1000, 1ull << 39, err, sizeof(err)), "CAP_PERFMON");
+	assert_int_equal(sbt_check_btf("/proc/self/status", err, sizeof(err)), 0);
+	expect_error(sbt_check_btf("/nonexistent/btf/vmlinux", err, sizeof(err)),
+		     "kernel BTF not available (/nonexistent/btf/vmlinux: No such file or directory)");
+	assert_int_equal(sbt_check_pid(1, err, sizeof(err)), 0);
+	expect_error(sbt_check_pid(4194303, err, sizeof(err)), "no such process: 4194303");
+	expect_error(sbt_check_pid(-5, err, sizeof(err)), "no such process");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(good_command_lines),
+		cmocka_unit_test(bad_command_lines),
+		cmocka_unit_test(value_parsers),
+		cmocka_unit_test(preflight_errors),
+	};
+	int failed = cmocka_run_group_tests_name("cli", tests, NULL, NULL);
+
+	cli_free_record(&o);
+	return failed;
+}
