@@ -77,13 +77,13 @@ test: deps all unit-asan e2e
 	@echo "make test: all tiers done"
 
 e2e: all
-	python3 tests/e2e/run.py
+	@python3 tests/e2e/run.py
 
 bench: deps all
-	bench/overhead.sh
+	@python3 bench/overhead.py
 
 demo: deps all
-	scripts/demo.sh
+	@scripts/demo.sh
 
 vmlinux:
 	scripts/gen-vmlinux.sh
