@@ -33,7 +33,9 @@ endif
 SAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 .SECONDARY:
-.PHONY: all deps test unit unit-asan e2e bench demo clean format vmlinux sim
+PREFIX     ?= /usr/local
+
+.PHONY: all deps test unit unit-asan e2e bench demo clean format vmlinux sim install
 all: deps $(TOOL) sim
 
 deps:
@@ -87,6 +89,10 @@ demo: deps all
 
 vmlinux:
 	scripts/gen-vmlinux.sh
+
+install: $(TOOL)
+	install -D -m 0755 $(TOOL) $(DESTDIR)$(PREFIX)/bin/spyre-bpftrace
+	install -D -m 0644 docs/spyre-bpftrace.1 $(DESTDIR)$(PREFIX)/share/man/man1/spyre-bpftrace.1
 
 format:
 	clang-format -i bpf/*.c bpf/*.h user/*.c user/*.h tests/sim/*.c tests/unit/*.c
