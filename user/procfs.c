@@ -160,8 +160,7 @@ void proc_for_each_fd(pid_t pid, void (*cb)(int fd, const char *target, void *ct
 	for_each_entry(dir, fd_entry, &c);
 }
 
-void proc_for_each_irq(const char *const *needles, size_t n, bool vfio,
-		       void (*cb)(int irq, const char *name, void *ctx), void *ctx)
+void proc_for_each_irq(void (*cb)(int irq, const char *name, void *ctx), void *ctx)
 {
 	FILE *f = fopen("/proc/interrupts", "re");
 	char line[2048];
@@ -171,19 +170,42 @@ void proc_for_each_irq(const char *const *needles, size_t n, bool vfio,
 	while (fgets(line, sizeof(line), f)) {
 		char *end, *name;
 		long irq = strtol(line, &end, 10);
-		bool hit = false;
 
 		if (end == line || *end != ':')
 			continue;
 		line[strcspn(line, "\n")] = '\0';
-		/* the action name is the last column */
 		name = strrchr(line, ' ');
-		name = name ? name + 1 : line;
-		hit = vfio && !strncmp(name, "vfio", 4);
-		for (size_t i = 0; i < n && !hit; i++)
-			hit = strstr(name, needles[i]) != NULL;
-		if (hit)
-			cb((int)irq, name, ctx);
+		cb((int)irq, name ? name + 1 : line, ctx);
 	}
 	fclose(f);
+}
+
+int pci_vfio_devices(char (*bdfs)[16], int max)
+{
+	DIR *d = opendir("/sys/bus/pci/drivers/vfio-pci");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)) && n < max) {
+		unsigned int dom, bus, dev, fn;
+		char tail;
+
+		/* entries like 0000:01:00.0, besides bind, new_id, ... */
+		if (sscanf(e->d_name, "%4x:%2x:%2x.%1x%c", &dom, &bus, &dev, &fn, &tail) == 4)
+			snprintf(bdfs[n++], sizeof(bdfs[0]), "%04x:%02x:%02x.%x", dom, bus, dev, fn);
+	}
+	closedir(d);
+	return n;
+}
+
+bool irq_is_accelerator(const char *name, const char (*bdfs)[16], int n)
+{
+	if (!strncmp(name, "vfio", 4))
+		return true;
+	for (int i = 0; i < n; i++)
+		if (strstr(name, bdfs[i]))
+			return true;
+	return false;
 }

@@ -21,9 +21,14 @@ void proc_for_each_task(pid_t pid, void (*cb)(pid_t pid, pid_t tid, void *ctx), 
 /* Calls cb for every open fd with what it points at (readlink text). */
 void proc_for_each_fd(pid_t pid, void (*cb)(int fd, const char *target, void *ctx),
 		      void *ctx);
-/* Calls cb for each /proc/interrupts line whose name contains one of the
- * needles (or starts with "vfio" when vfio is set). */
-void proc_for_each_irq(const char *const *needles, size_t n, bool vfio,
-		       void (*cb)(int irq, const char *name, void *ctx), void *ctx);
+/* Calls cb for each numbered interrupt in /proc/interrupts with its name
+ * (the last column). */
+void proc_for_each_irq(void (*cb)(int irq, const char *name, void *ctx), void *ctx);
+/* PCI addresses (0000:01:00.0) of the devices bound to vfio-pci. Returns the
+ * count, at most max. */
+int pci_vfio_devices(char (*bdfs)[16], int max);
+/* An accelerator interrupt: named vfio* (vfio-msi[0](0000:01:00.0) ...), or
+ * naming one of the given PCI addresses. */
+bool irq_is_accelerator(const char *name, const char (*bdfs)[16], int n);
 
 #endif

@@ -209,7 +209,9 @@ static void write_thread_names(struct recorder *r)
 
 struct irq_ctx {
 	struct recorder *r;
-	int want; /* -1: every match goes into the filter map */
+	int want; /* name this one; -1: every accelerator interrupt, filtered in */
+	char bdfs[32][16];
+	int nbdfs;
 };
 
 static void irq_name_cb(int irq, const char *name, void *ctx)
@@ -218,7 +220,7 @@ static void irq_name_cb(int irq, const char *name, void *ctx)
 	struct sbt_meta_irq m = { 0 };
 	uint32_t one = 1, key = (uint32_t)irq;
 
-	if (c->want >= 0 && irq != c->want)
+	if (c->want >= 0 ? irq != c->want : !irq_is_accelerator(name, c->bdfs, c->nbdfs))
 		return;
 	if (c->want < 0)
 		bpf_map_update_elem(bpf_map__fd(c->r->skel->maps.irq_filter), &key, &one, BPF_ANY);
@@ -230,6 +232,15 @@ static void irq_name_cb(int irq, const char *name, void *ctx)
 	m.irq = (uint32_t)irq;
 	snprintf(m.name, sizeof(m.name), "%s", name);
 	put_record(c->r, &m.h, SBT_META_IRQ, sizeof(m));
+}
+
+/* Name an interrupt in the capture (once), from /proc/interrupts. */
+static void name_irq(struct recorder *r, int irq)
+{
+	struct irq_ctx c = { .r = r, .want = irq };
+
+	if (irq >= 0 && irq < 1024 && !r->irq_named[irq])
+		proc_for_each_irq(irq_name_cb, &c);
 }
 
 /* ---- processes --------------------------------------------------------- */
@@ -674,15 +685,8 @@ static int on_record(void *ctx, void *data, size_t size)
 		r->write_error = r->w.error;
 	if (h->type == SBT_TASK_NEW && (((struct sbt_task *)h)->flags & 1))
 		add_tgid(r, (pid_t)h->tgid);
-	if (h->type == SBT_IRQ) {
-		int irq = ((struct sbt_irq *)h)->irq;
-
-		if (irq >= 0 && irq < 1024 && !r->irq_named[irq]) {
-			struct irq_ctx c = { r, irq };
-
-			proc_for_each_irq(NULL, 0, true, irq_name_cb, &c);
-		}
-	}
+	if (h->type == SBT_IRQ)
+		name_irq(r, ((struct sbt_irq *)h)->irq);
 	return 0;
 }
 
@@ -832,6 +836,24 @@ static int preflight(struct record_opts *o)
 	return 0;
 }
 
+/* Interrupts: vfio's, those naming a device bound to vfio-pci, and --irq. */
+static int filter_irqs(struct recorder *r)
+{
+	struct irq_ctx all = { .r = r, .want = -1 };
+	int fd = bpf_map__fd(r->skel->maps.irq_filter);
+
+	all.nbdfs = pci_vfio_devices(all.bdfs, 32);
+	proc_for_each_irq(irq_name_cb, &all);
+	for (int i = 0; i < r->o->nirqs; i++) {
+		uint32_t key = (uint32_t)r->o->irqs[i], one = 1;
+
+		if (bpf_map_update_elem(fd, &key, &one, BPF_ANY))
+			return -errno;
+		name_irq(r, r->o->irqs[i]);
+	}
+	return 0;
+}
+
 static int setup(struct recorder *r)
 {
 	struct record_opts *o = r->o;
@@ -897,19 +919,8 @@ static int setup(struct recorder *r)
 	err = attach_runtime(r);
 	if (err < 0)
 		return err;
-	/* interrupts: vfio's, those of devices bound to vfio-pci, and --irq */
-	{
-		struct irq_ctx all = { r, -1 };
-
-		proc_for_each_irq(NULL, 0, true, irq_name_cb, &all);
-		for (int i = 0; i < o->nirqs; i++) {
-			uint32_t key = (uint32_t)o->irqs[i], one = 1;
-			struct irq_ctx one_irq = { r, o->irqs[i] };
-
-			bpf_map_update_elem(bpf_map__fd(r->skel->maps.irq_filter), &key, &one, BPF_ANY);
-			proc_for_each_irq(NULL, 0, false, irq_name_cb, &one_irq);
-		}
-	}
+	if ((err = filter_irqs(r)))
+		return err;
 	if (!r->child)
 		write_thread_names(r); /* a -c child is named when it execs */
 	if (o->verbose)

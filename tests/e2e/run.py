@@ -340,6 +340,111 @@ def run_probe_option(tmp):
     assert "flex::RuntimeStream::launchH2D" in probes
 
 
+def run_follows_children(tmp):
+    """A -c shell that forks the workload: the child is traced too."""
+    sim = " ".join(shlex.quote(a) for a in sim_cmd(tmp, "--jobs", "3", "--threads", "2"))
+    libs = [os.path.join(ROOT, "build", "sim", n) for n in ("libflex.so", "libsenlib.so")]
+    # "; true" keeps the shell from exec'ing the workload in place
+    r = subprocess.run(tracer(tmp, "--probe", libs[0] + ":flex::*", "--probe",
+                              libs[1] + ":senlib::*", "-c", f"sh -c {shlex.quote(sim + '; true')}"),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    events, _ = parse_dump(os.path.join(tmp, "cap.sbt"))
+    sim_json = json.load(open(os.path.join(tmp, "sim.json")))
+    forks = [e for e in events if e["type"] == "task_new" and e["new_process"] == "1"]
+    assert [int(e["tgid"]) for e in forks] == [sim_json["pid"]], f"child not followed: {forks}"
+    check_capture_matches_sim(events, sim_json)
+
+
+def run_loss_is_counted(tmp):
+    """A ring buffer far too small for four busy threads: what does not fit
+    is counted, exactly, and marked in the capture."""
+    threads = 4
+    for jobs in (300, 1500):  # more if this machine drains faster
+        cmd = " ".join(shlex.quote(a) for a in sim_cmd(tmp, "--jobs", str(jobs), "--threads",
+                                                           str(threads), "--delay-us", "0",
+                                                           "--bytes", "4096"))
+        # not quiet: the summary must warn
+        r = subprocess.run([a for a in tracer(tmp, "--buffer-size", "4K", "-c", cmd) if a != "-q"],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        events, _ = parse_dump(os.path.join(tmp, "cap.sbt"))
+        lost = int([e for e in events if e["type"] == "end"][0]["lost"])
+        if lost:
+            break
+    else:
+        raise Skip("could not overflow a 4 KiB ring buffer on this machine")
+    sim = json.load(open(os.path.join(tmp, "sim.json")))
+    marks = [e for e in events if e["type"] == "lost"]
+    assert sum(int(m["count"]) for m in marks) == lost, "lost marks do not add up to the total"
+    assert int(marks[-1]["total"]) == lost
+    assert f"WARNING: {lost} records lost" in r.stderr, "the summary does not report the loss"
+    # every record the workload caused was captured or counted lost: two per
+    # call, one per ioctl, and the task records: the exec rename, the birth
+    # and exit of each extra thread (workers and the mock device), the main exit
+    bpf_types = {"call_enter", "call_exit", "ioctl", "task_new", "task_comm", "task_exit"}
+    captured = sum(1 for e in events if e["type"] in bpf_types and e["tgid"] == sim["pid"])
+    generated = 2 * len(sim["call_log"]) + len(sim["ioctls"]) + 2 * threads + 2
+    assert captured + lost == generated, f"captured {captured} + lost {lost} != generated {generated}"
+
+
+def irq_counts():
+    counts = {}
+    for line in open("/proc/interrupts"):
+        head, _, rest = line.partition(":")
+        if head.strip().isdigit():
+            counts[int(head)] = sum(int(x) for x in rest.split() if x.isdigit())
+    return counts
+
+
+def disk_io(tmp, mib):
+    """Direct writes: each completes with a disk interrupt."""
+    subprocess.run(["dd", "if=/dev/zero", f"of={tmp}/io", "bs=64K", f"count={mib * 16}",
+                    "oflag=direct"], capture_output=True, check=True)
+
+
+def run_irq_filter(tmp):
+    """--irq N records that interrupt's handlers, and no other interrupt."""
+    a = irq_counts()
+    disk_io(tmp, 8)
+    b = irq_counts()
+    delta, irq = max((b[i] - a.get(i, 0), i) for i in b)
+    if delta == 0:
+        raise Skip("no numbered interrupt fires on disk I/O on this machine")
+    name = [ln.split()[-1] for ln in open("/proc/interrupts") if ln.split(":")[0].strip() == str(irq)][0]
+    cap = os.path.join(tmp, "cap.sbt")
+    before = irq_counts()[irq]
+    tr = subprocess.Popen(tracer(tmp, "--irq", str(irq), "-d", "3", "-c", long_sim(tmp)),
+                          stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: os.path.exists(cap) and capture_has_probes(cap), 20, "attach")
+    disk_io(tmp, 8)
+    _, err = tr.communicate(timeout=30)
+    after = irq_counts()[irq]
+    assert tr.returncode == 0, err
+    events, _ = parse_dump(cap)
+    irqs = [e for e in events if e["type"] == "irq"]
+    assert irqs, f"no records of irq {irq} ({name}), which fired {after - before} times meanwhile"
+    assert {int(e["irq"]) for e in irqs} == {irq}, "interrupts outside the filter recorded"
+    assert len(irqs) <= after - before, f"{len(irqs)} records but irq {irq} fired {after - before} times"
+    assert all(int(e["dur_ns"]) > 0 and e["ret"] in ("1", "2") for e in irqs), "odd handler records"
+    info = [e for e in events if e["type"] == "irq_info" and int(e["irq"]) == irq]
+    assert info and info[0]["name"] == name, f"irq named {info}, /proc/interrupts says {name}"
+
+
+def run_verbose_plan(tmp):
+    cmd = " ".join(shlex.quote(a) for a in sim_cmd(tmp, "--jobs", "1"))
+    r = subprocess.run([TOOL, "-v", "-o", os.path.join(tmp, "cap.sbt"), "-c", cmd],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "attach plan:" in r.stderr
+    for want in ("runtime    -> uprobe+uretprobe", "ioctl      -> tracepoint syscalls:sys_*_ioctl",
+                 "irq        -> tracepoint irq:irq_handler_*", "fork       -> "):
+        assert want in r.stderr, f"plan lacks '{want}':\n{r.stderr}"
+    if not os.path.exists("/sys/kernel/btf/vfio"):
+        assert "fentry: no vfio module BTF on this kernel" in r.stderr
+    assert "uprobe     -> " in r.stderr and "flex::RuntimeStream::launchH2D" in r.stderr
+
+
 TESTS = [
     ("c_multithread_matches_sim", run_c_multithread),
     ("p_attach_matches_sim", run_p_attach),
@@ -348,6 +453,10 @@ TESTS = [
     ("sigkill_leaves_nothing_behind", run_sigkill_cleanup),
     ("errors_one_line_with_hint", run_errors),
     ("probe_option", run_probe_option),
+    ("follows_children", run_follows_children),
+    ("loss_is_counted", run_loss_is_counted),
+    ("irq_filter", run_irq_filter),
+    ("verbose_plan", run_verbose_plan),
 ]
 
 

@@ -11,6 +11,7 @@
 #include "format.h"
 #include "meta.h"
 #include "names.h"
+#include "procfs.h"
 
 static char line[4096];
 
@@ -185,6 +186,18 @@ static void output_is_bounded(void **state)
 	meta_free(&m);
 }
 
+static void accelerator_interrupts(void **state)
+{
+	const char bdfs[2][16] = { "0000:01:00.0", "0000:3a:00.1" };
+
+	(void)state;
+	assert_true(irq_is_accelerator("vfio-msi[0](0000:02:00.0)", bdfs, 0));
+	assert_true(irq_is_accelerator("vfio-intx(0000:00:03.0)", bdfs, 2));
+	assert_true(irq_is_accelerator("aiu0(0000:3a:00.1)", bdfs, 2));
+	assert_false(irq_is_accelerator("virtio1-req.0", bdfs, 2));
+	assert_false(irq_is_accelerator("aiu0(0000:3a:00.1)", bdfs, 1));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -193,6 +206,7 @@ int main(void)
 		cmocka_unit_test(vfio_names),
 		cmocka_unit_test(metadata_records),
 		cmocka_unit_test(output_is_bounded),
+		cmocka_unit_test(accelerator_interrupts),
 	};
 
 	return cmocka_run_group_tests_name("format", tests, NULL, NULL);
