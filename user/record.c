@@ -741,6 +741,10 @@ static const char *run_loop(struct recorder *r)
 		uint64_t now;
 
 		err = ring_buffer__poll(r->rb, TICK_MS);
+		/* BPF submits without a wakeup until the buffer is a quarter full;
+		 * poll only returns on wakeups, so take the rest on each tick */
+		if (err >= 0)
+			err = ring_buffer__consume(r->rb);
 		if (err < 0 && err != -EINTR) {
 			say_error("reading the ring buffer: %s", strerror(-err));
 			return "error";

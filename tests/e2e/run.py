@@ -287,6 +287,8 @@ def run_sigkill_cleanup(tmp):
     # a capture cut by a crash still reads back up to its last whole record
     events, _ = parse_dump(cap)
     assert any(e["type"] == "probe" for e in events), "killed capture lost its header"
+    # records are drained every 100 ms, so calls made before the kill are there
+    assert any(e["type"] == "call_exit" for e in events), "killed capture holds no calls"
 
 
 def run_error(args, want_rc, want_msg, env_prefix=()):
