@@ -17,27 +17,38 @@ static const char doc[] =
 	"VFIO ioctls, IOMMU DMA mappings and interrupts, with no change to the app.\n"
 	"\n"
 	"USAGE: spyre-bpftrace [record] {-p PID | -c CMD} [OPTIONS]\n"
-	"       spyre-bpftrace dump FILE\n"
+	"       spyre-bpftrace convert IN.sbt -o OUT.pftrace|OUT.json\n"
+	"       spyre-bpftrace report IN.sbt\n"
+	"       spyre-bpftrace inspect TRACE.pftrace\n"
+	"       spyre-bpftrace dump IN.sbt\n"
 	"\n"
 	"EXAMPLES:\n"
-	"  spyre-bpftrace -p 1234              # trace PID 1234 until Ctrl-C\n"
+	"  spyre-bpftrace -p 1234              # trace PID 1234 until Ctrl-C, into\n"
+	"                                      # spyre-bpftrace-1234.pftrace\n"
 	"  spyre-bpftrace -c './serve -m x'    # run and trace a command\n"
-	"  spyre-bpftrace -p 1234 -d 10 -o run.sbt   # ten seconds\n"
+	"  spyre-bpftrace -p 1234 -d 10 -o run.json  # ten seconds, Chrome JSON\n"
+	"  spyre-bpftrace -p 1234 -o run.sbt   # a raw capture, to convert later\n"
 	"  spyre-bpftrace -p 1234 -v           # print the attach plan too\n"
 	"  spyre-bpftrace -c ./app --probe libflex.so:'flex::Runtime*'\n"
 	"  spyre-bpftrace -c ./app --vfio-path '/tmp/mock/*'\n"
+	"  spyre-bpftrace convert run.sbt -o run.pftrace\n"
+	"  spyre-bpftrace report run.sbt       # the summary of a capture\n"
+	"  spyre-bpftrace inspect run.pftrace  # check a Perfetto trace\n"
 	"  spyre-bpftrace dump run.sbt         # one event per line\n"
 	"\v"
 	"Needs root (or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN) and a kernel with BTF. "
 	"See spyre-bpftrace(1) and docs/usage.md.";
 
-enum { OPT_PROBE = 1000, OPT_VFIO_PATH, OPT_IRQ, OPT_BUFFER };
+enum { OPT_PROBE = 1000, OPT_VFIO_PATH, OPT_IRQ, OPT_BUFFER, OPT_FORMAT };
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process (repeatable)", 0 },
 	{ "command", 'c', "CMD", 0, "Run CMD (split like a shell, no shell) and trace it", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long", 0 },
-	{ "output", 'o', "FILE", 0, "Capture file (default " SBT_DEFAULT_OUTPUT ")", 0 },
+	{ "output", 'o', "FILE", 0,
+	  "Output: .pftrace (Perfetto), .json (Chrome JSON) or .sbt (raw capture); default "
+	  "spyre-bpftrace-PID.pftrace or spyre-bpftrace-COMMAND.pftrace", 0 },
+	{ "format", OPT_FORMAT, "FMT", 0, "perfetto, json or sbt, whatever -o's extension", 0 },
 	{ "probe", OPT_PROBE, "LIB:PATTERN[=ROLE]", 0,
 	  "Also probe functions of LIB (path or library name) whose demangled name "
 	  "matches the glob PATTERN (repeatable)", 0 },
@@ -194,6 +205,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->irqs[o->nirqs++] = irq;
 		break;
 	}
+	case OPT_FORMAT:
+		if (strcmp(arg, "perfetto") && strcmp(arg, "json") && strcmp(arg, "sbt"))
+			return fail(state, c, "unknown --format '%s'; hint: perfetto, json or sbt", arg);
+		o->format = arg;
+		break;
 	case OPT_BUFFER:
 		if (cli_parse_size(arg, &o->buffer_size) || o->buffer_size < 4096 ||
 		    o->buffer_size > (1ul << 30))
@@ -234,7 +250,6 @@ int cli_parse_record(int argc, char **argv, struct record_opts *o, unsigned int 
 	struct parse_ctx c = { o, err, errlen };
 
 	memset(o, 0, sizeof(*o));
-	o->output = SBT_DEFAULT_OUTPUT;
 	o->buffer_size = SBT_DEFAULT_BUFFER;
 	err[0] = '\0';
 	return argp_parse(&argp, argc, argv, argp_flags, NULL, &c);

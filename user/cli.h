@@ -13,7 +13,6 @@
 #define SBT_MAX_USER_PROBES 64
 #define SBT_MAX_VFIO_PATHS 5 /* BPF holds 8 patterns; 3 are VFIO's own */
 #define SBT_MAX_IRQS 64
-#define SBT_DEFAULT_OUTPUT "spyre-bpftrace.sbt"
 #define SBT_DEFAULT_BUFFER (8u << 20)
 
 struct record_opts {
@@ -21,7 +20,8 @@ struct record_opts {
 	int npids;
 	char *command; /* -c */
 	double duration; /* seconds; 0 = until done or Ctrl-C */
-	const char *output;
+	const char *output; /* NULL: spyre-bpftrace-<pid|command>.pftrace */
+	const char *format; /* --format, else by the output's extension */
 	struct probe_spec probes[SBT_MAX_USER_PROBES];
 	int nprobes;
 	const char *vfio_paths[SBT_MAX_VFIO_PATHS];

@@ -5,5 +5,8 @@
 
 int cmd_record(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
 
 #endif

@@ -10,13 +10,14 @@ int main(int argc, char **argv)
 	static const struct {
 		const char *name;
 		int (*run)(int, char **);
-	} cmds[] = { { "record", cmd_record }, { "dump", cmd_dump } };
+	} cmds[] = { { "record", cmd_record }, { "convert", cmd_convert }, { "report", cmd_report },
+		     { "inspect", cmd_inspect }, { "dump", cmd_dump } };
 
 	if (argc > 1 && argv[1][0] != '-') {
 		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 			if (!strcmp(argv[1], cmds[i].name))
 				return cmds[i].run(argc - 1, argv + 1);
-		fprintf(stderr, "spyre-bpftrace: unknown command '%s'; hint: record or dump (see --help)\n",
+		fprintf(stderr, "spyre-bpftrace: unknown command '%s'; hint: record, convert, report, inspect or dump (see --help)\n",
 			argv[1]);
 		return 2;
 	}

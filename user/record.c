@@ -21,21 +21,20 @@
 #include <unistd.h>
 #include <wordexp.h>
 
-#include "capture.h"
 #include "cli.h"
 #include "clock.h"
 #include "commands.h"
 #include "libresolve.h"
-#include "meta.h"
+#include "output.h"
 #include "plan.h"
 #include "preflight.h"
 #include "probes.h"
 #include "procfs.h"
 #include "spyre.skel.h"
-#include "summary.h"
 
 #define TICK_MS 100
 #define RESCAN_MS 1000
+#define CLOCK_EVERY_MS 10000 /* clock snapshots in long traces */
 #define MAX_TGIDS 1024
 #define MAX_PATTERNS 8
 
@@ -56,9 +55,9 @@ struct recorder {
 	struct record_opts *o;
 	struct spyre_bpf *skel;
 	struct ring_buffer *rb;
-	struct capture_writer w;
-	struct capture_meta meta;
-	struct summary sum;
+	struct output out;
+	char out_path[4096];
+	uint64_t records; /* BPF records received */
 	struct probe_spec *specs;
 	size_t nspecs;
 	struct probe_set probes;
@@ -75,7 +74,6 @@ struct recorder {
 	int go_fd, child_status;
 	bool child_reaped;
 	uint64_t start_ts, lost_total;
-	int write_error;
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -118,10 +116,7 @@ static void put_record(struct recorder *r, struct sbt_hdr *h, uint16_t type, siz
 	h->size = (uint16_t)(total - sizeof(*h));
 	if (!h->ts)
 		h->ts = sbt_now_boottime();
-	meta_add(&r->meta, h);
-	summary_add(&r->sum, h);
-	if (capture_write(&r->w, h) && !r->write_error)
-		r->write_error = r->w.error;
+	output_add(&r->out, h);
 }
 
 static void write_host(struct recorder *r)
@@ -679,10 +674,8 @@ static int on_record(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*h) || sizeof(*h) + h->size > size)
 		return 0;
-	meta_add(&r->meta, h);
-	summary_add(&r->sum, h);
-	if (capture_write(&r->w, h) && !r->write_error)
-		r->write_error = r->w.error;
+	r->records++;
+	output_add(&r->out, h);
 	if (h->type == SBT_TASK_NEW && (((struct sbt_task *)h)->flags & 1))
 		add_tgid(r, (pid_t)h->tgid);
 	if (h->type == SBT_IRQ)
@@ -727,7 +720,7 @@ static void show_status(struct recorder *r, bool final)
 	}
 	fprintf(stderr, "\r\033[K[spyre-bpftrace] %6.1f s  %llu events  %llu lost  (Ctrl-C to stop)",
 		(double)(sbt_now_boottime() - r->start_ts) / 1e9,
-		(unsigned long long)r->w.records, (unsigned long long)r->lost_total);
+		(unsigned long long)r->records, (unsigned long long)r->lost_total);
 }
 
 static const char *run_loop(struct recorder *r)
@@ -735,6 +728,7 @@ static const char *run_loop(struct recorder *r)
 	uint64_t deadline = r->o->duration > 0
 		? r->start_ts + (uint64_t)(r->o->duration * 1e9) : 0;
 	uint64_t next_rescan = r->start_ts + RESCAN_MS * 1000000ull;
+	uint64_t next_clock = r->start_ts + CLOCK_EVERY_MS * 1000000ull;
 	int err;
 
 	for (;;) {
@@ -752,11 +746,15 @@ static const char *run_loop(struct recorder *r)
 		now = sbt_now_boottime();
 		check_lost(r);
 		show_status(r, false);
-		capture_flush(&r->w);
+		if (now >= next_clock) {
+			write_clock(r);
+			next_clock = now + CLOCK_EVERY_MS * 1000000ull;
+		}
+		output_flush(&r->out);
 		reap_child(r, false);
 		if (stop_requested)
 			return "interrupted";
-		if (r->write_error)
+		if (r->out.error)
 			return "write error";
 		if (deadline && now >= deadline)
 			return "duration elapsed";
@@ -780,24 +778,26 @@ static void finish(struct recorder *r, const char *why)
 	check_lost(r);
 	write_thread_names(r);
 	write_clock(r);
-	e.records = r->w.records;
+	e.records = r->records;
 	e.lost = r->lost_total;
 	e.duration_ns = sbt_now_boottime() - r->start_ts;
 	put_record(r, &e.h, SBT_META_END, sizeof(e));
 	show_status(r, true);
-	if (capture_close(&r->w) && r->write_error == 0)
-		r->write_error = r->w.error;
+	output_close(&r->out);
 	if (r->o->quiet)
 		return;
-	fprintf(stderr, "spyre-bpftrace: %s; %llu records (%.1f KiB) in %s\n", why,
-		(unsigned long long)r->w.records, (double)r->w.bytes / 1024.0, r->o->output);
-	summary_print(stderr, &r->sum, &r->meta);
+	fprintf(stderr, "spyre-bpftrace: %s; %llu events, %s %s (%.1f KiB)\n", why,
+		(unsigned long long)r->records, output_format_name(r->out.fmt), r->out_path,
+		(double)output_bytes(&r->out) / 1024.0);
+	output_report(&r->out, stderr);
 	if (r->child > 0 && r->child_reaped) {
 		if (WIFEXITED(r->child_status) && WEXITSTATUS(r->child_status))
 			fprintf(stderr, "\n  command exited with status %d\n", WEXITSTATUS(r->child_status));
 		else if (WIFSIGNALED(r->child_status))
 			fprintf(stderr, "\n  command killed by signal %d\n", WTERMSIG(r->child_status));
 	}
+	if (r->out.fmt == FMT_PERFETTO)
+		fprintf(stderr, "\n  open %s in https://ui.perfetto.dev (Open trace file)\n", r->out_path);
 }
 
 static void cleanup(struct recorder *r)
@@ -816,10 +816,8 @@ static void cleanup(struct recorder *r)
 			kill(r->child, SIGTERM);
 		reap_child(r, true);
 	}
-	if (r->w.f)
-		capture_close(&r->w);
+	output_free(&r->out);
 	probe_set_free(&r->probes);
-	meta_free(&r->meta);
 	free(r->specs);
 }
 
@@ -937,6 +935,30 @@ static int setup(struct recorder *r)
 	return 0;
 }
 
+/* -o, or spyre-bpftrace-<pid>.pftrace / spyre-bpftrace-<command>.pftrace */
+static void default_output(const struct record_opts *o, char *buf, size_t len)
+{
+	char name[64] = "trace";
+
+	if (o->output) {
+		snprintf(buf, len, "%s", o->output);
+		return;
+	}
+	if (o->npids) {
+		snprintf(name, sizeof(name), "%d", o->pids[0]);
+	} else if (o->command) {
+		size_t n = strcspn(o->command, " \t");
+		const char *cmd = o->command, *slash;
+
+		while ((slash = memchr(cmd, '/', n - (size_t)(cmd - o->command))))
+			cmd = slash + 1;
+		snprintf(name, sizeof(name), "%.*s", (int)(n - (size_t)(cmd - o->command)), cmd);
+	}
+	snprintf(buf, len, "spyre-bpftrace-%s.%s", name,
+		 o->format && !strcmp(o->format, "json") ? "json"
+		 : o->format && !strcmp(o->format, "sbt") ? "sbt" : "pftrace");
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o;
@@ -947,22 +969,29 @@ int cmd_record(int argc, char **argv)
 	char err[512];
 	int ret;
 
+	enum out_format fmt;
+
 	if (cli_parse_record(argc, argv, &o, 0, err, sizeof(err)))
 		return 2;
+	default_output(&o, r.out_path, sizeof(r.out_path));
+	if (output_format(r.out_path, o.format, &fmt, err, sizeof(err))) {
+		say_error("%s", err);
+		cli_free_record(&o);
+		return 2;
+	}
 	verbose_level = o.verbose;
 	libbpf_set_print(libbpf_print);
 	if (preflight(&o)) {
 		cli_free_record(&o);
 		return 1;
 	}
-	ret = capture_create(&r.w, o.output);
+	ret = output_open(&r.out, r.out_path, fmt, err, sizeof(err));
 	if (ret) {
-		say_error("cannot write '%s': %s; hint: choose another path with -o", o.output,
-			  strerror(-ret));
+		say_error("cannot write '%s': %s; hint: choose another path with -o", r.out_path, err);
+		output_free(&r.out);
 		cli_free_record(&o);
 		return 1;
 	}
-	meta_init(&r.meta);
 	setrlimit(RLIMIT_MEMLOCK, &rl); /* kernels before 5.11 charge BPF maps here */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -970,8 +999,8 @@ int cmd_record(int argc, char **argv)
 
 	r.start_ts = sbt_now_boottime();
 	if (setup(&r)) {
-		/* keep what there is: the file stays a readable capture */
-		capture_close(&r.w);
+		/* keep what there is: the file stays readable */
+		output_close(&r.out);
 		cleanup(&r);
 		cli_free_record(&o);
 		return 1;
@@ -979,10 +1008,10 @@ int cmd_record(int argc, char **argv)
 	start_child(&r);
 	why = run_loop(&r);
 	finish(&r, why);
-	if (r.write_error)
-		say_error("writing '%s' failed: %s; the capture holds what came before",
-			  o.output, strerror(r.write_error));
-	ret = r.write_error || !strcmp(why, "error") ? 1 : 0;
+	if (r.out.error)
+		say_error("writing '%s' failed: %s; the file holds what came before", r.out_path,
+			  strerror(r.out.error));
+	ret = r.out.error || !strcmp(why, "error") ? 1 : 0;
 	cleanup(&r);
 	cli_free_record(&o);
 	return ret;

@@ -42,14 +42,15 @@ static void good_command_lines(void **state)
 	assert_int_equal(parse("-c", "./app --x 1", "--probe", "libflex.so:flex::*=wait",
 			       "--vfio-path", "/tmp/m/*", "--irq", "33", "--buffer-size", "64M", "-q", NULL), 0);
 	assert_string_equal(o.command, "./app --x 1");
-	assert_string_equal(o.output, SBT_DEFAULT_OUTPUT);
+	assert_null(o.output); /* record picks spyre-bpftrace-<command>.pftrace */
 	assert_int_equal(o.nprobes, 1);
 	assert_int_equal(o.probes[0].role, SBT_ROLE_WAIT);
 	assert_string_equal(o.vfio_paths[0], "/tmp/m/*");
 	assert_int_equal(o.irqs[0], 33);
 	assert_int_equal(o.buffer_size, 64ul << 20);
 	assert_true(o.quiet);
-	assert_int_equal(parse("--irq", "0", "-p", "1", NULL), 0);
+	assert_int_equal(parse("--irq", "0", "-p", "1", "--format", "json", NULL), 0);
+	assert_string_equal(o.format, "json");
 	assert_int_equal(o.irqs[0], 0);
 }
 
@@ -80,6 +81,7 @@ static void bad_command_lines(void **state)
 	expect_error(parse("-p", "1", "--buffer-size", "1K", NULL), "invalid --buffer-size '1K'");
 	expect_error(parse("-p", "1", "--buffer-size", "2G", NULL), "invalid --buffer-size");
 	expect_error(parse("-p", "1", "stray", NULL), "unexpected argument 'stray'");
+	expect_error(parse("-p", "1", "--format", "xml", NULL), "unknown --format 'xml'");
 	expect_error(parse("-p", "1", "--vfio-path", "/m0", "--vfio-path", "/m1", "--vfio-path",
 			   "/m2", "--vfio-path", "/m3", "--vfio-path", "/m4", "--vfio-path", "/m5", NULL),
 		     "too many --vfio-path");

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * `spyre-bpftrace convert IN.sbt -o OUT` and `spyre-bpftrace report IN.sbt`:
+ * a capture through the correlation engine, exactly as `record` feeds it
+ * live, to a Perfetto or Chrome JSON trace, or to the text report.
+ */
+#include <argp.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "capture.h"
+#include "commands.h"
+#include "output.h"
+
+struct convert_opts {
+	const char *in, *out, *format;
+	bool report;
+};
+
+enum { OPT_FORMAT = 1000 };
+
+static error_t convert_parse(int key, char *arg, struct argp_state *state)
+{
+	struct convert_opts *o = state->input;
+
+	switch (key) {
+	case 'o': o->out = arg; break;
+	case OPT_FORMAT: o->format = arg; break;
+	case ARGP_KEY_ARG:
+		if (o->in)
+			argp_error(state, "one capture at a time");
+		o->in = arg;
+		break;
+	case ARGP_KEY_END:
+		if (!o->in)
+			argp_error(state, "no capture file given; hint: %s IN.sbt%s",
+				   o->report ? "report" : "convert", o->report ? "" : " -o OUT.pftrace");
+		if (!o->report && !o->out)
+			argp_error(state, "no output; hint: -o OUT.pftrace or -o OUT.json");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* Feeds every record of the capture to the output. 0, or 1 after an error
+ * message (what was read so far is still written). */
+static int feed(const char *in, struct output *out)
+{
+	struct capture_reader r;
+	const struct sbt_hdr *h;
+	enum capture_status st;
+
+	if (capture_open(&r, in)) {
+		fprintf(stderr, "spyre-bpftrace: cannot read '%s': %s\n", in, r.error);
+		return 1;
+	}
+	while ((st = capture_next(&r, &h)) == CAPTURE_OK)
+		output_add(out, h);
+	if (st == CAPTURE_TRUNCATED)
+		fprintf(stderr, "spyre-bpftrace: %s ends inside a record (cut short?); used the %llu whole ones\n",
+			in, (unsigned long long)r.records);
+	capture_close_reader(&r);
+	if (st == CAPTURE_CORRUPT) {
+		fprintf(stderr, "spyre-bpftrace: %s: %s; converted the %llu records before it\n", in,
+			r.error, (unsigned long long)r.records);
+		return 1;
+	}
+	return 0;
+}
+
+static int run(int argc, char **argv, bool report)
+{
+	static const struct argp_option convert_options[] = {
+		{ "output", 'o', "FILE", 0, "OUT.pftrace (Perfetto) or OUT.json (Chrome JSON)", 0 },
+		{ "format", OPT_FORMAT, "FMT", 0, "perfetto or json, whatever -o's extension", 0 },
+		{ 0 }
+	};
+	static const struct argp_option report_options[] = { { 0 } };
+	static const struct argp convert_argp = {
+		convert_options, convert_parse, "IN.sbt",
+		"Convert a capture to a Perfetto or Chrome JSON trace.\n\nEXAMPLES:\n"
+		"  spyre-bpftrace convert run.sbt -o run.pftrace\n"
+		"  spyre-bpftrace convert run.sbt -o run.json",
+		NULL, NULL, NULL
+	};
+	static const struct argp report_argp = {
+		report_options, convert_parse, "IN.sbt",
+		"Print the summary of a capture: per runtime function the calls and their times "
+		"(mean, p50, p99, max), per device engine the busy time, bytes and GB/s, "
+		"interrupts, ioctl errors, unfinished work and lost records.\n\nEXAMPLES:\n"
+		"  spyre-bpftrace report run.sbt",
+		NULL, NULL, NULL
+	};
+	struct convert_opts o = { .report = report };
+	enum out_format fmt = FMT_NONE;
+	struct output out;
+	char err[512];
+	int ret;
+
+	argp_parse(report ? &report_argp : &convert_argp, argc, argv, 0, NULL, &o);
+	if (!report && output_format(o.out, o.format, &fmt, err, sizeof(err))) {
+		fprintf(stderr, "spyre-bpftrace: %s\n", err);
+		return 2;
+	}
+	if (fmt == FMT_SBT) {
+		fprintf(stderr, "spyre-bpftrace: convert writes .pftrace or .json; hint: -o OUT.pftrace\n");
+		return 2;
+	}
+	if (output_open(&out, report ? NULL : o.out, fmt, err, sizeof(err))) {
+		fprintf(stderr, "spyre-bpftrace: cannot write '%s': %s\n", o.out, err);
+		output_free(&out);
+		return 1;
+	}
+	ret = feed(o.in, &out);
+	if (output_close(&out)) {
+		fprintf(stderr, "spyre-bpftrace: writing '%s' failed: %s\n", o.out, strerror(out.error));
+		ret = 1;
+	}
+	if (report)
+		output_report(&out, stdout);
+	else
+		fprintf(stderr, "spyre-bpftrace: %s %s (%.1f KiB) from %s\n", output_format_name(fmt),
+			o.out, (double)out.bytes / 1024.0, o.in);
+	output_free(&out);
+	return ret;
+}
+
+int cmd_convert(int argc, char **argv)
+{
+	return run(argc, argv, false);
+}
+
+int cmd_report(int argc, char **argv)
+{
+	return run(argc, argv, true);
+}

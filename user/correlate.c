@@ -1,0 +1,881 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The correlation engine; what it builds is described in correlate.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "correlate.h"
+#include "hashmap.h"
+#include "names.h"
+
+#define MAX_LANES 32
+#define MAX_PENDING_FLOWS 64
+
+static const char *const engine_names[ENGINE_MAX] = { "H2D DMA", "Compute", "D2H DMA" };
+/* the in-process Spyre profiler's names, so existing tools read them */
+static const char *const job_names[ENGINE_MAX] = { "Memcpy HtoD", "Compute", "Memcpy DtoH" };
+static const char *const job_cats[ENGINE_MAX] = { "gpu_memcpy", "kernel", "gpu_memcpy" };
+
+struct job {
+	uint64_t id, start, bytes;
+	int engine;
+	uint32_t pid, tid;
+	const char *launch_name;
+	struct device *dev;
+	struct job *next; /* the device's queue of jobs in flight, oldest first */
+};
+
+struct device {
+	char name[64];
+	struct model_track track, irq_track, mapped_track, inflight_track[ENGINE_MAX];
+	struct model_track lanes[ENGINE_MAX][MAX_LANES];
+	uint64_t lane_busy_until[ENGINE_MAX][MAX_LANES];
+	int nlanes[ENGINE_MAX];
+	int64_t inflight[ENGINE_MAX], mapped;
+	struct job *head, *tail;
+};
+
+struct frame {
+	uint32_t probe;
+	uint64_t ts, job;
+	uint64_t args[SBT_MAX_ARGS];
+	bool open;
+};
+
+struct thread {
+	uint32_t tid, pid;
+	char name[SBT_COMM_LEN];
+	struct model_track track;
+	struct frame frames[SBT_MAX_DEPTH];
+	/* jobs this thread launched that are in flight */
+	uint64_t open_jobs[MAX_PENDING_FLOWS];
+	int nopen;
+	/* jobs completed by an interrupt: their flow ends at the next wait */
+	uint64_t done_jobs[MAX_PENDING_FLOWS];
+	int ndone;
+};
+
+struct process {
+	uint32_t pid;
+	bool exited;
+	char name[SBT_COMM_LEN];
+	struct model_track track, alloc_track;
+	struct device *dev;
+	struct hashmap allocs; /* pointer -> size + 1 */
+	int64_t allocated;
+};
+
+struct correlator {
+	struct model_sink sinks[CORRELATE_MAX_SINKS];
+	int nsinks;
+	struct capture_meta meta;
+	struct correlate_stats st;
+	struct hashmap procs, threads, jobs, devices_by_irq;
+	struct device **devices;
+	int ndevices;
+	struct model_track global;
+	bool global_announced;
+	uint64_t next_track, next_job;
+	char irq_names[1024][64];
+};
+
+/* ---- emitting -------------------------------------------------------- */
+
+static void announce(struct correlator *c, struct model_track *t)
+{
+	t->announced = true;
+	for (int i = 0; i < c->nsinks; i++)
+		c->sinks[i].track(c->sinks[i].ctx, t);
+}
+
+static void emit(struct correlator *c, const struct model_event *e)
+{
+	for (int i = 0; i < c->nsinks; i++)
+		c->sinks[i].event(c->sinks[i].ctx, e);
+}
+
+static void new_track(struct correlator *c, struct model_track *t, enum model_track_kind kind,
+		      uint64_t parent, const char *name)
+{
+	memset(t, 0, sizeof(*t));
+	t->id = ++c->next_track;
+	t->kind = kind;
+	t->parent = parent;
+	t->name = name;
+	t->engine = -1;
+}
+
+static void arg_u(struct model_event *e, const char *name, uint64_t v)
+{
+	if (e->nargs < MODEL_MAX_ARGS)
+		e->args[e->nargs++] = (struct model_arg){ .name = name, .type = ARG_UINT, .u = v };
+}
+
+static void arg_i(struct model_event *e, const char *name, int64_t v)
+{
+	if (e->nargs < MODEL_MAX_ARGS)
+		e->args[e->nargs++] = (struct model_arg){ .name = name, .type = ARG_INT, .i = v };
+}
+
+static void arg_x(struct model_event *e, const char *name, uint64_t v)
+{
+	if (e->nargs < MODEL_MAX_ARGS)
+		e->args[e->nargs++] = (struct model_arg){ .name = name, .type = ARG_HEX, .u = v };
+}
+
+static void arg_s(struct model_event *e, const char *name, const char *v)
+{
+	if (e->nargs < MODEL_MAX_ARGS)
+		e->args[e->nargs++] = (struct model_arg){ .name = name, .type = ARG_STR, .s = v };
+}
+
+static void counter(struct correlator *c, const struct model_track *t, uint64_t ts, int64_t v)
+{
+	struct model_event e = { .kind = EV_COUNTER, .track = t, .ts = ts, .name = t->name,
+				 .value = v };
+
+	emit(c, &e);
+}
+
+/* ---- processes, threads, devices -------------------------------------- */
+
+static struct process *process_of(struct correlator *c, uint32_t pid, bool fresh)
+{
+	struct process *p = hm_get(&c->procs, pid);
+
+	if (p && !(fresh && p->exited))
+		return p;
+	if (p) { /* the pid was reused: a new process, new tracks */
+		hm_del(&c->procs, pid);
+		hm_free(&p->allocs);
+		free(p);
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p || hm_put(&c->procs, pid, p)) {
+		free(p);
+		return NULL;
+	}
+	p->pid = pid;
+	snprintf(p->name, sizeof(p->name), "%s", meta_thread_name(&c->meta, pid));
+	new_track(c, &p->track, TRACK_PROCESS, 0, p->name);
+	p->track.pid = pid;
+	announce(c, &p->track);
+	return p;
+}
+
+static struct thread *thread_of(struct correlator *c, uint32_t pid, uint32_t tid)
+{
+	struct thread *t = hm_get(&c->threads, tid);
+	struct process *p;
+
+	if (t && t->pid == pid)
+		return t;
+	if (t) { /* tid reused by another process */
+		hm_del(&c->threads, tid);
+		free(t);
+	}
+	if (!(p = process_of(c, pid, false)))
+		return NULL;
+	t = calloc(1, sizeof(*t));
+	if (!t || hm_put(&c->threads, tid, t)) {
+		free(t);
+		return NULL;
+	}
+	t->tid = tid;
+	t->pid = pid;
+	snprintf(t->name, sizeof(t->name), "%s", meta_thread_name(&c->meta, tid));
+	new_track(c, &t->track, TRACK_THREAD, p->track.id, t->name);
+	t->track.pid = pid;
+	t->track.tid = tid;
+	announce(c, &t->track);
+	return t;
+}
+
+static void rename_thread(struct correlator *c, uint32_t pid, uint32_t tid, const char *comm)
+{
+	struct thread *t = hm_get(&c->threads, tid);
+	struct process *p = hm_get(&c->procs, pid);
+
+	if (t && t->pid == pid && strncmp(t->name, comm, sizeof(t->name))) {
+		snprintf(t->name, sizeof(t->name), "%.15s", comm);
+		announce(c, &t->track);
+	}
+	if (p && pid == tid && strncmp(p->name, comm, sizeof(p->name))) {
+		snprintf(p->name, sizeof(p->name), "%.15s", comm);
+		announce(c, &p->track);
+	}
+}
+
+static struct device *new_device(struct correlator *c, const char *name)
+{
+	struct device *d = calloc(1, sizeof(*d)), **grown;
+
+	if (!d)
+		return NULL;
+	grown = realloc(c->devices, (c->ndevices + 1) * sizeof(*grown));
+	if (!grown) {
+		free(d);
+		return NULL;
+	}
+	c->devices = grown;
+	c->devices[c->ndevices++] = d;
+	snprintf(d->name, sizeof(d->name), "%s", name);
+	new_track(c, &d->track, TRACK_DEVICE, 0, d->name);
+	d->track.rank = c->ndevices;
+	announce(c, &d->track);
+	new_track(c, &d->irq_track, TRACK_LANE, d->track.id, "Interrupts");
+	d->irq_track.rank = 100;
+	new_track(c, &d->mapped_track, TRACK_COUNTER, d->track.id, "DMA-mapped bytes");
+	d->mapped_track.unit = UNIT_BYTES;
+	d->mapped_track.rank = 200;
+	for (int e = 0; e < ENGINE_MAX; e++) {
+		static const char *const names[ENGINE_MAX] = { "jobs in flight: H2D DMA",
+							       "jobs in flight: Compute",
+							       "jobs in flight: D2H DMA" };
+
+		new_track(c, &d->inflight_track[e], TRACK_COUNTER, d->track.id, names[e]);
+		d->inflight_track[e].unit = UNIT_COUNT;
+		d->inflight_track[e].rank = 201 + e;
+	}
+	return d;
+}
+
+/* The device a process's jobs run on. Until driver-level probes tell the
+ * card behind each fd, a process drives one device. */
+static struct device *device_of(struct correlator *c, struct process *p)
+{
+	char name[64];
+
+	if (!p->dev) {
+		snprintf(name, sizeof(name), "Spyre device (pid %u)", p->pid);
+		p->dev = new_device(c, name);
+	}
+	return p->dev;
+}
+
+static struct model_track *lane_track(struct correlator *c, struct device *d, int engine,
+				      uint64_t start, uint64_t end)
+{
+	int l;
+
+	/* the first lane free since this job's start: no partial overlaps */
+	for (l = 0; l < d->nlanes[engine]; l++)
+		if (d->lane_busy_until[engine][l] <= start)
+			break;
+	if (l == MAX_LANES)
+		return NULL;
+	if (l == d->nlanes[engine]) {
+		struct model_track *t = &d->lanes[engine][l];
+		static char lane_names[ENGINE_MAX][MAX_LANES][24];
+
+		if (l == 0)
+			snprintf(lane_names[engine][l], sizeof(lane_names[0][0]), "%s", engine_names[engine]);
+		else
+			snprintf(lane_names[engine][l], sizeof(lane_names[0][0]), "%s #%d",
+				 engine_names[engine], l + 1);
+		new_track(c, t, TRACK_LANE, d->track.id, lane_names[engine][l]);
+		t->engine = engine;
+		t->lane = l;
+		t->rank = engine * MAX_LANES + l;
+		announce(c, t);
+		d->nlanes[engine]++;
+	}
+	d->lane_busy_until[engine][l] = end;
+	return &d->lanes[engine][l];
+}
+
+/* Tracks that may stay unused are announced at their first event. */
+static void announce_once(struct correlator *c, struct model_track *t)
+{
+	if (!t->announced)
+		announce(c, t);
+}
+
+/* ---- jobs ---------------------------------------------------------------- */
+
+static void inflight(struct correlator *c, struct device *d, int engine, uint64_t ts, int delta)
+{
+	d->inflight[engine] += delta;
+	announce_once(c, &d->inflight_track[engine]);
+	counter(c, &d->inflight_track[engine], ts, d->inflight[engine]);
+}
+
+static struct job *start_job(struct correlator *c, struct process *p, uint32_t tid, int engine,
+			     uint64_t ts, uint64_t bytes, const char *launch)
+{
+	struct device *d = p ? device_of(c, p) : NULL;
+	struct job *j = d ? calloc(1, sizeof(*j)) : NULL;
+
+	if (!j || hm_put(&c->jobs, ++c->next_job, j)) {
+		free(j);
+		return NULL;
+	}
+	*j = (struct job){ .id = c->next_job, .start = ts, .bytes = bytes, .engine = engine,
+			   .pid = p->pid, .tid = tid, .launch_name = launch, .dev = d };
+	if (d->tail)
+		d->tail->next = j;
+	else
+		d->head = j;
+	d->tail = j;
+	inflight(c, d, engine, ts, +1);
+	c->st.jobs++;
+	return j;
+}
+
+static void unlink_job(struct job *j)
+{
+	struct device *d = j->dev;
+	struct job **pp = &d->head, *prev = NULL;
+
+	while (*pp && *pp != j) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	if (!*pp)
+		return;
+	*pp = j->next;
+	if (d->tail == j)
+		d->tail = prev;
+}
+
+static void drop_id(uint64_t *ids, int *n, uint64_t id)
+{
+	for (int i = 0; i < *n; i++)
+		if (ids[i] == id) {
+			ids[i] = ids[--*n];
+			return;
+		}
+}
+
+/* A job is done at ts: draw it on a free lane of its engine. */
+static void complete_job(struct correlator *c, struct job *j, uint64_t ts, const char *how)
+{
+	struct model_event e = { .kind = EV_SLICE, .ts = j->start,
+				 .dur = ts > j->start ? ts - j->start : 0,
+				 .name = job_names[j->engine], .cat = job_cats[j->engine] };
+	struct thread *t = hm_get(&c->threads, j->tid);
+
+	unlink_job(j);
+	hm_del(&c->jobs, j->id);
+	e.track = lane_track(c, j->dev, j->engine, j->start, ts);
+	if (j->bytes)
+		arg_u(&e, "bytes", j->bytes);
+	arg_u(&e, "correlation", j->id);
+	arg_u(&e, "launched_by", j->tid);
+	arg_s(&e, "launch", j->launch_name);
+	arg_s(&e, "completed_by", how);
+	e.flows[e.nflows++] = j->id;
+	if (e.track)
+		emit(c, &e);
+	inflight(c, j->dev, j->engine, ts, -1);
+	if (t && t->pid == j->pid)
+		drop_id(t->open_jobs, &t->nopen, j->id);
+	free(j);
+}
+
+/* ---- records ---------------------------------------------------------- */
+
+static bool launches(int role)
+{
+	return role == SBT_ROLE_COPY_IN || role == SBT_ROLE_COPY_OUT ||
+	       role == SBT_ROLE_COMPUTE || role == SBT_ROLE_LAUNCH;
+}
+
+static int engine_of(int role)
+{
+	return role == SBT_ROLE_COPY_IN ? ENGINE_H2D : role == SBT_ROLE_COPY_OUT ? ENGINE_D2H
+										 : ENGINE_COMPUTE;
+}
+
+static void on_call_enter(struct correlator *c, const struct sbt_call_enter *r)
+{
+	const struct meta_probe *p = meta_probe(&c->meta, r->probe_id);
+	struct thread *t = thread_of(c, r->h.tgid, r->h.tid);
+	struct frame *f;
+	bool nested_launch = false;
+
+	if (!t || r->depth >= SBT_MAX_DEPTH)
+		return;
+	f = &t->frames[r->depth];
+	*f = (struct frame){ .probe = r->probe_id, .ts = r->h.ts, .open = true };
+	memcpy(f->args, r->args, sizeof(f->args));
+	if (!p || !launches(p->role))
+		return;
+	/* launchCompute calling launchOperation is one job, not two */
+	for (uint32_t d = 0; d < r->depth; d++) {
+		const struct meta_probe *q = meta_probe(&c->meta, t->frames[d].probe);
+
+		nested_launch |= t->frames[d].open && q && launches(q->role);
+	}
+	if (!nested_launch) {
+		uint64_t bytes = p->bytes_arg >= 0 && p->bytes_arg < SBT_MAX_ARGS ? r->args[p->bytes_arg] : 0;
+		struct job *j = start_job(c, process_of(c, r->h.tgid, false), r->h.tid,
+					  engine_of(p->role), r->h.ts, bytes, p->name);
+
+		if (j) {
+			f->job = j->id;
+			if (t->nopen < MAX_PENDING_FLOWS)
+				t->open_jobs[t->nopen++] = j->id;
+		}
+	}
+}
+
+static void track_alloc(struct correlator *c, struct process *p, const struct meta_probe *mp,
+			const struct frame *f, int64_t ret, uint64_t ts)
+{
+	uint64_t size = 0;
+
+	if (mp->role == SBT_ROLE_ALLOC && ret && mp->bytes_arg >= 0 && mp->bytes_arg < SBT_MAX_ARGS) {
+		size = f->args[mp->bytes_arg];
+		if (hm_put(&p->allocs, (uint64_t)ret, (void *)(uintptr_t)(size + 1)))
+			return;
+		p->allocated += (int64_t)size;
+	} else if (mp->role == SBT_ROLE_FREE) {
+		void *v = hm_del(&p->allocs, f->args[1]); /* free(this, ptr) */
+
+		if (!v)
+			return;
+		p->allocated -= (int64_t)((uintptr_t)v - 1);
+	} else {
+		return;
+	}
+	if (!p->alloc_track.id) {
+		new_track(c, &p->alloc_track, TRACK_COUNTER, p->track.id, "runtime-allocated bytes");
+		p->alloc_track.unit = UNIT_BYTES;
+		p->alloc_track.pid = p->pid;
+		announce(c, &p->alloc_track);
+	}
+	counter(c, &p->alloc_track, ts, p->allocated);
+}
+
+static void on_call_exit(struct correlator *c, const struct sbt_call_exit *r)
+{
+	const struct meta_probe *mp = meta_probe(&c->meta, r->probe_id);
+	struct thread *t = thread_of(c, r->h.tgid, r->h.tid);
+	struct model_event e = { .kind = EV_SLICE, .cat = "runtime" };
+	struct frame *f;
+
+	if (!t)
+		return;
+	e.track = &t->track;
+	e.name = mp ? mp->name : "unknown probe";
+	f = r->depth < SBT_MAX_DEPTH ? &t->frames[r->depth] : NULL;
+	if ((r->flags & SBT_CALL_UNPAIRED) || !f || !f->open || f->probe != r->probe_id) {
+		/* the entry was lost or too deep: a mark, not a made-up slice */
+		struct model_event m = { .kind = EV_INSTANT, .track = &t->track, .ts = r->h.ts,
+					 .name = "return without entry", .cat = "runtime" };
+
+		c->st.unpaired_returns++;
+		arg_s(&m, "function", e.name);
+		emit(c, &m);
+		return;
+	}
+	f->open = false;
+	c->st.calls++;
+	e.ts = f->ts;
+	e.dur = r->h.ts - f->ts;
+	if (mp) {
+		arg_s(&e, "role", sbt_role_name((unsigned)mp->role));
+		if (mp->bytes_arg >= 0 && mp->bytes_arg < SBT_MAX_ARGS)
+			arg_u(&e, "bytes", f->args[mp->bytes_arg]);
+	}
+	arg_x(&e, "ret", (uint64_t)r->ret);
+	if (f->job) {
+		arg_u(&e, "correlation", f->job);
+		e.flows[e.nflows++] = f->job;
+	}
+	if (mp && mp->role == SBT_ROLE_WAIT) {
+		/* the jobs this thread launched are done by now; jobs an
+		 * interrupt completed end their flow here */
+		while (t->nopen) {
+			struct job *j = hm_get(&c->jobs, t->open_jobs[0]);
+
+			if (j && j->start <= f->ts) {
+				if (e.nterm < MODEL_MAX_FLOWS)
+					e.term_flows[e.nterm++] = j->id;
+				complete_job(c, j, r->h.ts, "wait");
+			} else {
+				drop_id(t->open_jobs, &t->nopen, t->open_jobs[0]);
+			}
+		}
+		for (int i = 0; i < t->ndone && e.nterm < MODEL_MAX_FLOWS; i++)
+			e.term_flows[e.nterm++] = t->done_jobs[i];
+		t->ndone = 0;
+	}
+	if (mp && (mp->role == SBT_ROLE_ALLOC || mp->role == SBT_ROLE_FREE)) {
+		struct process *p = process_of(c, r->h.tgid, false);
+
+		if (p)
+			track_alloc(c, p, mp, f, r->ret, r->h.ts);
+	}
+	emit(c, &e);
+}
+
+static void on_ioctl(struct correlator *c, const struct sbt_ioctl *r)
+{
+	struct thread *t = thread_of(c, r->h.tgid, r->h.tid);
+	const char *cmd = sbt_vfio_cmd_name(r->cmd, r->fd_kind);
+	struct model_event e = { .kind = EV_SLICE, .cat = "ioctl" };
+
+	if (!t)
+		return;
+	c->st.ioctls++;
+	e.track = &t->track;
+	e.name = cmd ? cmd : "ioctl";
+	e.ts = r->start_ts;
+	e.dur = r->h.ts > r->start_ts ? r->h.ts - r->start_ts : 0;
+	arg_i(&e, "fd", r->fd);
+	arg_s(&e, "fd_kind", sbt_fd_kind_name(r->fd_kind));
+	if (!cmd)
+		arg_x(&e, "cmd", r->cmd);
+	arg_i(&e, "ret", r->ret);
+	if (r->ret < 0 && r->ret > -4096) {
+		arg_s(&e, "error", sbt_errno_name((int)-r->ret));
+		c->st.ioctl_errors++;
+	}
+	if (r->decoded == SBT_DEC_DMA_MAP || r->decoded == SBT_DEC_DMA_UNMAP) {
+		if (r->decoded == SBT_DEC_DMA_MAP)
+			arg_x(&e, "vaddr", r->u.dma.vaddr);
+		arg_x(&e, "iova", r->u.dma.iova);
+		arg_u(&e, "size", r->u.dma.size);
+		arg_x(&e, "flags", r->u.dma.flags);
+		struct process *p = r->ret == 0 ? process_of(c, r->h.tgid, false) : NULL;
+
+		if (p) {
+			struct device *d = device_of(c, p);
+
+			if (d) {
+				d->mapped += r->decoded == SBT_DEC_DMA_MAP ? (int64_t)r->u.dma.size
+									   : -(int64_t)r->u.dma.size;
+				announce_once(c, &d->mapped_track);
+				counter(c, &d->mapped_track, r->h.ts, d->mapped);
+			}
+		}
+	} else if (r->decoded == SBT_DEC_SET_IRQS) {
+		arg_u(&e, "index", r->u.irqs.index);
+		arg_u(&e, "start", r->u.irqs.start);
+		arg_u(&e, "count", r->u.irqs.count);
+	}
+	emit(c, &e);
+}
+
+static void on_dma(struct correlator *c, const struct sbt_hdr *h)
+{
+	struct thread *t = thread_of(c, h->tgid, h->tid);
+	struct model_event e = { .kind = EV_INSTANT, .ts = h->ts, .cat = "dma" };
+
+	if (!t)
+		return;
+	e.track = &t->track;
+	if (h->type == SBT_IOMMU_MAP || h->type == SBT_IOMMU_UNMAP) {
+		const struct sbt_iommu *r = (const void *)h;
+
+		e.name = h->type == SBT_IOMMU_MAP ? "iommu map" : "iommu unmap";
+		arg_x(&e, "iova", r->iova);
+		arg_u(&e, "size", r->size);
+		if (h->type == SBT_IOMMU_MAP)
+			arg_x(&e, "paddr", r->paddr);
+	} else {
+		const struct sbt_dma *r = (const void *)h;
+
+		e.name = h->type == SBT_DMA_MAP ? "dma map" : "dma unmap";
+		arg_x(&e, "addr", r->addr);
+		arg_u(&e, "size", r->size);
+	}
+	emit(c, &e);
+}
+
+/* The PCI address in an interrupt name such as vfio-msi[0](0000:01:00.0). */
+static bool bdf_of(const char *name, char *out, size_t len)
+{
+	for (const char *s = name; *s; s++) {
+		unsigned int a, b, d, f;
+		int n = 0;
+
+		if (sscanf(s, "%4x:%2x:%2x.%1x%n", &a, &b, &d, &f, &n) == 4 && n == 12) {
+			snprintf(out, len, "%.12s", s);
+			return true;
+		}
+	}
+	return false;
+}
+
+static struct device *irq_device(struct correlator *c, int irq)
+{
+	const char *name = irq >= 0 && irq < 1024 ? c->irq_names[irq] : "";
+	struct device *d = hm_get(&c->devices_by_irq, (uint64_t)irq);
+	char bdf[16], label[64];
+
+	if (d)
+		return d;
+	if (bdf_of(name, bdf, sizeof(bdf))) {
+		snprintf(label, sizeof(label), "PCI %s", bdf);
+		for (int i = 0; i < c->ndevices && !d; i++)
+			if (!strcmp(c->devices[i]->name, label))
+				d = c->devices[i];
+	} else {
+		snprintf(label, sizeof(label), "irq %d %s", irq, name);
+	}
+	if (!d)
+		d = new_device(c, label);
+	if (d)
+		hm_put(&c->devices_by_irq, (uint64_t)irq, d);
+	return d;
+}
+
+static void on_irq(struct correlator *c, const struct sbt_irq *r)
+{
+	struct device *d = irq_device(c, r->irq);
+	struct model_event e = { .kind = EV_SLICE, .cat = "irq", .ts = r->start_ts };
+	struct job *j;
+
+	if (!d)
+		return;
+	c->st.irqs++;
+	announce_once(c, &d->irq_track);
+	e.track = &d->irq_track;
+	e.name = r->irq >= 0 && r->irq < 1024 && c->irq_names[r->irq][0] ? c->irq_names[r->irq] : "irq";
+	e.dur = r->h.ts > r->start_ts ? r->h.ts - r->start_ts : 0;
+	arg_i(&e, "irq", r->irq);
+	arg_i(&e, "ret", r->ret);
+	/* a card completes its jobs in order: the oldest one is done */
+	j = d->head;
+	if (j) {
+		struct thread *t = hm_get(&c->threads, j->tid);
+		uint64_t id = j->id;
+
+		e.flows[e.nflows++] = id;
+		complete_job(c, j, r->start_ts, "interrupt");
+		if (t && t->ndone < MAX_PENDING_FLOWS)
+			t->done_jobs[t->ndone++] = id;
+	} else {
+		c->st.unmatched_completions++;
+		arg_s(&e, "unmatched", "no job in flight");
+	}
+	emit(c, &e);
+}
+
+static void flush_frames(struct correlator *c, struct thread *t)
+{
+	for (int d = 0; d < SBT_MAX_DEPTH; d++) {
+		const struct meta_probe *mp;
+		struct model_event e = { .kind = EV_INSTANT, .track = &t->track,
+					 .cat = "runtime" };
+
+		if (!t->frames[d].open)
+			continue;
+		mp = meta_probe(&c->meta, t->frames[d].probe);
+		t->frames[d].open = false;
+		c->st.unfinished_calls++;
+		e.ts = t->frames[d].ts;
+		e.name = "unfinished call";
+		arg_s(&e, "function", mp ? mp->name : "?");
+		emit(c, &e);
+	}
+}
+
+static void on_task(struct correlator *c, const struct sbt_task *r)
+{
+	struct thread *t;
+	struct process *p;
+
+	switch (r->h.type) {
+	case SBT_TASK_NEW:
+		if (r->flags & 1)
+			process_of(c, r->h.tgid, true);
+		thread_of(c, r->h.tgid, r->h.tid);
+		rename_thread(c, r->h.tgid, r->h.tid, r->comm);
+		break;
+	case SBT_TASK_COMM:
+		thread_of(c, r->h.tgid, r->h.tid);
+		rename_thread(c, r->h.tgid, r->h.tid, r->comm);
+		break;
+	case SBT_TASK_EXIT:
+		t = hm_get(&c->threads, r->h.tid);
+		if (t && t->pid == r->h.tgid) {
+			flush_frames(c, t);
+			hm_del(&c->threads, r->h.tid);
+			free(t);
+		}
+		if ((r->flags & 1) && (p = hm_get(&c->procs, r->h.tgid)))
+			p->exited = true;
+		break;
+	}
+}
+
+static void on_lost(struct correlator *c, const struct sbt_lost *r)
+{
+	struct model_event e = { .kind = EV_INSTANT, .track = &c->global, .ts = r->h.ts,
+				 .name = "records lost", .cat = "tracer" };
+
+	c->st.lost += r->count;
+	if (!c->global_announced) {
+		c->global_announced = true;
+		announce(c, &c->global);
+	}
+	arg_u(&e, "count", r->count);
+	arg_u(&e, "total", r->total);
+	for (int i = 0; i < c->nsinks; i++)
+		c->sinks[i].lost(c->sinks[i].ctx, r->h.ts, r->count);
+	emit(c, &e);
+}
+
+int correlator_add(struct correlator *c, const struct sbt_hdr *h)
+{
+	if (meta_add(&c->meta, h))
+		return -ENOMEM;
+	c->st.records++;
+	if (h->type < SBT_META_CLOCK && h->type != SBT_IRQ) {
+		if (!c->st.first_ts || h->ts < c->st.first_ts)
+			c->st.first_ts = h->ts;
+		if (h->ts > c->st.last_ts)
+			c->st.last_ts = h->ts;
+	}
+	switch (h->type) {
+	case SBT_CALL_ENTER:
+		on_call_enter(c, (const void *)h);
+		break;
+	case SBT_CALL_EXIT:
+		on_call_exit(c, (const void *)h);
+		break;
+	case SBT_IOCTL:
+		on_ioctl(c, (const void *)h);
+		break;
+	case SBT_IRQ:
+		on_irq(c, (const void *)h);
+		break;
+	case SBT_IOMMU_MAP:
+	case SBT_IOMMU_UNMAP:
+	case SBT_DMA_MAP:
+	case SBT_DMA_UNMAP:
+		on_dma(c, h);
+		break;
+	case SBT_TASK_NEW:
+	case SBT_TASK_COMM:
+	case SBT_TASK_EXIT:
+		on_task(c, (const void *)h);
+		break;
+	case SBT_META_PROC: {
+		const struct sbt_meta_proc *p = (const void *)h;
+
+		process_of(c, p->pid, true);
+		rename_thread(c, p->pid, p->pid, p->comm);
+		break;
+	}
+	case SBT_THREAD_NAME:
+		if (hm_get(&c->threads, h->tid) || h->tid == h->tgid)
+			rename_thread(c, h->tgid, h->tid, ((const struct sbt_thread_name *)h)->comm);
+		break;
+	case SBT_META_IRQ: {
+		const struct sbt_meta_irq *q = (const void *)h;
+
+		if (q->irq < 1024)
+			snprintf(c->irq_names[q->irq], sizeof(c->irq_names[0]), "%.63s", q->name);
+		break;
+	}
+	case SBT_META_CLOCK:
+		for (int i = 0; i < c->nsinks; i++)
+			c->sinks[i].clock(c->sinks[i].ctx, (const void *)h);
+		break;
+	case SBT_LOST:
+		on_lost(c, (const void *)h);
+		break;
+	}
+	return 0;
+}
+
+static void finish_thread(uint64_t key, void *val, void *ctx)
+{
+	(void)key;
+	flush_frames(ctx, val);
+}
+
+void correlator_finish(struct correlator *c)
+{
+	hm_each(&c->threads, finish_thread, c);
+	for (int i = 0; i < c->ndevices; i++) {
+		struct device *d = c->devices[i];
+
+		/* never stretched to the end: a mark where the job started */
+		while (d->head) {
+			struct job *j = d->head;
+			struct model_event e = { .kind = EV_INSTANT, .ts = j->start,
+						 .name = "unfinished job", .cat = job_cats[j->engine] };
+
+			d->head = j->next;
+			/* an instant: on the engine's first lane, or the device's */
+			e.track = d->nlanes[j->engine] ? &d->lanes[j->engine][0] : &d->track;
+			arg_s(&e, "job", job_names[j->engine]);
+			arg_u(&e, "correlation", j->id);
+			if (j->bytes)
+				arg_u(&e, "bytes", j->bytes);
+			e.flows[e.nflows++] = j->id;
+			emit(c, &e);
+			hm_del(&c->jobs, j->id);
+			c->st.unfinished_jobs++;
+			free(j);
+		}
+		d->tail = NULL;
+	}
+}
+
+struct correlator *correlator_new(const struct model_sink *sinks, int nsinks)
+{
+	struct correlator *c = calloc(1, sizeof(*c));
+
+	if (!c || nsinks > CORRELATE_MAX_SINKS) {
+		free(c);
+		return NULL;
+	}
+	memcpy(c->sinks, sinks, (size_t)nsinks * sizeof(*sinks));
+	c->nsinks = nsinks;
+	meta_init(&c->meta);
+	new_track(c, &c->global, TRACK_GLOBAL, 0, "spyre-bpftrace");
+	return c;
+}
+
+const struct correlate_stats *correlator_stats(const struct correlator *c)
+{
+	return &c->st;
+}
+
+const struct capture_meta *correlator_meta(const struct correlator *c)
+{
+	return &c->meta;
+}
+
+static void free_val(uint64_t key, void *val, void *ctx)
+{
+	(void)key;
+	(void)ctx;
+	free(val);
+}
+
+static void free_proc(uint64_t key, void *val, void *ctx)
+{
+	struct process *p = val;
+
+	(void)key;
+	(void)ctx;
+	hm_free(&p->allocs);
+	free(p);
+}
+
+void correlator_free(struct correlator *c)
+{
+	if (!c)
+		return;
+	hm_each(&c->threads, free_val, NULL);
+	hm_each(&c->procs, free_proc, NULL);
+	hm_each(&c->jobs, free_val, NULL);
+	hm_free(&c->threads);
+	hm_free(&c->procs);
+	hm_free(&c->jobs);
+	hm_free(&c->devices_by_irq);
+	for (int i = 0; i < c->ndevices; i++)
+		free(c->devices[i]);
+	free(c->devices);
+	meta_free(&c->meta);
+	free(c);
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Latency histogram in bounded memory: exact below 64 ns, then 32 buckets
+ * per power of two (quantiles within about 3%). */
+#ifndef SBT_HISTOGRAM_H
+#define SBT_HISTOGRAM_H
+
+#include <stdint.h>
+
+#define HIST_SUB 32
+#define HIST_BUCKETS (64 + 58 * HIST_SUB)
+
+struct histogram {
+	uint64_t count, sum, max, min;
+	uint32_t buckets[HIST_BUCKETS];
+};
+
+void hist_add(struct histogram *h, uint64_t v);
+/* The value at quantile q (0..1): the middle of its bucket, within [min, max]. */
+uint64_t hist_quantile(const struct histogram *h, double q);
+
+#endif

@@ -1,0 +1,600 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * `spyre-bpftrace inspect TRACE`: decode a Perfetto TrackEvent trace (ours
+ * or any other) and check what the viewer does not: framing, sequence flags
+ * and interning, that every event's track is described, that every slice
+ * ends, that slices on a track nest or are disjoint and never partly
+ * overlap, that flows connect existing events, and that timestamps are
+ * sane. Prints what it found; exits 1 on any violation.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "hashmap.h"
+#include "inspect.h"
+#include "pb.h"
+
+#define MAX_SHOWN 20
+#define HOUR_NS 3600000000000ull
+
+struct ev {
+	uint64_t ts, track;
+	uint32_t seq; /* order in the file */
+	uint8_t type;
+};
+
+struct flow_use {
+	uint64_t first_ts, last_origin_ts;
+	uint32_t uses, origins, terms;
+	uint64_t term_ts;
+};
+
+struct track {
+	uint64_t uuid, parent;
+	bool counter;
+	char name[64];
+};
+
+struct inspector {
+	struct inspect_result *res;
+	struct hashmap tracks, flows;
+	/* by InternedData field - 1: categories, event names, annotation names */
+	struct hashmap iids[3];
+	struct ev *evs;
+	size_t nevs, cap;
+	uint64_t min_clock, max_clock;
+	bool seq_started, seq_cleared;
+	uint32_t packet;
+};
+
+__attribute__((format(printf, 2, 3))) static void violation(struct inspector *in, const char *fmt,
+							    ...)
+{
+	va_list ap;
+
+	if (in->res->violations++ < MAX_SHOWN && in->res->out) {
+		fprintf(in->res->out, "  VIOLATION: ");
+		va_start(ap, fmt);
+		vfprintf(in->res->out, fmt, ap);
+		va_end(ap);
+		fputc('\n', in->res->out);
+	}
+}
+
+static struct track *track_of(struct inspector *in, uint64_t uuid, bool create)
+{
+	struct track *t = hm_get(&in->tracks, uuid);
+
+	if (t || !create)
+		return t;
+	t = calloc(1, sizeof(*t));
+	if (!t || hm_put(&in->tracks, uuid, t)) {
+		free(t);
+		return NULL;
+	}
+	t->uuid = uuid;
+	return t;
+}
+
+static void add_ev(struct inspector *in, struct ev e)
+{
+	if (in->nevs == in->cap) {
+		size_t cap = in->cap ? in->cap * 2 : 4096;
+		struct ev *p = realloc(in->evs, cap * sizeof(*p));
+
+		if (!p) {
+			violation(in, "out of memory holding %zu events", in->nevs);
+			return;
+		}
+		in->evs = p;
+		in->cap = cap;
+	}
+	in->evs[in->nevs++] = e;
+}
+
+static void check_iid(struct inspector *in, int table, uint64_t iid, const char *what)
+{
+	if (!iid)
+		violation(in, "packet %u: %s iid 0 (invalid)", in->packet, what);
+	else if (!hm_get(&in->iids[table], iid))
+		violation(in, "packet %u: %s iid %llu used but not interned on this sequence", in->packet,
+			  what, (unsigned long long)iid);
+}
+
+/* InternedData: remember every iid defined. */
+static void read_interned(struct inspector *in, const uint8_t *p, size_t n)
+{
+	struct pb_reader r = { p, p + n, 0 }, e;
+	const uint8_t *d;
+	size_t len;
+	uint64_t v;
+	uint32_t f, ef;
+	int t, et;
+
+	while (pb_next(&r, &f, &t, &v, &d, &len) > 0) {
+		uint64_t iid = 0;
+
+		if (f < 1 || f > 3 || t != PB_LEN)
+			continue;
+		e = (struct pb_reader){ d, d + len, 0 };
+		while (pb_next(&e, &ef, &et, &v, &d, &len) > 0)
+			if (ef == 1 && et == PB_VARINT)
+				iid = v;
+		if (!iid)
+			violation(in, "packet %u: interned entry with iid 0", in->packet);
+		else if (hm_put(&in->iids[f - 1], iid, (void *)1))
+			violation(in, "out of memory");
+	}
+}
+
+static void read_descriptor(struct inspector *in, const uint8_t *p, size_t n)
+{
+	struct pb_reader r = { p, p + n, 0 }, sub;
+	uint64_t v, uuid = 0, parent = 0;
+	const uint8_t *d, *name = NULL;
+	size_t len, name_len = 0;
+	bool counter = false;
+	uint32_t f, sf;
+	int t, st;
+
+	while (pb_next(&r, &f, &t, &v, &d, &len) > 0) {
+		if (f == 1 && t == PB_VARINT)
+			uuid = v;
+		else if (f == 5 && t == PB_VARINT)
+			parent = v;
+		else if (f == 2 && t == PB_LEN)
+			name = d, name_len = len;
+		else if (f == 8 && t == PB_LEN)
+			counter = true;
+		else if ((f == 3 || f == 4) && t == PB_LEN) { /* process / thread name */
+			sub = (struct pb_reader){ d, d + len, 0 };
+			while (pb_next(&sub, &sf, &st, &v, &d, &len) > 0)
+				if (st == PB_LEN && ((f == 3 && sf == 6) || (f == 4 && sf == 5)))
+					name = d, name_len = len;
+		}
+	}
+	if (r.error)
+		violation(in, "packet %u: malformed track descriptor", in->packet);
+	if (!uuid) {
+		violation(in, "packet %u: track descriptor without uuid", in->packet);
+		return;
+	}
+	struct track *tr = track_of(in, uuid, true);
+
+	if (!tr)
+		return;
+	if (!tr->name[0] && !tr->counter && !tr->parent)
+		in->res->tracks++;
+	tr->parent = parent;
+	tr->counter |= counter;
+	if (name)
+		snprintf(tr->name, sizeof(tr->name), "%.*s", (int)(name_len < 63 ? name_len : 63), name);
+	else if (!tr->name[0])
+		snprintf(tr->name, sizeof(tr->name), "#%llu", (unsigned long long)uuid);
+}
+
+static void use_flow(struct inspector *in, uint64_t id, uint64_t ts, bool term)
+{
+	struct flow_use *u = hm_get(&in->flows, id);
+
+	if (!u) {
+		u = calloc(1, sizeof(*u));
+		if (!u || hm_put(&in->flows, id, u)) {
+			free(u);
+			return;
+		}
+		u->first_ts = ts;
+		in->res->flows++;
+	}
+	u->uses++;
+	if (term) {
+		u->terms++;
+		u->term_ts = ts;
+	} else {
+		u->origins++;
+		if (ts > u->last_origin_ts)
+			u->last_origin_ts = ts;
+		if (ts < u->first_ts)
+			u->first_ts = ts;
+	}
+}
+
+static void read_track_event(struct inspector *in, const uint8_t *p, size_t n, uint64_t ts,
+			     uint64_t flags)
+{
+	struct pb_reader r = { p, p + n, 0 }, sub;
+	uint64_t v, type = 0, track = 0;
+	bool uses_iids = false, has_name = false;
+	const uint8_t *d;
+	size_t len;
+	uint32_t f, sf;
+	int t, st;
+
+	while (pb_next(&r, &f, &t, &v, &d, &len) > 0) {
+		switch (f) {
+		case 9: type = v; break;
+		case 11: track = v; break;
+		case 10: check_iid(in, 1, v, "event name"); uses_iids = has_name = true; break;
+		case 23: has_name = true; break;
+		case 3: check_iid(in, 0, v, "category"); uses_iids = true; break;
+		case 4:
+			sub = (struct pb_reader){ d, d + len, 0 };
+			while (pb_next(&sub, &sf, &st, &v, &d, &len) > 0)
+				if (sf == 1 && st == PB_VARINT) {
+					check_iid(in, 2, v, "annotation name");
+					uses_iids = true;
+				}
+			break;
+		case 47: case 48:
+			if (t != PB_FIXED64 && t != PB_VARINT)
+				violation(in, "packet %u: flow id of wire type %d", in->packet, t);
+			else
+				use_flow(in, v, ts, f == 48);
+			break;
+		}
+	}
+	if (r.error) {
+		violation(in, "packet %u: malformed track event", in->packet);
+		return;
+	}
+	if (uses_iids && !(flags & 2))
+		violation(in, "packet %u: uses interned data without SEQ_NEEDS_INCREMENTAL_STATE",
+			  in->packet);
+	if (!track) {
+		violation(in, "packet %u: track event without track_uuid", in->packet);
+		return;
+	}
+	if (!ts)
+		violation(in, "packet %u: track event without timestamp", in->packet);
+	if ((type == 1 || type == 3) && !has_name)
+		violation(in, "packet %u: slice or instant without a name", in->packet);
+	switch (type) {
+	case 1: in->res->slices++; break;
+	case 3: in->res->instants++; break;
+	case 4: in->res->counters++; break;
+	case 2: break;
+	default:
+		violation(in, "packet %u: track event of unknown type %llu", in->packet,
+			  (unsigned long long)type);
+		return;
+	}
+	add_ev(in, (struct ev){ ts, track, in->packet, (uint8_t)type });
+}
+
+static void read_clock(struct inspector *in, const uint8_t *p, size_t n)
+{
+	struct pb_reader r = { p, p + n, 0 }, c;
+	const uint8_t *d;
+	size_t len;
+	uint64_t v;
+	uint32_t f, cf;
+	int t, ct;
+
+	in->res->clock_snapshots++;
+	while (pb_next(&r, &f, &t, &v, &d, &len) > 0) {
+		uint64_t id = 0, ts = 0;
+
+		if (f != 1 || t != PB_LEN)
+			continue;
+		c = (struct pb_reader){ d, d + len, 0 };
+		while (pb_next(&c, &cf, &ct, &v, &d, &len) > 0) {
+			if (cf == 1)
+				id = v;
+			else if (cf == 2)
+				ts = v;
+		}
+		if (id == 6 && ts) { /* BOOTTIME, the clock of our events */
+			if (!in->min_clock || ts < in->min_clock)
+				in->min_clock = ts;
+			if (ts > in->max_clock)
+				in->max_clock = ts;
+		}
+	}
+}
+
+static void read_packet(struct inspector *in, const uint8_t *p, size_t n)
+{
+	struct pb_reader r = { p, p + n, 0 };
+	const uint8_t *d, *te = NULL, *idata = NULL, *desc = NULL, *clock = NULL;
+	size_t len, te_len = 0, id_len = 0, desc_len = 0, clock_len = 0;
+	uint64_t v, ts = 0, flags = 0, seq = 0;
+	uint32_t f;
+	int t;
+
+	while (pb_next(&r, &f, &t, &v, &d, &len) > 0) {
+		switch (f) {
+		case 8: ts = v; break;
+		case 10: seq = v; break;
+		case 13: flags = v; break;
+		case 11: te = d; te_len = len; break;
+		case 12: idata = d; id_len = len; break;
+		case 60: desc = d; desc_len = len; break;
+		case 6: clock = d; clock_len = len; break;
+		case 42: if (v) in->res->drop_marks++; break;
+		}
+	}
+	if (r.error) {
+		violation(in, "packet %u: malformed", in->packet);
+		return;
+	}
+	if (flags & 1) { /* incremental state cleared: forget the interning */
+		for (int i = 0; i < 3; i++)
+			hm_free(&in->iids[i]);
+		in->seq_cleared = true;
+	}
+	if (seq && !in->seq_started) {
+		in->seq_started = true;
+		if (!(flags & 1) && (te || idata))
+			violation(in, "packet %u: first packet of the sequence does not clear incremental state",
+				  in->packet);
+	}
+	if (idata) {
+		if (!in->seq_cleared)
+			violation(in, "packet %u: interned data before incremental state was cleared",
+				  in->packet);
+		read_interned(in, idata, id_len);
+	}
+	if (desc)
+		read_descriptor(in, desc, desc_len);
+	if (clock)
+		read_clock(in, clock, clock_len);
+	if (te)
+		read_track_event(in, te, te_len, ts, flags);
+}
+
+static int cmp_ev(const void *a, const void *b)
+{
+	const struct ev *x = a, *y = b;
+
+	if (x->track != y->track)
+		return x->track < y->track ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq; /* stable: file order */
+}
+
+static const char *track_name(struct inspector *in, uint64_t uuid)
+{
+	struct track *t = hm_get(&in->tracks, uuid);
+
+	return t ? t->name : "?";
+}
+
+/* Per track, in time order (file order among equal times, as the viewer
+ * sorts): every END closes an open slice, every slice ends; counters and
+ * slices on the right kinds of track; timestamps near the clock snapshots. */
+static void check_slices(struct inspector *in)
+{
+	size_t i = 0;
+
+	qsort(in->evs, in->nevs, sizeof(*in->evs), cmp_ev);
+	while (i < in->nevs) {
+		uint64_t track = in->evs[i].track;
+		struct track *tr = hm_get(&in->tracks, track);
+		size_t depth = 0;
+
+		if (!tr || (!tr->name[0] && !tr->parent && !tr->counter))
+			violation(in, "events on track %llu, which no descriptor describes",
+				  (unsigned long long)track);
+		for (; i < in->nevs && in->evs[i].track == track; i++) {
+			const struct ev *e = &in->evs[i];
+
+			if (e->type == 4 && tr && !tr->counter)
+				violation(in, "track %s: counter value on a track that is not a counter",
+					  tr->name);
+			if ((e->type == 1 || e->type == 3) && tr && tr->counter)
+				violation(in, "track %s: slice on a counter track", tr->name);
+			if (in->min_clock &&
+			    (e->ts + HOUR_NS < in->min_clock || e->ts > in->max_clock + HOUR_NS))
+				violation(in, "track %s: timestamp %llu more than an hour outside the clock snapshots",
+					  track_name(in, track), (unsigned long long)e->ts);
+			if (e->type == 1) {
+				depth++;
+			} else if (e->type == 2) {
+				if (!depth)
+					violation(in, "track %s: slice end at %llu with no slice open",
+						  track_name(in, track), (unsigned long long)e->ts);
+				else
+					depth--;
+			}
+		}
+		if (depth)
+			violation(in, "track %s: %zu slices never end", track_name(in, track), depth);
+	}
+}
+
+struct pair {
+	uint64_t track, b, e;
+};
+
+static int cmp_pair(const void *a, const void *b)
+{
+	const struct pair *x = a, *y = b;
+
+	if (x->track != y->track)
+		return x->track < y->track ? -1 : 1;
+	if (x->b != y->b)
+		return x->b < y->b ? -1 : 1;
+	return x->e > y->e ? -1 : x->e < y->e; /* the outer one first */
+}
+
+/* A BEGIN whose very next event on its track, in file order, is an END is a
+ * declared slice (our writer emits every slice so). Declared slices on a
+ * track must nest or be disjoint: a partial overlap is what the viewer
+ * silently draws wrong, since an END closes whatever slice is innermost. */
+static void check_overlaps(struct inspector *in)
+{
+	struct hashmap pending = { 0 }; /* track -> index + 1 of its BEGIN, if last */
+	struct pair *pairs = malloc((in->nevs + 1) * sizeof(*pairs));
+	uint64_t *ends = malloc((in->nevs + 1) * sizeof(*ends));
+	size_t n = 0, depth = 0;
+
+	if (!pairs || !ends) {
+		violation(in, "out of memory checking overlaps");
+		goto out;
+	}
+	/* in->evs is still in file order here */
+	for (size_t i = 0; i < in->nevs; i++) {
+		const struct ev *e = &in->evs[i];
+		uintptr_t begin = (uintptr_t)hm_del(&pending, e->track);
+
+		if (begin && e->type == 2) {
+			if (e->ts < in->evs[begin - 1].ts)
+				violation(in, "track %s: a slice ends before it begins",
+					  track_name(in, e->track));
+			pairs[n++] = (struct pair){ e->track, in->evs[begin - 1].ts, e->ts };
+		}
+		if (e->type == 1 && hm_put(&pending, e->track, (void *)(i + 1)))
+			goto out;
+	}
+	qsort(pairs, n, sizeof(*pairs), cmp_pair);
+	for (size_t i = 0; i < n; i++) {
+		if (i && pairs[i].track != pairs[i - 1].track)
+			depth = 0;
+		while (depth && ends[depth - 1] <= pairs[i].b)
+			depth--;
+		if (depth && pairs[i].e > ends[depth - 1])
+			violation(in, "track %s: slice [%llu, %llu] partly overlaps one ending at %llu",
+				  track_name(in, pairs[i].track), (unsigned long long)pairs[i].b,
+				  (unsigned long long)pairs[i].e, (unsigned long long)ends[depth - 1]);
+		ends[depth++] = pairs[i].e;
+	}
+out:
+	hm_free(&pending);
+	free(pairs);
+	free(ends);
+}
+
+static void check_flow(uint64_t id, void *val, void *ctx)
+{
+	struct inspector *in = ctx;
+	struct flow_use *u = val;
+
+	if (u->uses < 2)
+		violation(in, "flow %llu has only one event", (unsigned long long)id);
+	else if (u->terms && !u->origins)
+		violation(in, "flow %llu ends but never starts", (unsigned long long)id);
+	else if (u->terms && u->term_ts < u->first_ts)
+		violation(in, "flow %llu ends before it starts", (unsigned long long)id);
+}
+
+static void free_val(uint64_t key, void *val, void *ctx)
+{
+	(void)key;
+	(void)ctx;
+	free(val);
+}
+
+int inspect_buffer(const uint8_t *data, size_t len, struct inspect_result *res)
+{
+	struct inspector in = { .res = res };
+	struct pb_reader r = { data, data + len, 0 };
+	const uint8_t *d;
+	size_t plen;
+	uint64_t v;
+	uint32_t f;
+	int t, ret;
+
+	while ((ret = pb_next(&r, &f, &t, &v, &d, &plen)) > 0) {
+		in.packet++;
+		if (f != 1 || t != PB_LEN) {
+			violation(&in, "at byte %zu: field %u of wire type %d where a packet belongs",
+				  (size_t)(d - data), f, t);
+			break;
+		}
+		res->packets++;
+		read_packet(&in, d, plen);
+	}
+	if (ret < 0)
+		violation(&in, "the file ends inside packet %u (or is not a Perfetto trace)", in.packet + 1);
+	check_overlaps(&in); /* before check_slices sorts the events */
+	check_slices(&in);
+	hm_each(&in.flows, check_flow, &in);
+	hm_each(&in.tracks, free_val, NULL);
+	hm_each(&in.flows, free_val, NULL);
+	hm_free(&in.tracks);
+	hm_free(&in.flows);
+	for (int i = 0; i < 3; i++)
+		hm_free(&in.iids[i]);
+	free(in.evs);
+	return res->violations ? -1 : 0;
+}
+
+static const char inspect_doc[] =
+	"Check a Perfetto trace: framing, sequence flags and interning, track descriptors, "
+	"that every slice ends, that slices nest and never partly overlap, flows, timestamps.\n"
+	"\n"
+	"EXAMPLES:\n"
+	"  spyre-bpftrace inspect run.pftrace";
+
+static error_t inspect_parse(int key, char *arg, struct argp_state *state)
+{
+	const char **file = state->input;
+
+	if (key == ARGP_KEY_ARG) {
+		if (*file)
+			argp_error(state, "one trace at a time");
+		*file = arg;
+	} else if (key == ARGP_KEY_END && !*file) {
+		argp_error(state, "no trace; hint: spyre-bpftrace inspect FILE.pftrace");
+	} else {
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+	static const struct argp_option none[] = { { 0 } };
+	static const struct argp argp = { none, inspect_parse, "TRACE", inspect_doc, NULL, NULL, NULL };
+	struct inspect_result res = { .out = stdout };
+	const char *file = NULL;
+	struct stat st;
+	void *map = NULL;
+	int fd;
+
+	argp_parse(&argp, argc, argv, 0, NULL, &file);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		fprintf(stderr, "spyre-bpftrace: cannot read '%s': %s\n", file, strerror(errno));
+		return 1;
+	}
+	if (st.st_size > 0) {
+		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (map == MAP_FAILED) {
+			fprintf(stderr, "spyre-bpftrace: cannot map '%s': %s\n", file, strerror(errno));
+			close(fd);
+			return 1;
+		}
+	}
+	close(fd);
+	printf("%s:\n", file);
+	inspect_buffer(map, map ? (size_t)st.st_size : 0, &res);
+	if (res.violations > MAX_SHOWN)
+		printf("  ... and %llu more violations\n",
+		       (unsigned long long)(res.violations - MAX_SHOWN));
+	printf("  %llu packets, %llu tracks, %llu slices, %llu instants, %llu counter values, "
+	       "%llu flows, %llu clock snapshots, %llu lost-data marks\n",
+	       (unsigned long long)res.packets, (unsigned long long)res.tracks,
+	       (unsigned long long)res.slices, (unsigned long long)res.instants,
+	       (unsigned long long)res.counters, (unsigned long long)res.flows,
+	       (unsigned long long)res.clock_snapshots, (unsigned long long)res.drop_marks);
+	if (res.violations)
+		printf("  FAILED: %llu violations\n", (unsigned long long)res.violations);
+	else
+		printf("  ok: framing, sequence flags and interning, tracks, slice nesting, flows, "
+		       "timestamps\n");
+	if (map)
+		munmap(map, (size_t)st.st_size);
+	return res.violations ? 1 : 0;
+}

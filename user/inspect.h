@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Checking a Perfetto trace; the command is in inspect.c. */
+#ifndef SBT_INSPECT_H
+#define SBT_INSPECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct inspect_result {
+	FILE *out; /* violations are printed here (NULL: counted only) */
+	uint64_t packets, tracks, slices, instants, counters, flows, clock_snapshots, drop_marks;
+	uint64_t violations;
+};
+
+/* 0 when the trace is valid, -1 on any violation. */
+int inspect_buffer(const uint8_t *data, size_t len, struct inspect_result *res);
+
+#endif

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The host/device model the correlation engine builds, as a stream of
+ * tracks and events handed to sinks (Perfetto, Chrome JSON, the report).
+ *
+ * Slices are complete when handed over (start and duration known), so a
+ * sink never holds open state for them. A track is announced to the sinks
+ * before the first event on it, and again when its name changes.
+ */
+#ifndef SBT_MODEL_H
+#define SBT_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "events.h"
+
+enum model_track_kind {
+	TRACK_PROCESS, /* pid */
+	TRACK_THREAD, /* pid, tid */
+	TRACK_DEVICE, /* a card; parent of its engine lanes and counters */
+	TRACK_LANE, /* one lane of one engine of a device */
+	TRACK_COUNTER, /* a counter; parent is a device or a process track */
+	TRACK_GLOBAL, /* the tracer's own marks (lost records) */
+};
+
+enum model_unit { UNIT_NONE = 0, UNIT_TIME_NS = 1, UNIT_COUNT = 2, UNIT_BYTES = 3 };
+
+enum model_engine { ENGINE_H2D = 0, ENGINE_COMPUTE = 1, ENGINE_D2H = 2, ENGINE_MAX };
+
+struct model_track {
+	uint64_t id; /* small, unique in the trace, never 0 */
+	uint64_t parent; /* 0 = none */
+	enum model_track_kind kind;
+	uint32_t pid, tid;
+	const char *name;
+	int rank; /* order among siblings */
+	enum model_unit unit; /* counters */
+	int engine; /* lanes: enum model_engine; else -1 */
+	int lane;
+	bool announced; /* the engine's own: handed to the sinks already */
+};
+
+enum model_arg_type { ARG_UINT, ARG_INT, ARG_STR, ARG_HEX };
+
+struct model_arg {
+	const char *name;
+	enum model_arg_type type;
+	union {
+		uint64_t u;
+		int64_t i;
+		const char *s;
+	};
+};
+
+enum model_event_kind { EV_SLICE, EV_INSTANT, EV_COUNTER };
+
+#define MODEL_MAX_ARGS 10
+#define MODEL_MAX_FLOWS 8
+
+struct model_event {
+	enum model_event_kind kind;
+	const struct model_track *track;
+	uint64_t ts, dur;
+	const char *name, *cat;
+	struct model_arg args[MODEL_MAX_ARGS];
+	int nargs;
+	uint64_t flows[MODEL_MAX_FLOWS]; /* start or pass through these flows */
+	int nflows;
+	uint64_t term_flows[MODEL_MAX_FLOWS]; /* end these flows */
+	int nterm;
+	int64_t value; /* counters */
+};
+
+struct model_sink {
+	void *ctx;
+	void (*track)(void *ctx, const struct model_track *t);
+	void (*event)(void *ctx, const struct model_event *e);
+	void (*clock)(void *ctx, const struct sbt_meta_clock *c);
+	/* records were lost just before ts */
+	void (*lost)(void *ctx, uint64_t ts, uint64_t count);
+};
+
+#endif

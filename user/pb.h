@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Protocol buffer wire encoding into a growable buffer, enough for
+ * Perfetto's TracePacket. Nested messages: pb_begin() / pb_end(). */
+#ifndef SBT_PB_H
+#define SBT_PB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct pb {
+	uint8_t *buf;
+	size_t len, cap;
+	int error; /* out of memory */
+};
+
+enum { PB_VARINT = 0, PB_FIXED64 = 1, PB_LEN = 2 };
+
+void pb_varint(struct pb *b, uint64_t v);
+void pb_uint(struct pb *b, uint32_t field, uint64_t v);
+void pb_int(struct pb *b, uint32_t field, int64_t v); /* int64: two's complement */
+void pb_fixed64(struct pb *b, uint32_t field, uint64_t v);
+void pb_bytes(struct pb *b, uint32_t field, const void *data, size_t len);
+void pb_str(struct pb *b, uint32_t field, const char *s);
+/* Open a length-delimited field; returns a mark for pb_end(). */
+size_t pb_begin(struct pb *b, uint32_t field);
+void pb_end(struct pb *b, size_t mark);
+void pb_free(struct pb *b);
+
+/* Decoding, for inspect and the tests. */
+struct pb_reader {
+	const uint8_t *p, *end;
+	int error;
+};
+/* Next field: 1 with field/type and the value (varint or fixed) or the
+ * bytes (len) set; 0 at the end; -1 on malformed input. */
+int pb_next(struct pb_reader *r, uint32_t *field, int *type, uint64_t *value,
+	    const uint8_t **data, size_t *len);
+
+#endif

@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <stdlib.h>
+#include <string.h>
+
+#include "hashmap.h"
+#include "histogram.h"
+#include "report.h"
+#include "strtab.h"
+
+#define MAX_FUNCS 256
+#define MAX_DEVS 64
+#define MAX_ERRS 64
+
+struct track_info {
+	enum model_track_kind kind;
+	uint64_t parent;
+	int engine;
+	int dev; /* index in devs, for device tracks */
+};
+
+struct engine_stats {
+	uint64_t jobs, bytes, busy_ns, busy_since;
+	int64_t inflight;
+};
+
+struct report {
+	struct hashmap tracks; /* id -> track_info */
+	struct strtab funcs;
+	struct histogram *hists[MAX_FUNCS];
+	struct {
+		char name[64];
+		struct engine_stats eng[ENGINE_MAX];
+		uint64_t irqs;
+	} devs[MAX_DEVS];
+	int ndevs;
+	struct strtab errs; /* "CMD ERRNO" */
+	uint64_t err_counts[MAX_ERRS];
+	uint64_t last_ts;
+};
+
+static void on_track(void *ctx, const struct model_track *t)
+{
+	struct report *r = ctx;
+	struct track_info *i = hm_get(&r->tracks, t->id);
+
+	if (!i) {
+		i = calloc(1, sizeof(*i));
+		if (!i || hm_put(&r->tracks, t->id, i)) {
+			free(i);
+			return;
+		}
+		i->dev = -1;
+		if (t->kind == TRACK_DEVICE && r->ndevs < MAX_DEVS) {
+			i->dev = r->ndevs++;
+			snprintf(r->devs[i->dev].name, sizeof(r->devs[0].name), "%s", t->name);
+		}
+	}
+	i->kind = t->kind;
+	i->parent = t->parent;
+	i->engine = t->engine;
+	/* counters say their engine by name: "jobs in flight: H2D DMA" */
+	if (t->kind == TRACK_COUNTER && !strncmp(t->name, "jobs in flight: ", 16)) {
+		static const char *const e[ENGINE_MAX] = { "H2D DMA", "Compute", "D2H DMA" };
+
+		for (int k = 0; k < ENGINE_MAX; k++)
+			if (!strcmp(t->name + 16, e[k]))
+				i->engine = k;
+	}
+}
+
+static int device_index(struct report *r, uint64_t track)
+{
+	struct track_info *i = hm_get(&r->tracks, track), *p;
+
+	if (!i || !i->parent || !(p = hm_get(&r->tracks, i->parent)))
+		return -1;
+	return p->dev;
+}
+
+static const struct model_arg *arg(const struct model_event *e, const char *name)
+{
+	for (int i = 0; i < e->nargs; i++)
+		if (!strcmp(e->args[i].name, name))
+			return &e->args[i];
+	return NULL;
+}
+
+static void on_event(void *ctx, const struct model_event *e)
+{
+	struct report *r = ctx;
+	struct track_info *ti = hm_get(&r->tracks, e->track->id);
+	int dev = device_index(r, e->track->id);
+	bool added;
+
+	if (e->ts + e->dur > r->last_ts)
+		r->last_ts = e->ts + e->dur;
+	if (e->kind == EV_COUNTER) {
+		if (dev >= 0 && ti && ti->engine >= 0) {
+			struct engine_stats *s = &r->devs[dev].eng[ti->engine];
+
+			/* busy while anything is in flight on the engine */
+			if (s->inflight <= 0 && e->value > 0)
+				s->busy_since = e->ts;
+			else if (s->inflight > 0 && e->value <= 0 && e->ts >= s->busy_since)
+				s->busy_ns += e->ts - s->busy_since;
+			s->inflight = e->value;
+		}
+		return;
+	}
+	if (e->kind != EV_SLICE || !e->cat)
+		return;
+	if (!strcmp(e->cat, "runtime")) {
+		uint64_t id = strtab_id(&r->funcs, e->name, &added);
+
+		if (!id || id > MAX_FUNCS)
+			return;
+		if (!r->hists[id - 1] && !(r->hists[id - 1] = calloc(1, sizeof(struct histogram))))
+			return;
+		hist_add(r->hists[id - 1], e->dur);
+	} else if ((!strcmp(e->cat, "gpu_memcpy") || !strcmp(e->cat, "kernel")) && dev >= 0 && ti &&
+		   ti->engine >= 0) {
+		const struct model_arg *b = arg(e, "bytes");
+		struct engine_stats *s = &r->devs[dev].eng[ti->engine];
+
+		s->jobs++;
+		s->bytes += b ? b->u : 0;
+	} else if (!strcmp(e->cat, "irq") && dev >= 0) {
+		r->devs[dev].irqs++;
+	} else if (!strcmp(e->cat, "ioctl")) {
+		const struct model_arg *err = arg(e, "error");
+		char key[96];
+		uint64_t id;
+
+		if (!err)
+			return;
+		snprintf(key, sizeof(key), "%s %s", e->name, err->s);
+		id = strtab_id(&r->errs, key, &added);
+		if (id && id <= MAX_ERRS)
+			r->err_counts[id - 1]++;
+	}
+}
+
+static void on_clock(void *ctx, const struct sbt_meta_clock *c)
+{
+	(void)ctx;
+	(void)c;
+}
+
+static void on_lost(void *ctx, uint64_t ts, uint64_t count)
+{
+	(void)ctx;
+	(void)ts;
+	(void)count; /* the correlator counts them */
+}
+
+struct report *report_new(void)
+{
+	return calloc(1, sizeof(struct report));
+}
+
+struct model_sink report_sink(struct report *r)
+{
+	return (struct model_sink){ r, on_track, on_event, on_clock, on_lost };
+}
+
+static const struct report *sorting;
+
+static int by_total(const void *a, const void *b)
+{
+	const struct histogram *x = sorting->hists[*(const int *)a];
+	const struct histogram *y = sorting->hists[*(const int *)b];
+	uint64_t sx = x ? x->sum : 0, sy = y ? y->sum : 0;
+
+	return sx < sy ? 1 : sx > sy ? -1 : 0;
+}
+
+void report_print(FILE *out, const struct report *r, const struct correlate_stats *st)
+{
+	int order[MAX_FUNCS], nf = (int)(r->funcs.n < MAX_FUNCS ? r->funcs.n : MAX_FUNCS);
+	double span = st->last_ts > st->first_ts ? (double)(st->last_ts - st->first_ts) / 1e9 : 0;
+	static const char *const engines[ENGINE_MAX] = { "H2D DMA", "Compute", "D2H DMA" };
+
+	fprintf(out, "\n# %llu records over %.3f s: %llu runtime calls, %llu ioctls, %llu device jobs, "
+		     "%llu interrupts, %llu lost\n",
+		(unsigned long long)st->records, span, (unsigned long long)st->calls,
+		(unsigned long long)st->ioctls, (unsigned long long)st->jobs,
+		(unsigned long long)st->irqs, (unsigned long long)st->lost);
+	if (r->funcs.n)
+		fprintf(out, "\n# %-54s %7s %10s %9s %9s %9s %9s\n", "runtime function", "calls",
+			"total ms", "mean us", "p50 us", "p99 us", "max us");
+	/* the most time first, as perf report does */
+	for (int i = 0; i < nf; i++)
+		order[i] = i;
+	sorting = r;
+	qsort(order, (size_t)nf, sizeof(order[0]), by_total);
+	for (int k = 0; k < nf; k++) {
+		int i = order[k];
+		const struct histogram *h = r->hists[i];
+
+		if (!h)
+			continue;
+		fprintf(out, "  %-54.54s %7llu %10.3f %9.1f %9.1f %9.1f %9.1f\n",
+			strtab_str(&r->funcs, (uint64_t)i + 1), (unsigned long long)h->count, (double)h->sum / 1e6,
+			(double)h->sum / 1e3 / (double)h->count, (double)hist_quantile(h, 0.5) / 1e3,
+			(double)hist_quantile(h, 0.99) / 1e3, (double)h->max / 1e3);
+	}
+	for (int d = 0; d < r->ndevs; d++) {
+		bool any = r->devs[d].irqs;
+
+		for (int e = 0; e < ENGINE_MAX; e++)
+			any |= r->devs[d].eng[e].jobs > 0;
+		if (!any)
+			continue;
+		fprintf(out, "\n# %-54s %7s %10s %14s %9s\n", r->devs[d].name, "jobs", "busy %",
+			"bytes", "GB/s");
+		for (int e = 0; e < ENGINE_MAX; e++) {
+			const struct engine_stats *s = &r->devs[d].eng[e];
+			uint64_t busy = s->busy_ns;
+
+			if (!s->jobs)
+				continue;
+			if (s->inflight > 0 && r->last_ts > s->busy_since)
+				busy += r->last_ts - s->busy_since; /* still busy at the end */
+			fprintf(out, "  %-54s %7llu %10.1f %14llu %9.3f\n", engines[e],
+				(unsigned long long)s->jobs,
+				span > 0 ? 100.0 * (double)busy / 1e9 / span : 0.0,
+				(unsigned long long)s->bytes,
+				busy ? (double)s->bytes / (double)busy : 0.0);
+		}
+		if (r->devs[d].irqs)
+			fprintf(out, "  %-54s %7llu\n", "interrupts", (unsigned long long)r->devs[d].irqs);
+	}
+	if (r->errs.n)
+		fprintf(out, "\n# %-54s %7s\n", "ioctl errors", "count");
+	for (uint64_t i = 0; i < r->errs.n && i < MAX_ERRS; i++)
+		fprintf(out, "  %-54s %7llu\n", strtab_str(&r->errs, i + 1),
+			(unsigned long long)r->err_counts[i]);
+	if (st->unfinished_calls || st->unfinished_jobs || st->unpaired_returns ||
+	    st->unmatched_completions)
+		fprintf(out, "\n# unmatched: %llu calls and %llu jobs unfinished at the end, %llu returns "
+			     "without entry, %llu interrupts with no job in flight\n",
+			(unsigned long long)st->unfinished_calls, (unsigned long long)st->unfinished_jobs,
+			(unsigned long long)st->unpaired_returns,
+			(unsigned long long)st->unmatched_completions);
+	if (st->lost)
+		fprintf(out, "\n# WARNING: %llu records lost (ring buffer full); hint: --buffer-size 64M\n",
+			(unsigned long long)st->lost);
+}
+
+static void free_val(uint64_t key, void *val, void *ctx)
+{
+	(void)key;
+	(void)ctx;
+	free(val);
+}
+
+void report_free(struct report *r)
+{
+	if (!r)
+		return;
+	for (int i = 0; i < MAX_FUNCS; i++)
+		free(r->hists[i]);
+	hm_each(&r->tracks, free_val, NULL);
+	hm_free(&r->tracks);
+	strtab_free(&r->funcs);
+	strtab_free(&r->errs);
+	free(r);
+}
