@@ -1,4 +1,5 @@
 # spyre-bpftrace: see README.md. `make` builds, `make test` tests, `make demo` demos.
+SHELL      := /bin/bash
 VERSION    := 0.1.0
 OUT        := build
 CC         ?= gcc
@@ -8,7 +9,8 @@ ARCH       := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' -e
 
 WARN       := -Wall -Wextra -Werror -Wno-missing-field-initializers
 CFLAGS     ?= -O2 -g
-CFLAGS     += -std=gnu11 $(WARN) -D_GNU_SOURCE -DSBT_VERSION='"$(VERSION)"' \
+# what the build needs, whatever CFLAGS the user gives
+ALL_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DSBT_VERSION='"$(VERSION)"' \
               -I$(OUT) -Ibpf -Iuser
 LDLIBS     := -lbpf -lelf -lz -liberty -lm -lpthread
 
@@ -35,7 +37,7 @@ SAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize
 .SECONDARY:
 PREFIX     ?= /usr/local
 
-.PHONY: all deps test unit unit-asan e2e bench demo clean format vmlinux sim install
+.PHONY: all deps test unit unit-asan e2e bench demo clean format vmlinux sim install fuzz
 all: deps $(TOOL) sim
 
 deps:
@@ -58,7 +60,7 @@ $(OUT)/spyre.skel.h: $(OUT)/spyre.bpf.o
 # ---- user space -----------------------------------------------------------
 $(OUT)/obj/%.o: user/%.c $(USER_HDRS) bpf/events.h $(OUT)/spyre.skel.h | $(OUT)/obj
 	$(call msg,CC,$<)
-	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(ALL_CFLAGS) -c $< -o $@
 
 $(OUT)/libsbt.a: $(patsubst user/%.c,$(OUT)/obj/%.o,$(LIB_SRCS))
 	$(call msg,AR,$@)
@@ -66,23 +68,35 @@ $(OUT)/libsbt.a: $(patsubst user/%.c,$(OUT)/obj/%.o,$(LIB_SRCS))
 
 $(TOOL): $(OUT)/obj/main.o $(OUT)/libsbt.a
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(ALL_CFLAGS) $^ -o $@ $(LDLIBS)
 
 $(OUT)/bpf $(OUT)/obj $(OUT)/obj-san $(OUT)/sim $(OUT)/tests:
 	$(Q)mkdir -p $@
 
 include tests/sim/sim.mk
 include tests/unit/unit.mk
+include tests/fuzz/fuzz.mk
 
 # ---- checks ---------------------------------------------------------------
-test: deps all unit-asan e2e
+test: deps all unit-asan
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20
+	@$(MAKE) --no-print-directory e2e
 	@echo "make test: all tiers done"
 
 e2e: all
 	@python3 tests/e2e/run.py
 
-bench: deps all
+$(OUT)/bench/gen-capture: bench/gen_capture.c tests/lib/synth.c user/capture.c | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -std=gnu11 $(WARN) -D_GNU_SOURCE -Ibpf -Iuser -Itests/lib $^ -o $@
+
+$(OUT)/bench:
+	$(Q)mkdir -p $@
+
+# make bench: the cost to a traced process (vs bpftrace), then the converter
+bench: deps all $(OUT)/bench/gen-capture
 	@python3 bench/overhead.py
+	@python3 bench/convert.py
 
 demo: deps all
 	@scripts/demo.sh

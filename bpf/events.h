@@ -43,6 +43,7 @@ enum sbt_type {
 	SBT_THREAD_NAME = 69, /* thread name read from /proc */
 	SBT_LOST = 70, /* records the ring buffer could not take */
 	SBT_META_END = 71, /* capture closed cleanly: final counters */
+	SBT_META_DEVICE = 72, /* a process drives the card at this PCI address */
 	SBT_TYPE_MAX,
 };
 
@@ -235,6 +236,15 @@ struct sbt_lost {
 	struct sbt_hdr h;
 	__u64 count; /* lost since the previous SBT_LOST record */
 	__u64 total;
+};
+
+/* Written when the card behind a process's VFIO fds is known (driver-level
+ * probes): its jobs and the card's interrupts then meet on one device. */
+struct sbt_meta_device {
+	struct sbt_hdr h;
+	__u32 pid;
+	__u16 vendor, device; /* PCI ids, 0 if unknown */
+	char bdf[16]; /* 0000:01:00.0 */
 };
 
 struct sbt_meta_end {

@@ -2,7 +2,8 @@
 # Install the Debian packages spyre-bpftrace needs; do nothing when all are there.
 set -euo pipefail
 pkgs=(make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libiberty-dev
-      libcmocka-dev pkg-config python3 bpftrace g++ binutils util-linux)
+      libcmocka-dev pkg-config python3 bpftrace g++ binutils util-linux
+      libclang-rt-14-dev protobuf-compiler)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -93,6 +93,7 @@ size_t sbt_min_payload(uint16_t type)
 	case SBT_THREAD_NAME: return P(sbt_thread_name);
 	case SBT_LOST: return P(sbt_lost);
 	case SBT_META_END: return P(sbt_meta_end);
+	case SBT_META_DEVICE: return P(sbt_meta_device);
 	default: return 0;
 	}
 #undef P

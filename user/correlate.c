@@ -8,6 +8,7 @@
 #include "correlate.h"
 #include "hashmap.h"
 #include "names.h"
+#include "strtab.h"
 
 #define MAX_LANES 32
 #define MAX_PENDING_FLOWS 64
@@ -72,12 +73,14 @@ struct correlator {
 	struct capture_meta meta;
 	struct correlate_stats st;
 	struct hashmap procs, threads, jobs, devices_by_irq;
+	struct thread *last_thread; /* records of one thread come in runs */
 	struct device **devices;
 	int ndevices;
 	struct model_track global;
 	bool global_announced;
 	uint64_t next_track, next_job;
-	char irq_names[1024][64];
+	struct strtab names; /* interrupt names: stable strings (model.h) */
+	const char *irq_names[1024];
 };
 
 /* ---- emitting -------------------------------------------------------- */
@@ -166,14 +169,18 @@ static struct process *process_of(struct correlator *c, uint32_t pid, bool fresh
 
 static struct thread *thread_of(struct correlator *c, uint32_t pid, uint32_t tid)
 {
-	struct thread *t = hm_get(&c->threads, tid);
+	struct thread *t = c->last_thread;
 	struct process *p;
 
-	if (t && t->pid == pid)
+	if (t && t->tid == tid && t->pid == pid)
 		return t;
+	t = hm_get(&c->threads, tid);
+	if (t && t->pid == pid)
+		return c->last_thread = t;
 	if (t) { /* tid reused by another process */
 		hm_del(&c->threads, tid);
 		free(t);
+		c->last_thread = NULL;
 	}
 	if (!(p = process_of(c, pid, false)))
 		return NULL;
@@ -189,7 +196,7 @@ static struct thread *thread_of(struct correlator *c, uint32_t pid, uint32_t tid
 	t->track.pid = pid;
 	t->track.tid = tid;
 	announce(c, &t->track);
-	return t;
+	return c->last_thread = t;
 }
 
 static void rename_thread(struct correlator *c, uint32_t pid, uint32_t tid, const char *comm)
@@ -241,8 +248,8 @@ static struct device *new_device(struct correlator *c, const char *name)
 	return d;
 }
 
-/* The device a process's jobs run on. Until driver-level probes tell the
- * card behind each fd, a process drives one device. */
+/* The device a process's jobs run on: the card a device record named, else
+ * one device of its own (until driver-level probes say which card it is). */
 static struct device *device_of(struct correlator *c, struct process *p)
 {
 	char name[64];
@@ -362,8 +369,6 @@ static void complete_job(struct correlator *c, struct job *j, uint64_t ts, const
 	if (j->bytes)
 		arg_u(&e, "bytes", j->bytes);
 	arg_u(&e, "correlation", j->id);
-	arg_u(&e, "launched_by", j->tid);
-	arg_s(&e, "launch", j->launch_name);
 	arg_s(&e, "completed_by", how);
 	e.flows[e.nflows++] = j->id;
 	if (e.track)
@@ -475,11 +480,8 @@ static void on_call_exit(struct correlator *c, const struct sbt_call_exit *r)
 	c->st.calls++;
 	e.ts = f->ts;
 	e.dur = r->h.ts - f->ts;
-	if (mp) {
-		arg_s(&e, "role", sbt_role_name((unsigned)mp->role));
-		if (mp->bytes_arg >= 0 && mp->bytes_arg < SBT_MAX_ARGS)
-			arg_u(&e, "bytes", f->args[mp->bytes_arg]);
-	}
+	if (mp && mp->bytes_arg >= 0 && mp->bytes_arg < SBT_MAX_ARGS)
+		arg_u(&e, "bytes", f->args[mp->bytes_arg]);
 	arg_x(&e, "ret", (uint64_t)r->ret);
 	if (f->job) {
 		arg_u(&e, "correlation", f->job);
@@ -601,24 +603,37 @@ static bool bdf_of(const char *name, char *out, size_t len)
 	return false;
 }
 
+/* The device of a card, by its PCI address: one, whoever asks first. */
+static struct device *pci_device(struct correlator *c, const char *bdf)
+{
+	char label[64];
+
+	snprintf(label, sizeof(label), "PCI %.16s", bdf);
+	for (int i = 0; i < c->ndevices; i++)
+		if (!strcmp(c->devices[i]->name, label))
+			return c->devices[i];
+	return new_device(c, label);
+}
+
+static const char *irq_name(const struct correlator *c, int irq)
+{
+	return irq >= 0 && irq < 1024 && c->irq_names[irq] ? c->irq_names[irq] : "";
+}
+
 static struct device *irq_device(struct correlator *c, int irq)
 {
-	const char *name = irq >= 0 && irq < 1024 ? c->irq_names[irq] : "";
+	const char *name = irq_name(c, irq);
 	struct device *d = hm_get(&c->devices_by_irq, (uint64_t)irq);
 	char bdf[16], label[64];
 
 	if (d)
 		return d;
 	if (bdf_of(name, bdf, sizeof(bdf))) {
-		snprintf(label, sizeof(label), "PCI %s", bdf);
-		for (int i = 0; i < c->ndevices && !d; i++)
-			if (!strcmp(c->devices[i]->name, label))
-				d = c->devices[i];
+		d = pci_device(c, bdf);
 	} else {
 		snprintf(label, sizeof(label), "irq %d %s", irq, name);
-	}
-	if (!d)
 		d = new_device(c, label);
+	}
 	if (d)
 		hm_put(&c->devices_by_irq, (uint64_t)irq, d);
 	return d;
@@ -635,7 +650,7 @@ static void on_irq(struct correlator *c, const struct sbt_irq *r)
 	c->st.irqs++;
 	announce_once(c, &d->irq_track);
 	e.track = &d->irq_track;
-	e.name = r->irq >= 0 && r->irq < 1024 && c->irq_names[r->irq][0] ? c->irq_names[r->irq] : "irq";
+	e.name = irq_name(c, r->irq)[0] ? irq_name(c, r->irq) : "irq";
 	e.dur = r->h.ts > r->start_ts ? r->h.ts - r->start_ts : 0;
 	arg_i(&e, "irq", r->irq);
 	arg_i(&e, "ret", r->ret);
@@ -697,6 +712,7 @@ static void on_task(struct correlator *c, const struct sbt_task *r)
 			flush_frames(c, t);
 			hm_del(&c->threads, r->h.tid);
 			free(t);
+			c->last_thread = NULL;
 		}
 		if ((r->flags & 1) && (p = hm_get(&c->procs, r->h.tgid)))
 			p->exited = true;
@@ -769,9 +785,22 @@ int correlator_add(struct correlator *c, const struct sbt_hdr *h)
 		break;
 	case SBT_META_IRQ: {
 		const struct sbt_meta_irq *q = (const void *)h;
+		char name[sizeof(q->name)];
+		bool added;
+		uint64_t id;
 
-		if (q->irq < 1024)
-			snprintf(c->irq_names[q->irq], sizeof(c->irq_names[0]), "%.63s", q->name);
+		snprintf(name, sizeof(name), "%.*s", (int)sizeof(name) - 1, q->name);
+		if (q->irq < 1024 && (id = strtab_id(&c->names, name, &added)))
+			c->irq_names[q->irq] = strtab_str(&c->names, id);
+		break;
+	}
+	case SBT_META_DEVICE: {
+		const struct sbt_meta_device *m = (const void *)h;
+		struct process *p = process_of(c, m->pid, false);
+
+		/* from now on its jobs run on that card, where its interrupts land */
+		if (p && m->bdf[0])
+			p->dev = pci_device(c, m->bdf);
 		break;
 	}
 	case SBT_META_CLOCK:
@@ -873,6 +902,7 @@ void correlator_free(struct correlator *c)
 	hm_free(&c->procs);
 	hm_free(&c->jobs);
 	hm_free(&c->devices_by_irq);
+	strtab_free(&c->names);
 	for (int i = 0; i < c->ndevices; i++)
 		free(c->devices[i]);
 	free(c->devices);

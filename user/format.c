@@ -180,6 +180,13 @@ static void fmt_meta(struct out *o, const struct sbt_hdr *h)
 		    (unsigned long long)e->duration_ns);
 		break;
 	}
+	case SBT_META_DEVICE: {
+		const struct sbt_meta_device *d = (const void *)h;
+
+		put(o, " pid=%u vendor=0x%04x device=0x%04x", d->pid, d->vendor, d->device);
+		put_str(o, "bdf", d->bdf, sizeof(d->bdf));
+		break;
+	}
 	default:
 		put(o, " size=%u", h->size);
 	}

@@ -10,6 +10,7 @@
 struct inspect_result {
 	FILE *out; /* violations are printed here (NULL: counted only) */
 	uint64_t packets, tracks, slices, instants, counters, flows, clock_snapshots, drop_marks;
+	uint64_t dangling_flows; /* one-ended flows in a trace that marks lost data */
 	uint64_t violations;
 };
 

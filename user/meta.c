@@ -89,8 +89,8 @@ static int add_probe(struct capture_meta *m, const struct sbt_meta_probe *p)
 
 	if (p->strings_len < slen)
 		slen = p->strings_len;
-	if (p->id >= 1 << 20)
-		return 0; /* nonsense id: ignore rather than allocate */
+	if (p->id >= META_MAX_PROBES)
+		return 0; /* ids are dense from 0: ignore rather than allocate */
 	if (p->id >= m->nprobes) {
 		struct meta_probe *np = realloc(m->probes, (p->id + 1) * sizeof(*np));
 
@@ -102,8 +102,8 @@ static int add_probe(struct capture_meta *m, const struct sbt_meta_probe *p)
 	}
 	struct meta_probe *mp = &m->probes[p->id];
 
-	free(mp->name);
-	free(mp->lib);
+	if (mp->name)
+		return 0; /* a probe id is described once; its name stays put */
 	mp->name = strdup(meta_string(p->strings, slen, 0));
 	mp->lib = strdup(meta_string(p->strings, slen, 2));
 	mp->role = p->role;

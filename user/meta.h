@@ -13,6 +13,8 @@
 
 #include "events.h"
 
+#define META_MAX_PROBES 65536
+
 struct meta_probe {
 	char *name, *lib;
 	int role, bytes_arg;

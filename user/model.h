@@ -6,6 +6,9 @@
  * Slices are complete when handed over (start and duration known), so a
  * sink never holds open state for them. A track is announced to the sinks
  * before the first event on it, and again when its name changes.
+ *
+ * Event, category and argument names are strings that stay unchanged for
+ * the whole trace: a sink may key on their address (Perfetto's interning).
  */
 #ifndef SBT_MODEL_H
 #define SBT_MODEL_H

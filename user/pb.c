@@ -4,10 +4,8 @@
 
 #include "pb.h"
 
-static int reserve(struct pb *b, size_t n)
+int pb_reserve_slow(struct pb *b, size_t n)
 {
-	if (b->len + n <= b->cap)
-		return 0;
 	size_t cap = b->cap ? b->cap * 2 : 256;
 
 	while (cap < b->len + n)
@@ -34,26 +32,9 @@ static size_t varint_len(uint64_t v)
 	return n;
 }
 
-void pb_varint(struct pb *b, uint64_t v)
-{
-	if (reserve(b, 10))
-		return;
-	while (v >= 0x80) {
-		b->buf[b->len++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	b->buf[b->len++] = (uint8_t)v;
-}
-
 static void key(struct pb *b, uint32_t field, int type)
 {
 	pb_varint(b, (uint64_t)field << 3 | (uint64_t)type);
-}
-
-void pb_uint(struct pb *b, uint32_t field, uint64_t v)
-{
-	key(b, field, PB_VARINT);
-	pb_varint(b, v);
 }
 
 void pb_int(struct pb *b, uint32_t field, int64_t v)
@@ -64,7 +45,7 @@ void pb_int(struct pb *b, uint32_t field, int64_t v)
 void pb_fixed64(struct pb *b, uint32_t field, uint64_t v)
 {
 	key(b, field, PB_FIXED64);
-	if (reserve(b, 8))
+	if (pb_reserve(b, 8))
 		return;
 	for (int i = 0; i < 8; i++)
 		b->buf[b->len++] = (uint8_t)(v >> (8 * i));
@@ -74,7 +55,7 @@ void pb_bytes(struct pb *b, uint32_t field, const void *data, size_t len)
 {
 	key(b, field, PB_LEN);
 	pb_varint(b, len);
-	if (reserve(b, len))
+	if (pb_reserve(b, len))
 		return;
 	memcpy(b->buf + b->len, data, len);
 	b->len += len;
@@ -88,7 +69,7 @@ void pb_str(struct pb *b, uint32_t field, const char *s)
 size_t pb_begin(struct pb *b, uint32_t field)
 {
 	key(b, field, PB_LEN);
-	if (reserve(b, 1))
+	if (pb_reserve(b, 1))
 		return b->len;
 	b->buf[b->len++] = 0; /* length, one byte if it fits */
 	return b->len;
@@ -103,7 +84,7 @@ void pb_end(struct pb *b, size_t mark)
 	body = b->len - mark;
 	n = varint_len(body);
 	if (n > 1) { /* the body is 128 bytes or more: make room for the length */
-		if (reserve(b, n - 1))
+		if (pb_reserve(b, n - 1))
 			return;
 		memmove(b->buf + mark + n - 1, b->buf + mark, body);
 		b->len += n - 1;

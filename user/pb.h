@@ -15,8 +15,35 @@ struct pb {
 
 enum { PB_VARINT = 0, PB_FIXED64 = 1, PB_LEN = 2 };
 
-void pb_varint(struct pb *b, uint64_t v);
-void pb_uint(struct pb *b, uint32_t field, uint64_t v);
+int pb_reserve_slow(struct pb *b, size_t n);
+
+static inline int pb_reserve(struct pb *b, size_t n)
+{
+	return b->len + n <= b->cap ? 0 : pb_reserve_slow(b, n);
+}
+
+/* The encoder's hot path: inline, one capacity check per call. */
+static inline void pb_varint(struct pb *b, uint64_t v)
+{
+	uint8_t *p;
+
+	if (pb_reserve(b, 10))
+		return;
+	p = b->buf + b->len;
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	b->len = (size_t)(p - b->buf);
+}
+
+static inline void pb_uint(struct pb *b, uint32_t field, uint64_t v)
+{
+	pb_varint(b, (uint64_t)field << 3 | PB_VARINT);
+	pb_varint(b, v);
+}
+
 void pb_int(struct pb *b, uint32_t field, int64_t v); /* int64: two's complement */
 void pb_fixed64(struct pb *b, uint32_t field, uint64_t v);
 void pb_bytes(struct pb *b, uint32_t field, const void *data, size_t len);

@@ -59,10 +59,23 @@
 
 enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
 
+#define OUT_BUF (1 << 20)
+#define CACHE 512
+
+/* iids by string address: names handed to sinks never change (model.h),
+ * so a pointer seen before has the iid it had; misses go by content */
+struct iid_cache {
+	const char *ptr[CACHE];
+	uint64_t iid[CACHE];
+};
+
 struct perfetto_writer {
 	FILE *f;
 	struct pb pkt, interned;
+	uint8_t *out; /* whole packets, written out when full */
+	size_t out_len;
 	struct strtab names, cats, anames;
+	struct iid_cache cache[3];
 	bool started, dropped;
 	uint64_t bytes;
 	int error;
@@ -82,8 +95,21 @@ struct perfetto_writer *perfetto_open(const char *path, char *err, size_t errlen
 		free(w);
 		return NULL;
 	}
-	setvbuf(w->f, NULL, _IOFBF, 1 << 20);
+	w->out = malloc(OUT_BUF);
+	if (!w->out) {
+		snprintf(err, errlen, "out of memory");
+		fclose(w->f);
+		free(w);
+		return NULL;
+	}
 	return w;
+}
+
+static void out_flush(struct perfetto_writer *w)
+{
+	if (w->out_len && !w->error && fwrite(w->out, 1, w->out_len, w->f) != w->out_len)
+		w->error = errno ? errno : EIO;
+	w->out_len = 0;
 }
 
 /* Common packet fields; the first packet of the sequence clears its state. */
@@ -122,8 +148,17 @@ static void packet_write(struct perfetto_writer *w)
 		head[n++] = (uint8_t)((len & 0x7f) | (len >= 0x80 ? 0x80 : 0));
 		len >>= 7;
 	} while (len);
-	if (fwrite(head, 1, n, w->f) != n || fwrite(w->pkt.buf, 1, w->pkt.len, w->f) != w->pkt.len)
-		w->error = errno ? errno : EIO;
+	if (w->out_len + n + w->pkt.len > OUT_BUF)
+		out_flush(w);
+	if (n + w->pkt.len > OUT_BUF) { /* a giant packet: straight out */
+		if (fwrite(head, 1, n, w->f) != n ||
+		    fwrite(w->pkt.buf, 1, w->pkt.len, w->f) != w->pkt.len)
+			w->error = errno ? errno : EIO;
+	} else {
+		memcpy(w->out + w->out_len, head, n);
+		memcpy(w->out + w->out_len + n, w->pkt.buf, w->pkt.len);
+		w->out_len += n + w->pkt.len;
+	}
 	w->bytes += n + w->pkt.len;
 }
 
@@ -179,8 +214,16 @@ static void on_track(void *ctx, const struct model_track *t)
 /* iid of s in table, adding an entry to this packet's interned data if new */
 static uint64_t intern(struct perfetto_writer *w, struct strtab *t, uint32_t field, const char *s)
 {
+	struct iid_cache *c = &w->cache[field - 1];
+	size_t slot = ((uintptr_t)s >> 3) % CACHE;
 	bool added;
-	uint64_t iid = strtab_id(t, s, &added);
+	uint64_t iid;
+
+	if (c->ptr[slot] == s)
+		return c->iid[slot];
+	iid = strtab_id(t, s, &added);
+	c->ptr[slot] = s;
+	c->iid[slot] = iid;
 
 	if (added) {
 		size_t m = pb_begin(&w->interned, field);
@@ -207,7 +250,8 @@ static void event_packet(struct perfetto_writer *w, const struct model_event *e,
 		for (int i = 0; i < e->nargs; i++)
 			anames[i] = intern(w, &w->anames, ID_ANNOTATION_NAMES, e->args[i].name);
 	}
-	packet_start(w, ts, type != TYPE_SLICE_END);
+	/* only packets that use interned data depend on the sequence's state */
+	packet_start(w, ts, type != TYPE_SLICE_END && type != TYPE_COUNTER);
 	if (w->interned.len)
 		pb_bytes(p, TP_INTERNED_DATA, w->interned.buf, w->interned.len);
 	te = pb_begin(p, TP_TRACK_EVENT);
@@ -303,6 +347,7 @@ struct model_sink perfetto_sink(struct perfetto_writer *w)
 
 int perfetto_flush(struct perfetto_writer *w)
 {
+	out_flush(w);
 	if (!w->error && fflush(w->f))
 		w->error = errno;
 	return -w->error;
@@ -325,6 +370,7 @@ int perfetto_close(struct perfetto_writer *w)
 	err = -w->error;
 	pb_free(&w->pkt);
 	pb_free(&w->interned);
+	free(w->out);
 	strtab_free(&w->names);
 	strtab_free(&w->cats);
 	strtab_free(&w->anames);

@@ -24,8 +24,11 @@ struct engine_stats {
 };
 
 struct report {
-	struct hashmap tracks; /* id -> track_info */
+	struct track_info *tracks; /* by track id: ids are small and dense */
+	size_t ntracks;
 	struct strtab funcs;
+	const char *func_ptr[64]; /* function ids by name address (model.h) */
+	uint64_t func_id[64];
 	struct histogram *hists[MAX_FUNCS];
 	struct {
 		char name[64];
@@ -38,17 +41,30 @@ struct report {
 	uint64_t last_ts;
 };
 
+static struct track_info *info(const struct report *r, uint64_t id)
+{
+	return id < r->ntracks && r->tracks[id].kind != (enum model_track_kind)-1 ? &r->tracks[id]
+										: NULL;
+}
+
 static void on_track(void *ctx, const struct model_track *t)
 {
 	struct report *r = ctx;
-	struct track_info *i = hm_get(&r->tracks, t->id);
+	struct track_info *i;
 
-	if (!i) {
-		i = calloc(1, sizeof(*i));
-		if (!i || hm_put(&r->tracks, t->id, i)) {
-			free(i);
+	if (t->id >= r->ntracks) {
+		size_t n = (t->id + 1) * 2;
+		struct track_info *grown = realloc(r->tracks, n * sizeof(*grown));
+
+		if (!grown)
 			return;
-		}
+		for (size_t k = r->ntracks; k < n; k++)
+			grown[k] = (struct track_info){ .kind = (enum model_track_kind)-1, .dev = -1 };
+		r->tracks = grown;
+		r->ntracks = n;
+	}
+	i = &r->tracks[t->id];
+	if (i->kind == (enum model_track_kind)-1) {
 		i->dev = -1;
 		if (t->kind == TRACK_DEVICE && r->ndevs < MAX_DEVS) {
 			i->dev = r->ndevs++;
@@ -68,13 +84,23 @@ static void on_track(void *ctx, const struct model_track *t)
 	}
 }
 
-static int device_index(struct report *r, uint64_t track)
+static int device_index(const struct report *r, const struct track_info *i)
 {
-	struct track_info *i = hm_get(&r->tracks, track), *p;
+	const struct track_info *p = i && i->parent ? info(r, i->parent) : NULL;
 
-	if (!i || !i->parent || !(p = hm_get(&r->tracks, i->parent)))
-		return -1;
-	return p->dev;
+	return p ? p->dev : -1;
+}
+
+static uint64_t func_id(struct report *r, const char *name)
+{
+	size_t slot = ((uintptr_t)name >> 3) % 64;
+	bool added;
+
+	if (r->func_ptr[slot] != name) {
+		r->func_id[slot] = strtab_id(&r->funcs, name, &added);
+		r->func_ptr[slot] = name;
+	}
+	return r->func_id[slot];
 }
 
 static const struct model_arg *arg(const struct model_event *e, const char *name)
@@ -88,8 +114,8 @@ static const struct model_arg *arg(const struct model_event *e, const char *name
 static void on_event(void *ctx, const struct model_event *e)
 {
 	struct report *r = ctx;
-	struct track_info *ti = hm_get(&r->tracks, e->track->id);
-	int dev = device_index(r, e->track->id);
+	struct track_info *ti = info(r, e->track->id);
+	int dev = device_index(r, ti);
 	bool added;
 
 	if (e->ts + e->dur > r->last_ts)
@@ -110,7 +136,7 @@ static void on_event(void *ctx, const struct model_event *e)
 	if (e->kind != EV_SLICE || !e->cat)
 		return;
 	if (!strcmp(e->cat, "runtime")) {
-		uint64_t id = strtab_id(&r->funcs, e->name, &added);
+		uint64_t id = func_id(r, e->name);
 
 		if (!id || id > MAX_FUNCS)
 			return;
@@ -247,21 +273,13 @@ void report_print(FILE *out, const struct report *r, const struct correlate_stat
 			(unsigned long long)st->lost);
 }
 
-static void free_val(uint64_t key, void *val, void *ctx)
-{
-	(void)key;
-	(void)ctx;
-	free(val);
-}
-
 void report_free(struct report *r)
 {
 	if (!r)
 		return;
 	for (int i = 0; i < MAX_FUNCS; i++)
 		free(r->hists[i]);
-	hm_each(&r->tracks, free_val, NULL);
-	hm_free(&r->tracks);
+	free(r->tracks);
 	strtab_free(&r->funcs);
 	strtab_free(&r->errs);
 	free(r);

@@ -33,8 +33,15 @@ class Skip(Exception):
     pass
 
 
-def parse_dump(path):
-    """The capture as a list of dicts, through `spyre-bpftrace dump`."""
+CHECKED = set()
+
+
+def parse_dump(path, outputs=True):
+    """The capture as a list of dicts, through `spyre-bpftrace dump`; the
+    first time, its Perfetto and JSON conversions are checked too."""
+    if outputs and path not in CHECKED and path.endswith(".sbt"):
+        CHECKED.add(path)
+        check_trace_outputs(path)
     out = subprocess.run([TOOL, "dump", path], capture_output=True, text=True)
     if out.returncode != 0:
         raise AssertionError(f"dump failed ({out.returncode}): {out.stderr.strip()}")
@@ -54,6 +61,32 @@ def parse_dump(path):
 
 def num(v):
     return int(v, 0)
+
+
+PROTO = os.path.join(ROOT, "tests", "e2e", "perfetto_subset.proto")
+
+
+def check_trace_outputs(cap):
+    """Every capture converts to a Perfetto trace that passes inspect and
+    decodes with protoc (no field of the wrong type), and to Chrome JSON that
+    a real JSON parser reads. Returns the parsed JSON."""
+    base = cap[:-len(".sbt")]
+    for ext in ("pftrace", "json"):
+        r = subprocess.run([TOOL, "convert", cap, "-o", f"{base}.{ext}"], capture_output=True, text=True)
+        assert r.returncode == 0, f"convert to .{ext} failed: {r.stderr}"
+    r = subprocess.run([TOOL, "inspect", f"{base}.pftrace"], capture_output=True, text=True)
+    assert r.returncode == 0, f"inspect found violations:\n{r.stdout}"
+    assert "ok: framing" in r.stdout
+    if shutil.which("protoc"):
+        with open(f"{base}.pftrace", "rb") as f:
+            d = subprocess.run(["protoc", f"--proto_path={os.path.dirname(PROTO)}",
+                                "--decode=perfetto.protos.Trace", os.path.basename(PROTO)],
+                               stdin=f, capture_output=True, text=True)
+        assert d.returncode == 0, f"protoc cannot decode the trace: {d.stderr}"
+        unknown = [ln for ln in d.stdout.splitlines() if re.match(r"^\s*\d+:", ln)]
+        assert not unknown, f"fields protoc does not know (wrong wire type?): {unknown[:3]}"
+    with open(f"{base}.json") as f:
+        return json.load(f)
 
 
 def sim_cmd(tmp, *args):
@@ -164,6 +197,30 @@ def run_c_multithread(tmp):
     assert len(threads) == 3, f"expected 3 new threads, saw {len(threads)}"
     procs = [e for e in events if e["type"] == "process"]
     assert procs and procs[0]["pid"] == str(sim["pid"]) and "spyre-sim-run" in procs[0]["cmdline"]
+    # the timeline: one device job per launch the simulator made, per engine,
+    # with the bytes it copied, each linked launch -> job -> synchronize
+    trace = json.load(open(os.path.join(tmp, "cap.json")))["traceEvents"]
+    jobs = [e for e in trace if e["ph"] == "X" and e["name"] in ("Memcpy HtoD", "Memcpy DtoH", "Compute")]
+    for name, key in (("Memcpy HtoD", "h2d"), ("Compute", "compute"), ("Memcpy DtoH", "d2h")):
+        got = sum(1 for e in jobs if e["name"] == name)
+        assert got == sim["jobs_done"][key], f"{got} {name} jobs in the trace, simulator ran {sim['jobs_done'][key]}"
+    h2d_bytes = sorted(e["args"]["bytes"] for e in jobs if e["name"] == "Memcpy HtoD")
+    sim_h2d = sorted(b for _, n, b in sim["call_log"] if n == "flex::RuntimeStream::launchH2D")
+    assert h2d_bytes == sim_h2d, "H2D job bytes differ from the simulator's copies"
+    flows = {}
+    for e in trace:
+        if e["ph"] in ("s", "t", "f"):
+            flows.setdefault(e["id"], []).append(e["ph"])
+    assert len(flows) == len(jobs), f"{len(flows)} flows for {len(jobs)} jobs"
+    assert all(v == ["s", "t", "f"] for v in flows.values()), "a flow is not launch -> job -> wait"
+    # jobs on one lane never partly overlap (inspect checks the same on the .pftrace)
+    lanes = {}
+    for e in jobs:
+        lanes.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
+    for iv in lanes.values():
+        iv.sort()
+        for (a0, a1), (b0, b1) in zip(iv, iv[1:]):
+            assert b0 >= a1 - 1e-3, "two jobs on one lane overlap"
 
 
 def wait_for(pred, timeout, what):
@@ -178,7 +235,7 @@ def wait_for(pred, timeout, what):
 def capture_has_probes(path):
     """The tracer flushes its header once attached: probes are in place."""
     try:
-        evs, _ = parse_dump(path)
+        evs, _ = parse_dump(path, outputs=False)
     except AssertionError:
         return False
     return any(e["type"] == "probe" for e in evs)
@@ -470,8 +527,9 @@ def main():
         reason = "needs root for BPF and uprobes"
     elif not os.path.exists("/sys/kernel/btf/vmlinux"):
         reason = "no kernel BTF"
-    elif not (os.path.exists(TOOL) and os.path.exists(SIM)):
-        reason = "build first (make)"
+    if not (os.path.exists(TOOL) and os.path.exists(SIM)):
+        print("e2e: build/spyre-bpftrace or build/spyre-sim-run missing; hint: make")
+        return 1
     for name, fn in TESTS:
         if only and name not in only:
             continue

@@ -3,7 +3,15 @@ UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
 SAN_OBJS   := $(patsubst user/%.c,$(OUT)/obj-san/%.o,$(LIB_SRCS))
 UNIT_CFLAGS = -O1 -g -std=gnu11 $(WARN) -D_GNU_SOURCE -DSBT_VERSION='"$(VERSION)"' \
-              -I$(OUT) -Ibpf -Iuser $(SAN)
+              -I$(OUT) -Ibpf -Iuser -Itests/lib $(SAN)
+# helpers shared by tests, the fuzzer and the benchmark
+TESTLIB_SRCS := $(wildcard tests/lib/*.c)
+TESTLIB_HDRS := $(wildcard tests/lib/*.h)
+SAN_TESTLIB  := $(patsubst tests/lib/%.c,$(OUT)/obj-san/lib-%.o,$(TESTLIB_SRCS))
+
+$(OUT)/obj-san/lib-%.o: tests/lib/%.c $(TESTLIB_HDRS) $(USER_HDRS) bpf/events.h | $(OUT)/obj-san
+	$(call msg,CC-SAN,$<)
+	$(Q)$(CC) $(UNIT_CFLAGS) -c $< -o $@
 
 $(OUT)/obj-san/%.o: user/%.c $(USER_HDRS) bpf/events.h $(OUT)/spyre.skel.h | $(OUT)/obj-san
 	$(call msg,CC-SAN,$<)
@@ -13,9 +21,9 @@ $(OUT)/tests/libcxxdemo.so: tests/unit/cxxdemo.cpp | $(OUT)/tests
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) -O1 -g -fPIC -shared $< -o $@
 
-$(OUT)/tests/test_%: tests/unit/test_%.c $(SAN_OBJS) | $(OUT)/tests
+$(OUT)/tests/test_%: tests/unit/test_%.c $(SAN_OBJS) $(SAN_TESTLIB) | $(OUT)/tests
 	$(call msg,CC-SAN,$@)
-	$(Q)$(CC) $(UNIT_CFLAGS) $< $(SAN_OBJS) -o $@ $(LDLIBS) -lcmocka -ldl
+	$(Q)$(CC) $(UNIT_CFLAGS) $< $(SAN_OBJS) $(SAN_TESTLIB) -o $@ $(LDLIBS) -lcmocka -ldl
 
 # `make unit`: every unit test under the sanitizers; fails on the first error.
 unit unit-asan: $(UNIT_BINS) $(OUT)/tests/libcxxdemo.so sim

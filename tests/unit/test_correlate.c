@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Golden tests of the correlation engine on synthetic captures. Each
+ * scenario is fed through capture_open_mem like a file, and its model
+ * (as text) must equal tests/golden/NAME.txt; its Perfetto trace must pass
+ * inspect and its Chrome JSON must parse. SBT_UPDATE_GOLDEN=1 rewrites the
+ * golden files (read the diff before committing it).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "capture.h"
+#include "chrome_json.h"
+#include "correlate.h"
+#include "inspect.h"
+#include "json_check.h"
+#include "model_text.h"
+#include "perfetto.h"
+#include "report.h"
+#include "synth.h"
+
+#define T0 1000000000ull /* 1 s after boot */
+#define PID 100
+#define MAP_DMA SBT_VFIO_IOMMU_MAP_DMA
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	if (buf) {
+		buf[n] = '\0';
+		*len = (size_t)n;
+	}
+	return buf;
+}
+
+struct result {
+	struct correlate_stats st;
+	char *report;
+};
+
+/* Feed the capture to the engine with every sink, and check each output. */
+static struct result run(const char *name, struct synth *s)
+{
+	char golden[512], pf_path[64], js_path[64], err[256], *text = NULL, *rep = NULL;
+	size_t text_len = 0, rep_len = 0, len, at;
+	FILE *text_f = open_memstream(&text, &text_len), *rep_f = open_memstream(&rep, &rep_len);
+	struct perfetto_writer *pf;
+	struct json_writer *js;
+	struct report *report = report_new();
+	struct capture_reader r;
+	const struct sbt_hdr *h;
+	struct correlator *c;
+	struct result res;
+	char *buf;
+
+	snprintf(pf_path, sizeof(pf_path), "/tmp/sbt-golden-%d.pftrace", getpid());
+	snprintf(js_path, sizeof(js_path), "/tmp/sbt-golden-%d.json", getpid());
+	pf = perfetto_open(pf_path, err, sizeof(err));
+	js = json_open(js_path, err, sizeof(err));
+	assert_non_null(pf);
+	assert_non_null(js);
+	struct model_sink sinks[] = { model_text_sink(text_f), perfetto_sink(pf), json_sink(js),
+				      report_sink(report) };
+
+	c = correlator_new(sinks, 4);
+	assert_non_null(c);
+	assert_int_equal(capture_open_mem(&r, s->buf, s->len), 0);
+	while (capture_next(&r, &h) == CAPTURE_OK)
+		assert_int_equal(correlator_add(c, h), 0);
+	correlator_finish(c);
+	res.st = *correlator_stats(c);
+	report_print(rep_f, report, &res.st);
+	fclose(rep_f);
+	res.report = rep;
+	fclose(text_f);
+	assert_int_equal(perfetto_close(pf), 0);
+	assert_int_equal(json_close(js), 0);
+
+	/* 1. the model equals the golden file */
+	snprintf(golden, sizeof(golden), "%s/../tests/golden/%s.txt",
+		 getenv("SBT_BUILD") ? getenv("SBT_BUILD") : "build", name);
+	if (getenv("SBT_UPDATE_GOLDEN")) {
+		FILE *g = fopen(golden, "w");
+
+		assert_non_null(g);
+		fwrite(text, 1, text_len, g);
+		fclose(g);
+	}
+	buf = slurp(golden, &len);
+	if (!buf)
+		fail_msg("no golden file %s; hint: SBT_UPDATE_GOLDEN=1 make unit", golden);
+	if (len != text_len || memcmp(buf, text, len)) {
+		fprintf(stderr, "--- golden %s\n%s\n--- got\n%s\n", golden, buf, text);
+		fail_msg("%s: model differs from its golden file", name);
+	}
+	free(buf);
+	free(text);
+	/* 2. the Perfetto trace passes inspect */
+	buf = slurp(pf_path, &len);
+	assert_non_null(buf);
+	struct inspect_result ir = { .out = stderr };
+
+	if (inspect_buffer((const uint8_t *)buf, len, &ir))
+		fail_msg("%s: Perfetto trace has %llu violations", name,
+			 (unsigned long long)ir.violations);
+	assert_true(ir.packets > 0);
+	free(buf);
+	/* 3. the Chrome JSON parses */
+	buf = slurp(js_path, &len);
+	assert_non_null(buf);
+	if (json_check(buf, len, &at))
+		fail_msg("%s: invalid JSON at byte %zu: %.40s", name, at, buf + at);
+	free(buf);
+	unlink(pf_path);
+	unlink(js_path);
+	correlator_free(c);
+	report_free(report);
+	return res;
+}
+
+static void begin(struct synth *s)
+{
+	synth_init(s);
+	synth_clock(s, T0);
+	synth_proc(s, T0, PID, "infer");
+	synth_spyre_probes(s);
+	synth_thread_name(s, PID, PID, "infer");
+}
+
+static void nested_calls(void **state)
+{
+	struct synth s;
+	struct result r;
+
+	(void)state;
+	begin(&s);
+	synth_end(&s, synth_job(&s, T0 + 1000, PID, PID, 65536, 0x100000));
+	r = run("nested_calls", &s);
+	assert_int_equal(r.st.calls, 13);
+	assert_int_equal(r.st.ioctls, 2);
+	assert_int_equal(r.st.jobs, 3); /* launchCompute > launchOperation is one job */
+	assert_int_equal(r.st.unfinished_calls + r.st.unfinished_jobs + r.st.unpaired_returns, 0);
+	assert_non_null(strstr(r.report, "flex::RuntimeStream::synchronize"));
+	assert_non_null(strstr(r.report, "H2D DMA"));
+	free(r.report);
+	synth_free(&s);
+}
+
+static void ioctl_errors(void **state)
+{
+	struct synth s;
+	struct result r;
+
+	(void)state;
+	begin(&s);
+	synth_ioctl(&s, T0 + 100, T0 + 900, PID, PID, 5, SBT_FD_PATH, MAP_DMA, -25, 0x1000, 4096);
+	synth_ioctl(&s, T0 + 1000, T0 + 1500, PID, PID, 6, SBT_FD_DEVICE, SBT_VFIO_DEVICE_SET_IRQS, -22,
+		    0, 0);
+	synth_ioctl(&s, T0 + 2000, T0 + 2100, PID, PID, 6, SBT_FD_DEVICE, 0x5401, -25, 0, 0);
+	/* the same number as MAP_DMA, on a device fd, is PCI_HOT_RESET */
+	synth_ioctl(&s, T0 + 3000, T0 + 3100, PID, PID, 6, SBT_FD_DEVICE, MAP_DMA, 0, 0, 0);
+	synth_end(&s, T0 + 4000);
+	r = run("ioctl_errors", &s);
+	assert_int_equal(r.st.ioctls, 4);
+	assert_int_equal(r.st.ioctl_errors, 3);
+	assert_non_null(strstr(r.report, "VFIO_IOMMU_MAP_DMA ENOTTY"));
+	assert_non_null(strstr(r.report, "VFIO_DEVICE_SET_IRQS EINVAL"));
+	assert_non_null(strstr(r.report, "ioctl ENOTTY"));
+	free(r.report);
+	synth_free(&s);
+}
+
+static void lost_records(void **state)
+{
+	struct synth s;
+	struct result r;
+
+	(void)state;
+	begin(&s);
+	uint64_t t = synth_job(&s, T0 + 1000, PID, PID, 4096, 0x100000);
+
+	/* the entry of this launch was lost: its return has no entry */
+	synth_lost(&s, t + 10, 5, 5);
+	synth_exit(&s, t + 5000, PID, PID, 2, 0, 0, 0);
+	synth_end(&s, t + 6000);
+	r = run("lost_records", &s);
+	assert_int_equal(r.st.lost, 5);
+	assert_int_equal(r.st.unpaired_returns, 1);
+	assert_non_null(strstr(r.report, "WARNING: 5 records lost"));
+	assert_non_null(strstr(r.report, "1 returns without entry"));
+	free(r.report);
+	synth_free(&s);
+}
+
+static void completion_without_launch(void **state)
+{
+	struct synth s;
+	struct result r;
+
+	(void)state;
+	begin(&s);
+	synth_device(&s, PID, "0000:3a:00.0");
+	synth_irq_info(&s, 40, "vfio-msi[0](0000:3a:00.0)");
+	synth_irq(&s, T0 + 500, T0 + 700, 40);
+	synth_end(&s, T0 + 1000);
+	r = run("completion_without_launch", &s);
+	assert_int_equal(r.st.irqs, 1);
+	assert_int_equal(r.st.unmatched_completions, 1);
+	assert_non_null(strstr(r.report, "1 interrupts with no job in flight"));
+	free(r.report);
+	synth_free(&s);
+}
+
+static void interrupt_completes_job(void **state)
+{
+	struct synth s;
+	struct result r;
+
+	(void)state;
+	begin(&s);
+	synth_device(&s, PID, "0000:3a:00.0");
+	synth_irq_info(&s, 40, "vfio-msi[0](0000:3a:00.0)");
+	/* launchH2D, the card interrupts, synchronize returns */
+	synth_enter(&s, T0 + 100, PID, PID, 2, 0, 0x10000, 0x20000, 8192);
+	synth_exit(&s, T0 + 2000, PID, PID, 2, 0, T0 + 100, 0);
+	synth_enter(&s, T0 + 3000, PID, PID, 7, 0, 0, 0, 0);
+	synth_irq(&s, T0 + 50000, T0 + 52000, 40);
+	synth_exit(&s, T0 + 60000, PID, PID, 7, 0, T0 + 3000, 0);
+	synth_end(&s, T0 + 70000);
+	r = run("interrupt_completes_job", &s);
+	assert_int_equal(r.st.jobs, 1);
+	assert_int_equal(r.st.unmatched_completions + r.st.unfinished_jobs, 0);
+	assert_non_null(strstr(r.report, "PCI 0000:3a:00.0"));
+	free(r.report);
+	synth_free(&s);
+}
+
+static void launch_without_completion(void **state)
+{
+	struct synth s;
+	struct result r;
+
+	(void)state;
+	begin(&s);
+	synth_enter(&s, T0 + 100, PID, PID, 2, 0, 0x10000, 0x20000, 4096);
+	synth_exit(&s, T0 + 900, PID, PID, 2, 0, T0 + 100, 0);
+	/* synchronize is still waiting when the trace ends */
+	synth_enter(&s, T0 + 1000, PID, PID, 7, 0, 0, 0, 0);
+	synth_end(&s, T0 + 5000);
+	r = run("launch_without_completion", &s);
+	assert_int_equal(r.st.unfinished_jobs, 1);
+	assert_int_equal(r.st.unfinished_calls, 1);
+	free(r.report);
+	synth_free(&s);
+}
+
+static void pid_reuse(void **state)
+{
+	struct synth s;
+	struct result r;
+
+	(void)state;
+	begin(&s);
+	uint64_t t = synth_job(&s, T0 + 1000, PID, PID, 4096, 0x100000);
+
+	synth_task(&s, SBT_TASK_EXIT, t, PID, PID, 0, 1, "infer");
+	/* a new process gets the same pid */
+	synth_task(&s, SBT_TASK_NEW, t + 1000, PID, PID, 1, 1, "train");
+	t = synth_job(&s, t + 2000, PID, PID, 8192, 0x200000);
+	synth_end(&s, t);
+	r = run("pid_reuse", &s);
+	assert_int_equal(r.st.jobs, 6);
+	free(r.report);
+	synth_free(&s);
+}
+
+static void two_devices(void **state)
+{
+	struct synth s;
+	struct result r;
+
+	(void)state;
+	begin(&s);
+	synth_proc(&s, T0, PID + 1, "infer2");
+	synth_device(&s, PID, "0000:3a:00.0");
+	synth_device(&s, PID + 1, "0000:3b:00.0");
+	synth_irq_info(&s, 40, "vfio-msi[0](0000:3a:00.0)");
+	synth_irq_info(&s, 41, "vfio-msi[0](0000:3b:00.0)");
+	synth_enter(&s, T0 + 100, PID, PID, 2, 0, 0, 0, 4096);
+	synth_exit(&s, T0 + 500, PID, PID, 2, 0, T0 + 100, 0);
+	synth_enter(&s, T0 + 200, PID + 1, PID + 1, 6, 0, 0, 0, 8192);
+	synth_exit(&s, T0 + 600, PID + 1, PID + 1, 6, 0, T0 + 200, 0);
+	/* the second card finishes first */
+	synth_irq(&s, T0 + 3000, T0 + 3100, 41);
+	synth_irq(&s, T0 + 4000, T0 + 4100, 40);
+	synth_end(&s, T0 + 5000);
+	r = run("two_devices", &s);
+	assert_int_equal(r.st.jobs, 2);
+	assert_int_equal(r.st.unmatched_completions + r.st.unfinished_jobs, 0);
+	assert_non_null(strstr(r.report, "PCI 0000:3a:00.0"));
+	assert_non_null(strstr(r.report, "PCI 0000:3b:00.0"));
+	free(r.report);
+	synth_free(&s);
+}
+
+static void overlapping_jobs(void **state)
+{
+	struct synth s;
+	struct result r;
+
+	(void)state;
+	begin(&s);
+	/* three copies in flight at once, then one synchronize */
+	for (int i = 0; i < 3; i++) {
+		synth_enter(&s, T0 + 100 + i * 1000, PID, PID, 2, 0, 0, 0, 4096u << i);
+		synth_exit(&s, T0 + 600 + i * 1000, PID, PID, 2, 0, T0 + 100 + i * 1000, 0);
+	}
+	synth_enter(&s, T0 + 5000, PID, PID, 7, 0, 0, 0, 0);
+	synth_exit(&s, T0 + 9000, PID, PID, 7, 0, T0 + 5000, 0);
+	/* and one more that starts after the others ended: back on lane 1 */
+	synth_enter(&s, T0 + 10000, PID, PID, 2, 0, 0, 0, 4096);
+	synth_exit(&s, T0 + 10500, PID, PID, 2, 0, T0 + 10000, 0);
+	synth_enter(&s, T0 + 11000, PID, PID, 7, 0, 0, 0, 0);
+	synth_exit(&s, T0 + 12000, PID, PID, 7, 0, T0 + 11000, 0);
+	synth_end(&s, T0 + 13000);
+	r = run("overlapping_jobs", &s);
+	assert_int_equal(r.st.jobs, 4);
+	free(r.report);
+	synth_free(&s);
+}
+
+static void many_threads(void **state)
+{
+	struct synth s;
+	struct result r;
+	uint64_t t = T0 + 1000;
+
+	(void)state;
+	begin(&s);
+	for (uint32_t i = 1; i <= 16; i++) {
+		synth_task(&s, SBT_TASK_NEW, t, PID, PID + i, PID, 0, "worker");
+		t = synth_job(&s, t + 100, PID, PID + i, 4096 * i, 0x100000 * i);
+	}
+	synth_end(&s, t);
+	r = run("many_threads", &s);
+	assert_int_equal(r.st.jobs, 48);
+	assert_int_equal(r.st.calls, 16 * 13);
+	free(r.report);
+	synth_free(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(nested_calls),
+		cmocka_unit_test(ioctl_errors),
+		cmocka_unit_test(lost_records),
+		cmocka_unit_test(completion_without_launch),
+		cmocka_unit_test(interrupt_completes_job),
+		cmocka_unit_test(launch_without_completion),
+		cmocka_unit_test(pid_reuse),
+		cmocka_unit_test(two_devices),
+		cmocka_unit_test(overlapping_jobs),
+		cmocka_unit_test(many_threads),
+	};
+
+	return cmocka_run_group_tests_name("correlate", tests, NULL, NULL);
+}
