@@ -156,7 +156,8 @@ int capture_open(struct capture_reader *r, const char *path)
 		return -1;
 	}
 	if (st.st_size > 0) {
-		r->map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		/* read front to back: fault it all in at once, not page by page */
+		r->map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
 		if (r->map == MAP_FAILED) {
 			r->map = NULL;
 			snprintf(r->error, sizeof(r->error), "mmap: %s", strerror(errno));

@@ -108,7 +108,7 @@ static int run(int argc, char **argv, bool report)
 		fprintf(stderr, "spyre-bpftrace: convert writes .pftrace or .json; hint: -o OUT.pftrace\n");
 		return 2;
 	}
-	if (output_open(&out, report ? NULL : o.out, fmt, err, sizeof(err))) {
+	if (output_open(&out, report ? NULL : o.out, fmt, report, err, sizeof(err))) {
 		fprintf(stderr, "spyre-bpftrace: cannot write '%s': %s\n", o.out, err);
 		output_free(&out);
 		return 1;

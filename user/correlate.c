@@ -109,6 +109,24 @@ static void new_track(struct correlator *c, struct model_track *t, enum model_tr
 	t->engine = -1;
 }
 
+/* A model event with no args or flows yet. The arrays are left as they are:
+ * sinks read them only up to nargs, nflows and nterm (and zeroing ~400
+ * bytes per event was a tenth of the converter's time). */
+static inline void event_init(struct model_event *e, enum model_event_kind kind,
+			      const struct model_track *track, uint64_t ts, const char *name,
+			      const char *cat, uint8_t depth)
+{
+	e->kind = kind;
+	e->track = track;
+	e->ts = ts;
+	e->dur = 0;
+	e->name = name;
+	e->cat = cat;
+	e->nargs = e->nflows = e->nterm = 0;
+	e->value = 0;
+	e->depth = depth;
+}
+
 static void arg_u(struct model_event *e, const char *name, uint64_t v)
 {
 	if (e->nargs < MODEL_MAX_ARGS)
@@ -135,9 +153,10 @@ static void arg_s(struct model_event *e, const char *name, const char *v)
 
 static void counter(struct correlator *c, const struct model_track *t, uint64_t ts, int64_t v)
 {
-	struct model_event e = { .kind = EV_COUNTER, .track = t, .ts = ts, .name = t->name,
-				 .value = v };
+	struct model_event e;
 
+	event_init(&e, EV_COUNTER, t, ts, t->name, NULL, 0);
+	e.value = v;
 	emit(c, &e);
 }
 
@@ -358,14 +377,14 @@ static void drop_id(uint64_t *ids, int *n, uint64_t id)
 /* A job is done at ts: draw it on a free lane of its engine. */
 static void complete_job(struct correlator *c, struct job *j, uint64_t ts, const char *how)
 {
-	struct model_event e = { .kind = EV_SLICE, .ts = j->start,
-				 .dur = ts > j->start ? ts - j->start : 0,
-				 .name = job_names[j->engine], .cat = job_cats[j->engine] };
+	struct model_event e;
 	struct thread *t = hm_get(&c->threads, j->tid);
 
 	unlink_job(j);
 	hm_del(&c->jobs, j->id);
-	e.track = lane_track(c, j->dev, j->engine, j->start, ts);
+	event_init(&e, EV_SLICE, lane_track(c, j->dev, j->engine, j->start, ts), j->start,
+		   job_names[j->engine], job_cats[j->engine], 0);
+	e.dur = ts > j->start ? ts - j->start : 0;
 	if (j->bytes)
 		arg_u(&e, "bytes", j->bytes);
 	arg_u(&e, "correlation", j->id);
@@ -458,18 +477,18 @@ static void on_call_exit(struct correlator *c, const struct sbt_call_exit *r)
 {
 	const struct meta_probe *mp = meta_probe(&c->meta, r->probe_id);
 	struct thread *t = thread_of(c, r->h.tgid, r->h.tid);
-	struct model_event e = { .kind = EV_SLICE, .cat = "runtime" };
+	struct model_event e;
 	struct frame *f;
 
 	if (!t)
 		return;
-	e.track = &t->track;
-	e.name = mp ? mp->name : "unknown probe";
+	event_init(&e, EV_SLICE, &t->track, 0, mp ? mp->name : "unknown probe", "runtime", 0);
 	f = r->depth < SBT_MAX_DEPTH ? &t->frames[r->depth] : NULL;
 	if ((r->flags & SBT_CALL_UNPAIRED) || !f || !f->open || f->probe != r->probe_id) {
 		/* the entry was lost or too deep: a mark, not a made-up slice */
 		struct model_event m = { .kind = EV_INSTANT, .track = &t->track, .ts = r->h.ts,
-					 .name = "return without entry", .cat = "runtime" };
+					 .name = "return without entry", .cat = "runtime",
+					 .depth = MODEL_DEPTH_INSTANTS };
 
 		c->st.unpaired_returns++;
 		arg_s(&m, "function", e.name);
@@ -478,11 +497,13 @@ static void on_call_exit(struct correlator *c, const struct sbt_call_exit *r)
 	}
 	f->open = false;
 	c->st.calls++;
+	e.depth = (uint8_t)r->depth;
 	e.ts = f->ts;
 	e.dur = r->h.ts - f->ts;
 	if (mp && mp->bytes_arg >= 0 && mp->bytes_arg < SBT_MAX_ARGS)
 		arg_u(&e, "bytes", f->args[mp->bytes_arg]);
-	arg_x(&e, "ret", (uint64_t)r->ret);
+	if (r->ret)
+		arg_x(&e, "ret", (uint64_t)r->ret);
 	if (f->job) {
 		arg_u(&e, "correlation", f->job);
 		e.flows[e.nflows++] = f->job;
@@ -518,13 +539,15 @@ static void on_ioctl(struct correlator *c, const struct sbt_ioctl *r)
 {
 	struct thread *t = thread_of(c, r->h.tgid, r->h.tid);
 	const char *cmd = sbt_vfio_cmd_name(r->cmd, r->fd_kind);
-	struct model_event e = { .kind = EV_SLICE, .cat = "ioctl" };
+	struct model_event e;
 
 	if (!t)
 		return;
 	c->st.ioctls++;
-	e.track = &t->track;
-	e.name = cmd ? cmd : "ioctl";
+	event_init(&e, EV_SLICE, &t->track, 0, cmd ? cmd : "ioctl", "ioctl", 0);
+	for (int d = 0; d < SBT_MAX_DEPTH; d++) /* inside the innermost open call */
+		if (t->frames[d].open)
+			e.depth = (uint8_t)(d + 1);
 	e.ts = r->start_ts;
 	e.dur = r->h.ts > r->start_ts ? r->h.ts - r->start_ts : 0;
 	arg_i(&e, "fd", r->fd);
@@ -565,11 +588,11 @@ static void on_ioctl(struct correlator *c, const struct sbt_ioctl *r)
 static void on_dma(struct correlator *c, const struct sbt_hdr *h)
 {
 	struct thread *t = thread_of(c, h->tgid, h->tid);
-	struct model_event e = { .kind = EV_INSTANT, .ts = h->ts, .cat = "dma" };
+	struct model_event e;
 
 	if (!t)
 		return;
-	e.track = &t->track;
+	event_init(&e, EV_INSTANT, &t->track, h->ts, NULL, "dma", MODEL_DEPTH_INSTANTS);
 	if (h->type == SBT_IOMMU_MAP || h->type == SBT_IOMMU_UNMAP) {
 		const struct sbt_iommu *r = (const void *)h;
 
@@ -642,15 +665,15 @@ static struct device *irq_device(struct correlator *c, int irq)
 static void on_irq(struct correlator *c, const struct sbt_irq *r)
 {
 	struct device *d = irq_device(c, r->irq);
-	struct model_event e = { .kind = EV_SLICE, .cat = "irq", .ts = r->start_ts };
+	struct model_event e;
 	struct job *j;
 
 	if (!d)
 		return;
 	c->st.irqs++;
 	announce_once(c, &d->irq_track);
-	e.track = &d->irq_track;
-	e.name = irq_name(c, r->irq)[0] ? irq_name(c, r->irq) : "irq";
+	event_init(&e, EV_SLICE, &d->irq_track, r->start_ts,
+		   irq_name(c, r->irq)[0] ? irq_name(c, r->irq) : "irq", "irq", 0);
 	e.dur = r->h.ts > r->start_ts ? r->h.ts - r->start_ts : 0;
 	arg_i(&e, "irq", r->irq);
 	arg_i(&e, "ret", r->ret);
@@ -676,7 +699,7 @@ static void flush_frames(struct correlator *c, struct thread *t)
 	for (int d = 0; d < SBT_MAX_DEPTH; d++) {
 		const struct meta_probe *mp;
 		struct model_event e = { .kind = EV_INSTANT, .track = &t->track,
-					 .cat = "runtime" };
+					 .cat = "runtime", .depth = MODEL_DEPTH_INSTANTS };
 
 		if (!t->frames[d].open)
 			continue;
@@ -723,7 +746,7 @@ static void on_task(struct correlator *c, const struct sbt_task *r)
 static void on_lost(struct correlator *c, const struct sbt_lost *r)
 {
 	struct model_event e = { .kind = EV_INSTANT, .track = &c->global, .ts = r->h.ts,
-				 .name = "records lost", .cat = "tracer" };
+				 .name = "records lost", .cat = "tracer", .depth = MODEL_DEPTH_INSTANTS };
 
 	c->st.lost += r->count;
 	if (!c->global_announced) {
@@ -739,7 +762,8 @@ static void on_lost(struct correlator *c, const struct sbt_lost *r)
 
 int correlator_add(struct correlator *c, const struct sbt_hdr *h)
 {
-	if (meta_add(&c->meta, h))
+	/* calls, ioctls, interrupts and DMA carry no names for the metadata */
+	if (h->type >= SBT_TASK_NEW && meta_add(&c->meta, h))
 		return -ENOMEM;
 	c->st.records++;
 	if (h->type < SBT_META_CLOCK && h->type != SBT_IRQ) {
@@ -830,7 +854,8 @@ void correlator_finish(struct correlator *c)
 		while (d->head) {
 			struct job *j = d->head;
 			struct model_event e = { .kind = EV_INSTANT, .ts = j->start,
-						 .name = "unfinished job", .cat = job_cats[j->engine] };
+						 .name = "unfinished job", .cat = job_cats[j->engine],
+						 .depth = MODEL_DEPTH_INSTANTS };
 
 			d->head = j->next;
 			/* an instant: on the engine's first lane, or the device's */

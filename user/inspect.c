@@ -45,15 +45,28 @@ struct track {
 	char name[64];
 };
 
+/* What a sequence has set up: default clock and track, and its own clock
+ * (ids 64-127) anchored to BOOTTIME by a snapshot, maybe incremental. */
+struct seq_state {
+	/* iids interned since the sequence last cleared its state, by
+	 * InternedData field - 1: categories, event names, annotation names */
+	struct hashmap iids[3];
+	bool started, cleared;
+	uint32_t def_clock;
+	uint64_t def_track;
+	uint32_t own_clock;
+	bool incremental, anchored;
+	uint64_t own_value, anchor_own, anchor_boot;
+};
+
 struct inspector {
 	struct inspect_result *res;
+	struct hashmap seqs; /* sequence id -> seq_state */
+	struct seq_state *cur; /* the sequence of the packet being read */
 	struct hashmap tracks, flows;
-	/* by InternedData field - 1: categories, event names, annotation names */
-	struct hashmap iids[3];
 	struct ev *evs;
 	size_t nevs, cap;
 	uint64_t min_clock, max_clock;
-	bool seq_started, seq_cleared;
 	uint32_t packet;
 };
 
@@ -106,7 +119,7 @@ static void check_iid(struct inspector *in, int table, uint64_t iid, const char 
 {
 	if (!iid)
 		violation(in, "packet %u: %s iid 0 (invalid)", in->packet, what);
-	else if (!hm_get(&in->iids[table], iid))
+	else if (!in->cur || !hm_get(&in->cur->iids[table], iid))
 		violation(in, "packet %u: %s iid %llu used but not interned on this sequence", in->packet,
 			  what, (unsigned long long)iid);
 }
@@ -132,7 +145,7 @@ static void read_interned(struct inspector *in, const uint8_t *p, size_t n)
 				iid = v;
 		if (!iid)
 			violation(in, "packet %u: interned entry with iid 0", in->packet);
-		else if (hm_put(&in->iids[f - 1], iid, (void *)1))
+		else if (!in->cur || hm_put(&in->cur->iids[f - 1], iid, (void *)1))
 			violation(in, "out of memory");
 	}
 }
@@ -210,7 +223,7 @@ static void use_flow(struct inspector *in, uint64_t id, uint64_t ts, bool term)
 }
 
 static void read_track_event(struct inspector *in, const uint8_t *p, size_t n, uint64_t ts,
-			     uint64_t flags)
+			     uint64_t flags, uint64_t def_track)
 {
 	struct pb_reader r = { p, p + n, 0 }, sub;
 	uint64_t v, type = 0, track = 0;
@@ -250,8 +263,11 @@ static void read_track_event(struct inspector *in, const uint8_t *p, size_t n, u
 	if (uses_iids && !(flags & 2))
 		violation(in, "packet %u: uses interned data without SEQ_NEEDS_INCREMENTAL_STATE",
 			  in->packet);
+	if (!track)
+		track = def_track;
 	if (!track) {
-		violation(in, "packet %u: track event without track_uuid", in->packet);
+		violation(in, "packet %u: track event without a track (no track_uuid, no default)",
+			  in->packet);
 		return;
 	}
 	if (!ts)
@@ -271,7 +287,66 @@ static void read_track_event(struct inspector *in, const uint8_t *p, size_t n, u
 	add_ev(in, (struct ev){ ts, track, in->packet, (uint8_t)type });
 }
 
-static void read_clock(struct inspector *in, const uint8_t *p, size_t n)
+static struct seq_state *seq_of(struct inspector *in, uint64_t id)
+{
+	struct seq_state *q = hm_get(&in->seqs, id);
+
+	if (!q) {
+		q = calloc(1, sizeof(*q));
+		if (!q || hm_put(&in->seqs, id, q)) {
+			free(q);
+			return NULL;
+		}
+	}
+	return q;
+}
+
+static void read_defaults(struct seq_state *q, const uint8_t *p, size_t n)
+{
+	struct pb_reader r = { p, p + n, 0 }, sub;
+	const uint8_t *d;
+	size_t len;
+	uint64_t v;
+	uint32_t f, sf;
+	int t, st;
+
+	while (pb_next(&r, &f, &t, &v, &d, &len) > 0) {
+		if (f == 58 && t == PB_VARINT)
+			q->def_clock = (uint32_t)v;
+		else if (f == 11 && t == PB_LEN) {
+			sub = (struct pb_reader){ d, d + len, 0 };
+			while (pb_next(&sub, &sf, &st, &v, &d, &len) > 0)
+				if (sf == 11 && st == PB_VARINT)
+					q->def_track = v;
+		}
+	}
+}
+
+/* The packet's time on BOOTTIME: its clock is its own field 58, else the
+ * sequence default, else BOOTTIME; a sequence clock goes through its anchor. */
+static bool packet_time(struct inspector *in, struct seq_state *q, uint32_t clock, uint64_t ts,
+			uint64_t *boot)
+{
+	if (!clock)
+		clock = q && q->def_clock ? q->def_clock : 6;
+	if (clock < 64) {
+		*boot = ts;
+		return true;
+	}
+	if (!q || clock != q->own_clock || !q->anchored) {
+		violation(in, "packet %u: timestamp on clock %u, which this sequence never anchored",
+			  in->packet, clock);
+		return false;
+	}
+	if (q->incremental) {
+		q->own_value += ts;
+		ts = q->own_value;
+	}
+	*boot = q->anchor_boot + (ts - q->anchor_own);
+	return true;
+}
+
+static void read_clock(struct inspector *in, struct seq_state *q, const uint8_t *p, size_t n)
 {
 	struct pb_reader r = { p, p + n, 0 }, c;
 	const uint8_t *d;
@@ -280,9 +355,13 @@ static void read_clock(struct inspector *in, const uint8_t *p, size_t n)
 	uint32_t f, cf;
 	int t, ct;
 
+	uint64_t own = 0, boot = 0;
+	bool has_own = false, has_boot = false, inc = false;
+
 	in->res->clock_snapshots++;
 	while (pb_next(&r, &f, &t, &v, &d, &len) > 0) {
 		uint64_t id = 0, ts = 0;
+		bool is_inc = false;
 
 		if (f != 1 || t != PB_LEN)
 			continue;
@@ -292,28 +371,52 @@ static void read_clock(struct inspector *in, const uint8_t *p, size_t n)
 				id = v;
 			else if (cf == 2)
 				ts = v;
+			else if (cf == 3)
+				is_inc = v != 0;
 		}
 		if (id == 6 && ts) { /* BOOTTIME, the clock of our events */
+			boot = ts;
+			has_boot = true;
 			if (!in->min_clock || ts < in->min_clock)
 				in->min_clock = ts;
 			if (ts > in->max_clock)
 				in->max_clock = ts;
+		} else if (id >= 64 && id < 128 && q) {
+			q->own_clock = (uint32_t)id;
+			own = ts;
+			inc = is_inc;
+			has_own = true;
 		}
+	}
+	if (has_own) {
+		if (!has_boot) {
+			violation(in, "packet %u: sequence clock snapshot without BOOTTIME to anchor it",
+				  in->packet);
+			return;
+		}
+		q->anchored = true;
+		q->incremental = inc;
+		q->own_value = q->anchor_own = own;
+		q->anchor_boot = boot;
 	}
 }
 
 static void read_packet(struct inspector *in, const uint8_t *p, size_t n)
 {
 	struct pb_reader r = { p, p + n, 0 };
-	const uint8_t *d, *te = NULL, *idata = NULL, *desc = NULL, *clock = NULL;
-	size_t len, te_len = 0, id_len = 0, desc_len = 0, clock_len = 0;
-	uint64_t v, ts = 0, flags = 0, seq = 0;
-	uint32_t f;
+	const uint8_t *d, *te = NULL, *idata = NULL, *desc = NULL, *clock = NULL, *defs = NULL;
+	size_t len, te_len = 0, id_len = 0, desc_len = 0, clock_len = 0, defs_len = 0;
+	uint64_t v, ts = 0, flags = 0, seq = 0, boot = 0;
+	uint32_t f, clock_id = 0;
+	bool has_ts = false;
+	struct seq_state *q;
 	int t;
 
 	while (pb_next(&r, &f, &t, &v, &d, &len) > 0) {
 		switch (f) {
-		case 8: ts = v; break;
+		case 8: ts = v; has_ts = true; break;
+		case 58: clock_id = (uint32_t)v; break;
+		case 59: defs = d; defs_len = len; break;
 		case 10: seq = v; break;
 		case 13: flags = v; break;
 		case 11: te = d; te_len = len; break;
@@ -327,29 +430,40 @@ static void read_packet(struct inspector *in, const uint8_t *p, size_t n)
 		violation(in, "packet %u: malformed", in->packet);
 		return;
 	}
-	if (flags & 1) { /* incremental state cleared: forget the interning */
-		for (int i = 0; i < 3; i++)
-			hm_free(&in->iids[i]);
-		in->seq_cleared = true;
+	q = in->cur = seq_of(in, seq);
+	if (!q) {
+		violation(in, "out of memory");
+		return;
 	}
-	if (seq && !in->seq_started) {
-		in->seq_started = true;
+	if (flags & 1) { /* incremental state cleared: forget interning, defaults, clock */
+		for (int i = 0; i < 3; i++)
+			hm_free(&q->iids[i]);
+		*q = (struct seq_state){ .started = q->started, .cleared = true };
+	}
+	if (defs && q)
+		read_defaults(q, defs, defs_len);
+	if (seq && !q->started) {
+		q->started = true;
 		if (!(flags & 1) && (te || idata))
 			violation(in, "packet %u: first packet of the sequence does not clear incremental state",
 				  in->packet);
 	}
 	if (idata) {
-		if (!in->seq_cleared)
+		if (!q->cleared)
 			violation(in, "packet %u: interned data before incremental state was cleared",
 				  in->packet);
 		read_interned(in, idata, id_len);
 	}
 	if (desc)
 		read_descriptor(in, desc, desc_len);
-	if (clock)
-		read_clock(in, clock, clock_len);
-	if (te)
-		read_track_event(in, te, te_len, ts, flags);
+	if (clock) {
+		read_clock(in, q, clock, clock_len);
+		return; /* as the trace processor: a snapshot packet carries nothing else */
+	}
+	if (te && has_ts && packet_time(in, q, clock_id, ts, &boot))
+		read_track_event(in, te, te_len, boot, flags, q ? q->def_track : 0);
+	else if (te && !has_ts)
+		violation(in, "packet %u: track event without timestamp", in->packet);
 }
 
 static int cmp_ev(const void *a, const void *b)
@@ -499,6 +613,17 @@ static void free_val(uint64_t key, void *val, void *ctx)
 	free(val);
 }
 
+static void free_seq(uint64_t key, void *val, void *ctx)
+{
+	struct seq_state *q = val;
+
+	(void)key;
+	(void)ctx;
+	for (int i = 0; i < 3; i++)
+		hm_free(&q->iids[i]);
+	free(q);
+}
+
 int inspect_buffer(const uint8_t *data, size_t len, struct inspect_result *res)
 {
 	struct inspector in = { .res = res };
@@ -526,10 +651,10 @@ int inspect_buffer(const uint8_t *data, size_t len, struct inspect_result *res)
 	hm_each(&in.flows, check_flow, &in);
 	hm_each(&in.tracks, free_val, NULL);
 	hm_each(&in.flows, free_val, NULL);
+	hm_each(&in.seqs, free_seq, NULL);
+	hm_free(&in.seqs);
 	hm_free(&in.tracks);
 	hm_free(&in.flows);
-	for (int i = 0; i < 3; i++)
-		hm_free(&in.iids[i]);
 	free(in.evs);
 	return res->violations ? -1 : 0;
 }

@@ -73,7 +73,12 @@ struct model_event {
 	uint64_t term_flows[MODEL_MAX_FLOWS]; /* end these flows */
 	int nterm;
 	int64_t value; /* counters */
+	/* Slices at one depth of one track never overlap and end in order of
+	 * their start: writers may use it to keep packets in time order. */
+	uint8_t depth;
 };
+
+#define MODEL_DEPTH_INSTANTS 255 /* instants of a track, apart from its slices */
 
 struct model_sink {
 	void *ctx;

@@ -52,7 +52,8 @@ const char *output_format_name(enum out_format fmt)
 	}
 }
 
-int output_open(struct output *o, const char *path, enum out_format fmt, char *err, size_t errlen)
+int output_open(struct output *o, const char *path, enum out_format fmt, bool with_report,
+		char *err, size_t errlen)
 {
 	struct model_sink sinks[2];
 	int n = 0, ret;
@@ -60,10 +61,12 @@ int output_open(struct output *o, const char *path, enum out_format fmt, char *e
 	memset(o, 0, sizeof(*o));
 	o->fmt = path ? fmt : FMT_NONE;
 	o->path = path;
-	o->rep = report_new();
-	if (!o->rep)
-		goto oom;
-	sinks[n++] = report_sink(o->rep);
+	if (with_report) {
+		o->rep = report_new();
+		if (!o->rep)
+			goto oom;
+		sinks[n++] = report_sink(o->rep);
+	}
 	switch (o->fmt) {
 	case FMT_SBT:
 		if ((ret = capture_create(&o->cap, path))) {
@@ -143,7 +146,8 @@ int output_close(struct output *o)
 
 void output_report(const struct output *o, FILE *out)
 {
-	report_print(out, o->rep, correlator_stats(o->corr));
+	if (o->rep)
+		report_print(out, o->rep, correlator_stats(o->corr));
 }
 
 void output_free(struct output *o)

@@ -35,8 +35,10 @@ struct output {
 	uint64_t bytes; /* written, once closed */
 };
 
-/* path NULL: no file, the report only. 0, or -errno with err filled. */
-int output_open(struct output *o, const char *path, enum out_format fmt, char *err, size_t errlen);
+/* path NULL: no file, the report only. with_report: also build the report
+ * (record and report print it; convert does not). 0, or -errno with err. */
+int output_open(struct output *o, const char *path, enum out_format fmt, bool with_report,
+		char *err, size_t errlen);
 void output_add(struct output *o, const struct sbt_hdr *h);
 void output_flush(struct output *o);
 uint64_t output_bytes(const struct output *o);

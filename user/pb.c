@@ -66,29 +66,14 @@ void pb_str(struct pb *b, uint32_t field, const char *s)
 	pb_bytes(b, field, s, strlen(s));
 }
 
-size_t pb_begin(struct pb *b, uint32_t field)
+void pb_end_long(struct pb *b, size_t mark, size_t body)
 {
-	key(b, field, PB_LEN);
-	if (pb_reserve(b, 1))
-		return b->len;
-	b->buf[b->len++] = 0; /* length, one byte if it fits */
-	return b->len;
-}
+	size_t n = varint_len(body);
 
-void pb_end(struct pb *b, size_t mark)
-{
-	size_t body, n;
-
-	if (b->error || mark > b->len)
+	if (pb_reserve(b, n - 1))
 		return;
-	body = b->len - mark;
-	n = varint_len(body);
-	if (n > 1) { /* the body is 128 bytes or more: make room for the length */
-		if (pb_reserve(b, n - 1))
-			return;
-		memmove(b->buf + mark + n - 1, b->buf + mark, body);
-		b->len += n - 1;
-	}
+	memmove(b->buf + mark + n - 1, b->buf + mark, body);
+	b->len += n - 1;
 	for (size_t i = 0; i < n; i++, body >>= 7)
 		b->buf[mark - 1 + i] = (uint8_t)((body & 0x7f) | (i + 1 < n ? 0x80 : 0));
 }

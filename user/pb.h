@@ -45,13 +45,64 @@ static inline void pb_uint(struct pb *b, uint32_t field, uint64_t v)
 }
 
 void pb_int(struct pb *b, uint32_t field, int64_t v); /* int64: two's complement */
+void pb_end_long(struct pb *b, size_t mark, size_t body);
 void pb_fixed64(struct pb *b, uint32_t field, uint64_t v);
 void pb_bytes(struct pb *b, uint32_t field, const void *data, size_t len);
 void pb_str(struct pb *b, uint32_t field, const char *s);
-/* Open a length-delimited field; returns a mark for pb_end(). */
-size_t pb_begin(struct pb *b, uint32_t field);
-void pb_end(struct pb *b, size_t mark);
+/* Open a length-delimited field; returns a mark for pb_end(). One byte is
+ * kept for the length; pb_end() makes room when the body is 128 or more. */
+static inline size_t pb_begin(struct pb *b, uint32_t field)
+{
+	pb_varint(b, (uint64_t)field << 3 | PB_LEN);
+	if (pb_reserve(b, 1))
+		return b->len;
+	b->buf[b->len++] = 0;
+	return b->len;
+}
+
+static inline void pb_end(struct pb *b, size_t mark)
+{
+	size_t body = b->len - mark;
+
+	if (b->error || mark > b->len)
+		return;
+	if (body < 0x80)
+		b->buf[mark - 1] = (uint8_t)body;
+	else
+		pb_end_long(b, mark, body);
+}
 void pb_free(struct pb *b);
+
+/* Raw writers for a hot path that reserved its bytes beforehand. */
+static inline uint8_t *pb_put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static inline uint8_t *pb_put_uint(uint8_t *p, uint32_t field, uint64_t v)
+{
+	return pb_put_varint(pb_put_varint(p, (uint64_t)field << 3 | PB_VARINT), v);
+}
+
+static inline uint8_t *pb_put_fixed64(uint8_t *p, uint32_t field, uint64_t v)
+{
+	p = pb_put_varint(p, (uint64_t)field << 3 | PB_FIXED64);
+	for (int i = 0; i < 8; i++)
+		*p++ = (uint8_t)(v >> (8 * i));
+	return p;
+}
+
+static inline uint8_t *pb_put_bytes(uint8_t *p, uint32_t field, const void *data, size_t len)
+{
+	p = pb_put_varint(pb_put_varint(p, (uint64_t)field << 3 | PB_LEN), len);
+	__builtin_memcpy(p, data, len);
+	return p + len;
+}
 
 /* Decoding, for inspect and the tests. */
 struct pb_reader {

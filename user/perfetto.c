@@ -1,14 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Perfetto TrackEvent writer. Field numbers from perfetto_trace.proto
- * (see docs/trace-model.md). One trusted sequence; names, categories and
- * debug annotation names are interned, each in the first packet that uses
- * it; the first packet clears incremental state.
+ * (see docs/trace-model.md).
+ *
+ * Events go on one packet sequence per (track, depth): slices at one depth
+ * of one track end in the order they start (model.h), so each sequence is
+ * in time order and its timestamps are deltas on a sequence-scoped
+ * incremental clock (64), a few bytes instead of eight. A straggler that
+ * would need a negative delta names BOOTTIME and an absolute time instead,
+ * which leaves the incremental clock where it was. Each sequence begins
+ * with a packet that clears its state, makes clock 64 the default and
+ * anchors it to BOOTTIME, and names its track as the default one, so
+ * events leave it out. Names, categories and annotation names are
+ * interned per sequence, with the same iid for a string on every sequence.
+ * Track descriptors and the capture's clock snapshots go on sequence 1.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashmap.h"
 #include "pb.h"
 #include "perfetto.h"
 #include "strtab.h"
@@ -23,12 +34,13 @@
 #define TP_PREV_DROPPED 42
 #define TP_TRACK_DESCRIPTOR 60
 #define TP_FIRST_ON_SEQ 87
+#define TP_CLOCK_ID 58
+#define TP_DEFAULTS 59
 /* TrackEvent */
 #define TE_CATEGORY_IIDS 3
 #define TE_DEBUG_ANNOTATIONS 4
 #define TE_TYPE 9
 #define TE_NAME_IID 10
-#define TE_TRACK_UUID 11
 #define TE_COUNTER_VALUE 30
 #define TE_FLOW_IDS 47
 #define TE_TERM_FLOW_IDS 48
@@ -52,10 +64,11 @@
 #define TD_CHILD_ORDERING 11
 #define TD_SIBLING_RANK 12
 
-#define SEQ_ID 1
+#define SEQ_MAIN 1 /* descriptors and clock snapshots */
 #define SEQ_CLEARED 1
 #define SEQ_NEEDS_STATE 2
 #define CLOCK_BOOTTIME_ID 6
+#define CLOCK_DELTA_ID 64 /* each sequence's own incremental clock */
 
 enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
 
@@ -69,14 +82,28 @@ struct iid_cache {
 	uint64_t iid[CACHE];
 };
 
+struct sequence {
+	uint32_t id;
+	uint64_t clock; /* value of its incremental clock: the last delta's end */
+	uint8_t *interned[3]; /* bitsets by iid: sent on this sequence already */
+	size_t interned_bytes[3];
+};
+
 struct perfetto_writer {
 	FILE *f;
-	struct pb pkt, interned;
-	uint8_t *out; /* whole packets, written out when full */
-	size_t out_len;
-	struct strtab names, cats, anames;
+	/* packets are built in place here, each whole before the next begins;
+	 * the buffer goes to the file between packets */
+	struct pb out, interned;
+	size_t pkt_mark;
+	struct strtab names, cats, anames; /* iids, the same on every sequence */
 	struct iid_cache cache[3];
-	bool started, dropped;
+	struct hashmap seqs; /* track id << 8 | depth -> struct sequence */
+	struct {
+		uint64_t key; /* 0: empty (track ids start at 1) */
+		struct sequence *q;
+	} seq_cache[64]; /* events hop between a few tracks */
+	uint32_t next_seq;
+	bool main_started, dropped;
 	uint64_t bytes;
 	int error;
 };
@@ -95,8 +122,8 @@ struct perfetto_writer *perfetto_open(const char *path, char *err, size_t errlen
 		free(w);
 		return NULL;
 	}
-	w->out = malloc(OUT_BUF);
-	if (!w->out) {
+	w->next_seq = SEQ_MAIN + 1;
+	if (pb_reserve(&w->out, OUT_BUF)) {
 		snprintf(err, errlen, "out of memory");
 		fclose(w->f);
 		free(w);
@@ -107,59 +134,39 @@ struct perfetto_writer *perfetto_open(const char *path, char *err, size_t errlen
 
 static void out_flush(struct perfetto_writer *w)
 {
-	if (w->out_len && !w->error && fwrite(w->out, 1, w->out_len, w->f) != w->out_len)
+	w->bytes += w->out.len;
+	if (w->out.len && !w->error && fwrite(w->out.buf, 1, w->out.len, w->f) != w->out.len)
 		w->error = errno ? errno : EIO;
-	w->out_len = 0;
+	w->out.len = 0;
 }
 
-/* Common packet fields; the first packet of the sequence clears its state. */
-static void packet_start(struct perfetto_writer *w, uint64_t ts, bool uses_state)
+/* Begin a packet (Trace.packet, field 1) in the output buffer. */
+static void packet_begin(struct perfetto_writer *w)
 {
-	w->pkt.len = 0;
-	if (ts)
-		pb_uint(&w->pkt, TP_TIMESTAMP, ts);
-	pb_uint(&w->pkt, TP_SEQ_ID, SEQ_ID);
-	if (!w->started) {
-		w->started = true;
-		pb_uint(&w->pkt, TP_SEQ_FLAGS, SEQ_CLEARED | SEQ_NEEDS_STATE);
-		pb_uint(&w->pkt, TP_FIRST_ON_SEQ, 1);
-	} else if (uses_state) {
-		pb_uint(&w->pkt, TP_SEQ_FLAGS, SEQ_NEEDS_STATE);
-	}
-	if (w->dropped) {
-		w->dropped = false;
-		pb_uint(&w->pkt, TP_PREV_DROPPED, 1);
-	}
-}
-
-static void packet_write(struct perfetto_writer *w)
-{
-	uint8_t head[11];
-	size_t n = 0, len = w->pkt.len;
-
-	if (w->error)
-		return;
-	if (w->pkt.error) {
-		w->error = ENOMEM;
-		return;
-	}
-	head[n++] = 0x0a; /* Trace.packet, field 1, length-delimited */
-	do {
-		head[n++] = (uint8_t)((len & 0x7f) | (len >= 0x80 ? 0x80 : 0));
-		len >>= 7;
-	} while (len);
-	if (w->out_len + n + w->pkt.len > OUT_BUF)
+	if (w->out.len > OUT_BUF - (64 << 10))
 		out_flush(w);
-	if (n + w->pkt.len > OUT_BUF) { /* a giant packet: straight out */
-		if (fwrite(head, 1, n, w->f) != n ||
-		    fwrite(w->pkt.buf, 1, w->pkt.len, w->f) != w->pkt.len)
-			w->error = errno ? errno : EIO;
-	} else {
-		memcpy(w->out + w->out_len, head, n);
-		memcpy(w->out + w->out_len + n, w->pkt.buf, w->pkt.len);
-		w->out_len += n + w->pkt.len;
+	w->pkt_mark = pb_begin(&w->out, 1);
+}
+
+/* A packet on the main sequence (absolute BOOTTIME timestamps, no state). */
+static void main_packet_start(struct perfetto_writer *w, uint64_t ts)
+{
+	packet_begin(w);
+	if (ts)
+		pb_uint(&w->out, TP_TIMESTAMP, ts);
+	pb_uint(&w->out, TP_SEQ_ID, SEQ_MAIN);
+	if (!w->main_started) {
+		w->main_started = true;
+		pb_uint(&w->out, TP_SEQ_FLAGS, SEQ_CLEARED);
+		pb_uint(&w->out, TP_FIRST_ON_SEQ, 1);
 	}
-	w->bytes += n + w->pkt.len;
+}
+
+static void packet_end(struct perfetto_writer *w)
+{
+	pb_end(&w->out, w->pkt_mark);
+	if (w->out.error && !w->error)
+		w->error = ENOMEM;
 }
 
 static void on_track(void *ctx, const struct model_track *t)
@@ -167,122 +174,242 @@ static void on_track(void *ctx, const struct model_track *t)
 	struct perfetto_writer *w = ctx;
 	size_t td, sub;
 
-	packet_start(w, 0, false);
-	td = pb_begin(&w->pkt, TP_TRACK_DESCRIPTOR);
-	pb_uint(&w->pkt, TD_UUID, t->id);
+	main_packet_start(w, 0);
+	td = pb_begin(&w->out, TP_TRACK_DESCRIPTOR);
+	pb_uint(&w->out, TD_UUID, t->id);
 	switch (t->kind) {
 	case TRACK_PROCESS:
-		sub = pb_begin(&w->pkt, TD_PROCESS);
-		pb_uint(&w->pkt, 1, t->pid);
-		pb_str(&w->pkt, 6, t->name);
-		pb_end(&w->pkt, sub);
+		sub = pb_begin(&w->out, TD_PROCESS);
+		pb_uint(&w->out, 1, t->pid);
+		pb_str(&w->out, 6, t->name);
+		pb_end(&w->out, sub);
 		break;
 	case TRACK_THREAD:
-		sub = pb_begin(&w->pkt, TD_THREAD);
-		pb_uint(&w->pkt, 1, t->pid);
-		pb_uint(&w->pkt, 2, t->tid);
-		pb_str(&w->pkt, 5, t->name);
-		pb_end(&w->pkt, sub);
+		sub = pb_begin(&w->out, TD_THREAD);
+		pb_uint(&w->out, 1, t->pid);
+		pb_uint(&w->out, 2, t->tid);
+		pb_str(&w->out, 5, t->name);
+		pb_end(&w->out, sub);
 		break;
 	case TRACK_COUNTER:
-		pb_str(&w->pkt, TD_NAME, t->name);
+		pb_str(&w->out, TD_NAME, t->name);
 		if (t->parent)
-			pb_uint(&w->pkt, TD_PARENT, t->parent);
-		sub = pb_begin(&w->pkt, TD_COUNTER);
+			pb_uint(&w->out, TD_PARENT, t->parent);
+		sub = pb_begin(&w->out, TD_COUNTER);
 		if (t->unit)
-			pb_uint(&w->pkt, 3, t->unit);
-		pb_end(&w->pkt, sub);
-		pb_uint(&w->pkt, TD_SIBLING_RANK, (uint64_t)t->rank);
+			pb_uint(&w->out, 3, t->unit);
+		pb_end(&w->out, sub);
+		pb_uint(&w->out, TD_SIBLING_RANK, (uint64_t)t->rank);
 		break;
 	case TRACK_DEVICE:
-		pb_str(&w->pkt, TD_NAME, t->name);
-		pb_uint(&w->pkt, TD_CHILD_ORDERING, 3); /* explicit, by rank */
-		pb_uint(&w->pkt, TD_SIBLING_RANK, (uint64_t)t->rank);
+		pb_str(&w->out, TD_NAME, t->name);
+		pb_uint(&w->out, TD_CHILD_ORDERING, 3); /* explicit, by rank */
+		pb_uint(&w->out, TD_SIBLING_RANK, (uint64_t)t->rank);
 		break;
 	case TRACK_LANE:
 	case TRACK_GLOBAL:
-		pb_str(&w->pkt, TD_NAME, t->name);
+		pb_str(&w->out, TD_NAME, t->name);
 		if (t->parent)
-			pb_uint(&w->pkt, TD_PARENT, t->parent);
-		pb_uint(&w->pkt, TD_SIBLING_RANK, (uint64_t)t->rank);
+			pb_uint(&w->out, TD_PARENT, t->parent);
+		pb_uint(&w->out, TD_SIBLING_RANK, (uint64_t)t->rank);
 		break;
 	}
-	pb_end(&w->pkt, td);
-	packet_write(w);
+	pb_end(&w->out, td);
+	packet_end(w);
 }
 
-/* iid of s in table, adding an entry to this packet's interned data if new */
-static uint64_t intern(struct perfetto_writer *w, struct strtab *t, uint32_t field, const char *s)
+/* The iid of s (the same on every sequence), adding it to this packet's
+ * interned data if the sequence has not had it yet. */
+static inline __attribute__((always_inline)) uint64_t
+intern(struct perfetto_writer *w, struct sequence *q, struct strtab *t,
+		       uint32_t field, const char *s)
 {
 	struct iid_cache *c = &w->cache[field - 1];
-	size_t slot = ((uintptr_t)s >> 3) % CACHE;
+	size_t slot = ((uintptr_t)s >> 3) % CACHE, byte;
+	uint8_t **bits = &q->interned[field - 1];
+	size_t *nbits = &q->interned_bytes[field - 1];
 	bool added;
 	uint64_t iid;
 
-	if (c->ptr[slot] == s)
-		return c->iid[slot];
-	iid = strtab_id(t, s, &added);
-	c->ptr[slot] = s;
-	c->iid[slot] = iid;
-
-	if (added) {
-		size_t m = pb_begin(&w->interned, field);
-
-		pb_uint(&w->interned, 1, iid);
-		pb_str(&w->interned, 2, s);
-		pb_end(&w->interned, m);
+	if (c->ptr[slot] == s) {
+		iid = c->iid[slot];
+	} else {
+		iid = strtab_id(t, s, &added);
+		c->ptr[slot] = s;
+		c->iid[slot] = iid;
 	}
+	byte = iid / 8;
+	if (byte < *nbits && ((*bits)[byte] >> (iid % 8) & 1))
+		return iid;
+	if (byte >= *nbits) {
+		size_t n = (byte + 1) * 2;
+		uint8_t *grown = realloc(*bits, n);
+
+		if (!grown) {
+			w->error = ENOMEM;
+			return iid;
+		}
+		memset(grown + *nbits, 0, n - *nbits);
+		*bits = grown;
+		*nbits = n;
+	}
+	(*bits)[byte] |= (uint8_t)(1u << (iid % 8));
+	size_t m = pb_begin(&w->interned, field);
+
+	pb_uint(&w->interned, 1, iid);
+	pb_str(&w->interned, 2, s);
+	pb_end(&w->interned, m);
 	return iid;
+}
+
+/* The sequence of (track, depth); a new one starts with a packet that
+ * clears its state, makes its incremental clock the default and anchors
+ * that clock at ts on BOOTTIME. */
+static struct sequence *sequence_of(struct perfetto_writer *w, uint64_t track, uint8_t depth,
+				    uint64_t ts)
+{
+	uint64_t key = track << 8 | depth;
+	struct sequence *q;
+	size_t d, cs, clk;
+
+	size_t slot = (key ^ key >> 8) % 64;
+
+	if (w->seq_cache[slot].key == key)
+		return w->seq_cache[slot].q;
+	q = hm_get(&w->seqs, key);
+	if (!q) {
+		q = calloc(1, sizeof(*q));
+		if (!q || hm_put(&w->seqs, key, q)) {
+			free(q);
+			w->error = ENOMEM;
+			return NULL;
+		}
+		q->id = w->next_seq++;
+		q->clock = ts;
+		packet_begin(w);
+		pb_uint(&w->out, TP_SEQ_ID, q->id);
+		pb_uint(&w->out, TP_SEQ_FLAGS, SEQ_CLEARED);
+		pb_uint(&w->out, TP_FIRST_ON_SEQ, 1);
+		d = pb_begin(&w->out, TP_DEFAULTS);
+		pb_uint(&w->out, TP_CLOCK_ID, CLOCK_DELTA_ID);
+		cs = pb_begin(&w->out, 11); /* track_event_defaults */
+		pb_uint(&w->out, 11, track); /* track_uuid */
+		pb_end(&w->out, cs);
+		pb_end(&w->out, d);
+		cs = pb_begin(&w->out, TP_CLOCK_SNAPSHOT);
+		clk = pb_begin(&w->out, 1);
+		pb_uint(&w->out, 1, CLOCK_DELTA_ID);
+		pb_uint(&w->out, 2, ts);
+		pb_uint(&w->out, 3, 1); /* is_incremental */
+		pb_end(&w->out, clk);
+		clk = pb_begin(&w->out, 1);
+		pb_uint(&w->out, 1, CLOCK_BOOTTIME_ID);
+		pb_uint(&w->out, 2, ts);
+		pb_end(&w->out, clk);
+		pb_end(&w->out, cs);
+		packet_end(w);
+	}
+	w->seq_cache[slot].key = key;
+	w->seq_cache[slot].q = q;
+	return q;
+}
+
+/* Most bytes an event packet can take: fixed fields, then per argument
+ * its key, name iid and value, then the flows. */
+static size_t packet_bound(const struct model_event *e, int type, size_t interned)
+{
+	size_t n = 96 + interned + (size_t)(e->nflows + e->nterm) * 11;
+
+	if (type == TYPE_SLICE_END || type == TYPE_COUNTER)
+		return n;
+	for (int i = 0; i < e->nargs; i++)
+		n += 32 + (e->args[i].type == ARG_STR && e->args[i].s ? strlen(e->args[i].s) : 0);
+	return n;
 }
 
 static void event_packet(struct perfetto_writer *w, const struct model_event *e, int type,
 			 uint64_t ts)
 {
-	struct pb *p = &w->pkt;
+	struct sequence *q = sequence_of(w, e->track->id, e->depth, ts);
 	uint64_t name = 0, cat = 0, anames[MODEL_MAX_ARGS];
+	bool delta;
+	uint8_t *p;
 	size_t te;
 
+	if (!q)
+		return;
 	w->interned.len = 0;
-	if (type != TYPE_SLICE_END) {
-		name = intern(w, &w->names, ID_NAMES, e->name);
+	if (type != TYPE_SLICE_END && type != TYPE_COUNTER) {
+		name = intern(w, q, &w->names, ID_NAMES, e->name);
 		if (e->cat)
-			cat = intern(w, &w->cats, ID_CATEGORIES, e->cat);
+			cat = intern(w, q, &w->cats, ID_CATEGORIES, e->cat);
 		for (int i = 0; i < e->nargs; i++)
-			anames[i] = intern(w, &w->anames, ID_ANNOTATION_NAMES, e->args[i].name);
+			anames[i] = intern(w, q, &w->anames, ID_ANNOTATION_NAMES, e->args[i].name);
 	}
-	/* only packets that use interned data depend on the sequence's state */
-	packet_start(w, ts, type != TYPE_SLICE_END && type != TYPE_COUNTER);
+	packet_begin(w);
+	if (pb_reserve(&w->out, packet_bound(e, type, w->interned.len))) {
+		w->error = ENOMEM;
+		return;
+	}
+	p = w->out.buf + w->out.len;
+	delta = ts >= q->clock;
+	if (delta) {
+		p = pb_put_uint(p, TP_TIMESTAMP, ts - q->clock);
+		q->clock = ts;
+	} else { /* a straggler: absolute, and the incremental clock stays put */
+		p = pb_put_uint(p, TP_TIMESTAMP, ts);
+		p = pb_put_uint(p, TP_CLOCK_ID, CLOCK_BOOTTIME_ID);
+	}
+	p = pb_put_uint(p, TP_SEQ_ID, q->id);
+	if (delta || name)
+		p = pb_put_uint(p, TP_SEQ_FLAGS, SEQ_NEEDS_STATE);
+	if (w->dropped) {
+		w->dropped = false;
+		p = pb_put_uint(p, TP_PREV_DROPPED, 1);
+	}
 	if (w->interned.len)
-		pb_bytes(p, TP_INTERNED_DATA, w->interned.buf, w->interned.len);
-	te = pb_begin(p, TP_TRACK_EVENT);
-	pb_uint(p, TE_TYPE, (uint64_t)type);
-	pb_uint(p, TE_TRACK_UUID, e->track->id);
+		p = pb_put_bytes(p, TP_INTERNED_DATA, w->interned.buf, w->interned.len);
+	p = pb_put_varint(p, TP_TRACK_EVENT << 3 | PB_LEN);
+	te = (size_t)(++p - w->out.buf); /* a one-byte length, fixed below */
+	p = pb_put_uint(p, TE_TYPE, (uint64_t)type); /* the track is the sequence's default */
 	if (type == TYPE_COUNTER) {
-		pb_int(p, TE_COUNTER_VALUE, e->value);
+		p = pb_put_uint(p, TE_COUNTER_VALUE, (uint64_t)e->value);
 	} else if (type != TYPE_SLICE_END) {
-		pb_uint(p, TE_NAME_IID, name);
+		p = pb_put_uint(p, TE_NAME_IID, name);
 		if (cat)
-			pb_uint(p, TE_CATEGORY_IIDS, cat);
+			p = pb_put_uint(p, TE_CATEGORY_IIDS, cat);
 		for (int i = 0; i < e->nargs; i++) {
 			const struct model_arg *a = &e->args[i];
-			size_t da = pb_begin(p, TE_DEBUG_ANNOTATIONS);
+			uint8_t *da;
 
-			pb_uint(p, DA_NAME_IID, anames[i]);
+			p = pb_put_varint(p, TE_DEBUG_ANNOTATIONS << 3 | PB_LEN);
+			da = ++p;
+			p = pb_put_uint(p, DA_NAME_IID, anames[i]);
 			switch (a->type) {
-			case ARG_UINT: pb_uint(p, DA_UINT, a->u); break;
-			case ARG_INT: pb_int(p, DA_INT, a->i); break;
-			case ARG_HEX: pb_uint(p, DA_POINTER, a->u); break;
-			case ARG_STR: pb_str(p, DA_STRING, a->s ? a->s : ""); break;
+			case ARG_UINT: p = pb_put_uint(p, DA_UINT, a->u); break;
+			case ARG_INT: p = pb_put_uint(p, DA_INT, (uint64_t)a->i); break;
+			case ARG_HEX: p = pb_put_uint(p, DA_POINTER, a->u); break;
+			case ARG_STR:
+				p = pb_put_bytes(p, DA_STRING, a->s ? a->s : "", a->s ? strlen(a->s) : 0);
+				break;
 			}
-			pb_end(p, da);
+			/* da is the body's start; its one-byte length sits before it */
+			if (p - da < 0x80) {
+				da[-1] = (uint8_t)(p - da);
+			} else { /* a long string value: room for a longer length */
+				w->out.len = (size_t)(p - w->out.buf);
+				pb_end(&w->out, (size_t)(da - w->out.buf));
+				p = w->out.buf + w->out.len;
+			}
 		}
 		for (int i = 0; i < e->nflows; i++)
-			pb_fixed64(p, TE_FLOW_IDS, e->flows[i]);
+			p = pb_put_fixed64(p, TE_FLOW_IDS, e->flows[i]);
 		for (int i = 0; i < e->nterm; i++)
-			pb_fixed64(p, TE_TERM_FLOW_IDS, e->term_flows[i]);
+			p = pb_put_fixed64(p, TE_TERM_FLOW_IDS, e->term_flows[i]);
 	}
-	pb_end(p, te);
-	packet_write(w);
+	w->out.len = (size_t)(p - w->out.buf);
+	pb_end(&w->out, te);
+	packet_end(w);
 }
 
 static void on_event(void *ctx, const struct model_event *e)
@@ -315,20 +442,20 @@ static void on_clock(void *ctx, const struct sbt_meta_clock *c)
 	struct perfetto_writer *w = ctx;
 	size_t cs;
 
-	packet_start(w, c->boottime, false);
-	cs = pb_begin(&w->pkt, TP_CLOCK_SNAPSHOT);
+	main_packet_start(w, c->boottime);
+	cs = pb_begin(&w->out, TP_CLOCK_SNAPSHOT);
 	for (size_t i = 0; i < sizeof(clocks) / sizeof(clocks[0]); i++) {
-		size_t m = pb_begin(&w->pkt, 1);
+		size_t m = pb_begin(&w->out, 1);
 		uint64_t v;
 
 		memcpy(&v, (const char *)c + clocks[i].off, sizeof(v));
-		pb_uint(&w->pkt, 1, clocks[i].id);
-		pb_uint(&w->pkt, 2, v);
-		pb_end(&w->pkt, m);
+		pb_uint(&w->out, 1, clocks[i].id);
+		pb_uint(&w->out, 2, v);
+		pb_end(&w->out, m);
 	}
-	pb_uint(&w->pkt, 2, CLOCK_BOOTTIME_ID); /* primary_trace_clock */
-	pb_end(&w->pkt, cs);
-	packet_write(w);
+	pb_uint(&w->out, 2, CLOCK_BOOTTIME_ID); /* primary_trace_clock */
+	pb_end(&w->out, cs);
+	packet_end(w);
 }
 
 static void on_lost(void *ctx, uint64_t ts, uint64_t count)
@@ -355,7 +482,18 @@ int perfetto_flush(struct perfetto_writer *w)
 
 uint64_t perfetto_bytes(const struct perfetto_writer *w)
 {
-	return w->bytes;
+	return w->bytes + w->out.len;
+}
+
+static void free_sequence(uint64_t key, void *val, void *ctx)
+{
+	struct sequence *q = val;
+
+	(void)key;
+	(void)ctx;
+	for (int i = 0; i < 3; i++)
+		free(q->interned[i]);
+	free(q);
 }
 
 int perfetto_close(struct perfetto_writer *w)
@@ -368,9 +506,10 @@ int perfetto_close(struct perfetto_writer *w)
 	if (fclose(w->f) && !w->error)
 		w->error = errno;
 	err = -w->error;
-	pb_free(&w->pkt);
+	pb_free(&w->out);
 	pb_free(&w->interned);
-	free(w->out);
+	hm_each(&w->seqs, free_sequence, NULL);
+	hm_free(&w->seqs);
 	strtab_free(&w->names);
 	strtab_free(&w->cats);
 	strtab_free(&w->anames);

@@ -985,7 +985,7 @@ int cmd_record(int argc, char **argv)
 		cli_free_record(&o);
 		return 1;
 	}
-	ret = output_open(&r.out, r.out_path, fmt, err, sizeof(err));
+	ret = output_open(&r.out, r.out_path, fmt, !o.quiet, err, sizeof(err));
 	if (ret) {
 		say_error("cannot write '%s': %s; hint: choose another path with -o", r.out_path, err);
 		output_free(&r.out);

@@ -135,7 +135,7 @@ static void on_event(void *ctx, const struct model_event *e)
 	}
 	if (e->kind != EV_SLICE || !e->cat)
 		return;
-	if (!strcmp(e->cat, "runtime")) {
+	if (e->cat[0] == 'r' && !strcmp(e->cat, "runtime")) {
 		uint64_t id = func_id(r, e->name);
 
 		if (!id || id > MAX_FUNCS)
@@ -143,16 +143,16 @@ static void on_event(void *ctx, const struct model_event *e)
 		if (!r->hists[id - 1] && !(r->hists[id - 1] = calloc(1, sizeof(struct histogram))))
 			return;
 		hist_add(r->hists[id - 1], e->dur);
-	} else if ((!strcmp(e->cat, "gpu_memcpy") || !strcmp(e->cat, "kernel")) && dev >= 0 && ti &&
-		   ti->engine >= 0) {
+	} else if (dev >= 0 && ti && ti->engine >= 0 &&
+		   (!strcmp(e->cat, "gpu_memcpy") || !strcmp(e->cat, "kernel"))) {
 		const struct model_arg *b = arg(e, "bytes");
 		struct engine_stats *s = &r->devs[dev].eng[ti->engine];
 
 		s->jobs++;
 		s->bytes += b ? b->u : 0;
-	} else if (!strcmp(e->cat, "irq") && dev >= 0) {
+	} else if (dev >= 0 && !strcmp(e->cat, "irq")) {
 		r->devs[dev].irqs++;
-	} else if (!strcmp(e->cat, "ioctl")) {
+	} else if (e->cat[0] == 'i' && !strcmp(e->cat, "ioctl")) {
 		const struct model_arg *err = arg(e, "error");
 		char key[96];
 		uint64_t id;
