@@ -224,22 +224,9 @@ static void on_event(void *ctx, const struct model_event *e)
 	}
 }
 
-static void on_clock(void *ctx, const struct sbt_meta_clock *c)
-{
-	(void)ctx;
-	(void)c;
-}
-
-static void on_lost(void *ctx, uint64_t ts, uint64_t count)
-{
-	(void)ctx;
-	(void)ts;
-	(void)count;
-}
-
 struct model_sink json_sink(struct json_writer *w)
 {
-	return (struct model_sink){ w, on_track, on_event, on_clock, on_lost };
+	return (struct model_sink){ w, on_track, on_event, NULL, NULL };
 }
 
 int json_flush(struct json_writer *w)
@@ -254,13 +241,6 @@ uint64_t json_bytes(const struct json_writer *w)
 	return w->bytes;
 }
 
-static void free_place(uint64_t key, void *val, void *ctx)
-{
-	(void)key;
-	(void)ctx;
-	free(val);
-}
-
 int json_close(struct json_writer *w)
 {
 	int err;
@@ -272,8 +252,7 @@ int json_close(struct json_writer *w)
 	if (fclose(w->f) && !w->error)
 		w->error = errno;
 	err = -w->error;
-	hm_each(&w->places, free_place, NULL);
-	hm_free(&w->places);
+	hm_free_values(&w->places);
 	hm_free(&w->flows);
 	free(w);
 	return err;

@@ -756,7 +756,8 @@ static void on_lost(struct correlator *c, const struct sbt_lost *r)
 	arg_u(&e, "count", r->count);
 	arg_u(&e, "total", r->total);
 	for (int i = 0; i < c->nsinks; i++)
-		c->sinks[i].lost(c->sinks[i].ctx, r->h.ts, r->count);
+		if (c->sinks[i].lost)
+			c->sinks[i].lost(c->sinks[i].ctx, r->h.ts, r->count);
 	emit(c, &e);
 }
 
@@ -829,7 +830,8 @@ int correlator_add(struct correlator *c, const struct sbt_hdr *h)
 	}
 	case SBT_META_CLOCK:
 		for (int i = 0; i < c->nsinks; i++)
-			c->sinks[i].clock(c->sinks[i].ctx, (const void *)h);
+			if (c->sinks[i].clock)
+				c->sinks[i].clock(c->sinks[i].ctx, (const void *)h);
 		break;
 	case SBT_LOST:
 		on_lost(c, (const void *)h);
@@ -899,13 +901,6 @@ const struct capture_meta *correlator_meta(const struct correlator *c)
 	return &c->meta;
 }
 
-static void free_val(uint64_t key, void *val, void *ctx)
-{
-	(void)key;
-	(void)ctx;
-	free(val);
-}
-
 static void free_proc(uint64_t key, void *val, void *ctx)
 {
 	struct process *p = val;
@@ -920,12 +915,10 @@ void correlator_free(struct correlator *c)
 {
 	if (!c)
 		return;
-	hm_each(&c->threads, free_val, NULL);
 	hm_each(&c->procs, free_proc, NULL);
-	hm_each(&c->jobs, free_val, NULL);
-	hm_free(&c->threads);
 	hm_free(&c->procs);
-	hm_free(&c->jobs);
+	hm_free_values(&c->threads);
+	hm_free_values(&c->jobs);
 	hm_free(&c->devices_by_irq);
 	strtab_free(&c->names);
 	for (int i = 0; i < c->ndevices; i++)

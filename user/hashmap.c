@@ -102,3 +102,10 @@ void hm_free(struct hashmap *m)
 	m->slots = NULL;
 	m->cap = m->n = 0;
 }
+
+void hm_free_values(struct hashmap *m)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		free(m->slots[i].val);
+	hm_free(m);
+}

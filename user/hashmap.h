@@ -23,5 +23,7 @@ void *hm_del(struct hashmap *m, uint64_t key);
 /* Calls fn for every value; fn must not change the map. */
 void hm_each(const struct hashmap *m, void (*fn)(uint64_t key, void *val, void *ctx), void *ctx);
 void hm_free(struct hashmap *m);
+/* free() every value, then the map */
+void hm_free_values(struct hashmap *m);
 
 #endif

@@ -606,13 +606,6 @@ static void check_flow(uint64_t id, void *val, void *ctx)
 		violation(in, "flow %llu ends before it starts", (unsigned long long)id);
 }
 
-static void free_val(uint64_t key, void *val, void *ctx)
-{
-	(void)key;
-	(void)ctx;
-	free(val);
-}
-
 static void free_seq(uint64_t key, void *val, void *ctx)
 {
 	struct seq_state *q = val;
@@ -649,12 +642,11 @@ int inspect_buffer(const uint8_t *data, size_t len, struct inspect_result *res)
 	check_overlaps(&in); /* before check_slices sorts the events */
 	check_slices(&in);
 	hm_each(&in.flows, check_flow, &in);
-	hm_each(&in.tracks, free_val, NULL);
-	hm_each(&in.flows, free_val, NULL);
+
 	hm_each(&in.seqs, free_seq, NULL);
 	hm_free(&in.seqs);
-	hm_free(&in.tracks);
-	hm_free(&in.flows);
+	hm_free_values(&in.tracks);
+	hm_free_values(&in.flows);
 	free(in.evs);
 	return res->violations ? -1 : 0;
 }

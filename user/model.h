@@ -84,8 +84,8 @@ struct model_sink {
 	void *ctx;
 	void (*track)(void *ctx, const struct model_track *t);
 	void (*event)(void *ctx, const struct model_event *e);
+	/* optional (NULL): clock snapshots, and records lost just before ts */
 	void (*clock)(void *ctx, const struct sbt_meta_clock *c);
-	/* records were lost just before ts */
 	void (*lost)(void *ctx, uint64_t ts, uint64_t count);
 };
 

@@ -604,6 +604,20 @@ static int scan_process_libs(struct recorder *r)
 	return added;
 }
 
+/* scan_libs over a list of n paths (n < 0: none found), then free it */
+static int scan_list(struct recorder *r, char **libs, int n, int *total)
+{
+	int ret;
+
+	if (n <= 0)
+		return 0;
+	ret = scan_libs(r, libs, n);
+	proc_free_paths(libs, n);
+	if (ret > 0)
+		*total += ret;
+	return ret < 0 ? ret : 0;
+}
+
 static int attach_runtime(struct recorder *r)
 {
 	char **libs;
@@ -616,21 +630,11 @@ static int attach_runtime(struct recorder *r)
 			return -EINVAL;
 		n = resolve_command_libs(we.we_wordv, &libs);
 		wordfree(&we);
-		if (n > 0) {
-			ret = scan_libs(r, libs, n);
-			proc_free_paths(libs, n);
-			if (ret < 0)
-				return ret;
-			total += ret;
-		}
+		if ((ret = scan_list(r, libs, n, &total)))
+			return ret;
 		n = resolve_install_libs(&libs);
-		if (n > 0) {
-			ret = scan_libs(r, libs, n);
-			proc_free_paths(libs, n);
-			if (ret < 0)
-				return ret;
-			total += ret;
-		}
+		if ((ret = scan_list(r, libs, n, &total)))
+			return ret;
 	}
 	/* explicit library paths in --probe are attached whether mapped or not */
 	for (int i = 0; i < r->o->nprobes; i++) {

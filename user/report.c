@@ -166,19 +166,6 @@ static void on_event(void *ctx, const struct model_event *e)
 	}
 }
 
-static void on_clock(void *ctx, const struct sbt_meta_clock *c)
-{
-	(void)ctx;
-	(void)c;
-}
-
-static void on_lost(void *ctx, uint64_t ts, uint64_t count)
-{
-	(void)ctx;
-	(void)ts;
-	(void)count; /* the correlator counts them */
-}
-
 struct report *report_new(void)
 {
 	return calloc(1, sizeof(struct report));
@@ -186,7 +173,7 @@ struct report *report_new(void)
 
 struct model_sink report_sink(struct report *r)
 {
-	return (struct model_sink){ r, on_track, on_event, on_clock, on_lost };
+	return (struct model_sink){ r, on_track, on_event, NULL, NULL };
 }
 
 static const struct report *sorting;
