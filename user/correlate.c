@@ -412,6 +412,26 @@ static int engine_of(int role)
 										 : ENGINE_COMPUTE;
 }
 
+/* Frames from depth d down whose returns never came (their records were
+ * lost): marks at their entries, counted, never stretched into slices. */
+static void drop_frames(struct correlator *c, struct thread *t, uint32_t d)
+{
+	for (; d < SBT_MAX_DEPTH; d++) {
+		const struct meta_probe *mp;
+		struct model_event e;
+
+		if (!t->frames[d].open)
+			continue;
+		t->frames[d].open = false;
+		mp = meta_probe(&c->meta, t->frames[d].probe);
+		c->st.unfinished_calls++;
+		event_init(&e, EV_INSTANT, &t->track, t->frames[d].ts, "call without return",
+			   "runtime", MODEL_DEPTH_INSTANTS);
+		arg_s(&e, "function", mp ? mp->name : "?");
+		emit(c, &e);
+	}
+}
+
 static void on_call_enter(struct correlator *c, const struct sbt_call_enter *r)
 {
 	const struct meta_probe *p = meta_probe(&c->meta, r->probe_id);
@@ -421,6 +441,7 @@ static void on_call_enter(struct correlator *c, const struct sbt_call_enter *r)
 
 	if (!t || r->depth >= SBT_MAX_DEPTH)
 		return;
+	drop_frames(c, t, r->depth); /* whatever is still open here lost its return */
 	f = &t->frames[r->depth];
 	*f = (struct frame){ .probe = r->probe_id, .ts = r->h.ts, .open = true };
 	memcpy(f->args, r->args, sizeof(f->args));
@@ -484,22 +505,34 @@ static void on_call_exit(struct correlator *c, const struct sbt_call_exit *r)
 		return;
 	event_init(&e, EV_SLICE, &t->track, 0, mp ? mp->name : "unknown probe", "runtime", 0);
 	f = r->depth < SBT_MAX_DEPTH ? &t->frames[r->depth] : NULL;
-	if ((r->flags & SBT_CALL_UNPAIRED) || !f || !f->open || f->probe != r->probe_id) {
-		/* the entry was lost or too deep: a mark, not a made-up slice */
-		struct model_event m = { .kind = EV_INSTANT, .track = &t->track, .ts = r->h.ts,
-					 .name = "return without entry", .cat = "runtime",
-					 .depth = MODEL_DEPTH_INSTANTS };
+	if ((r->flags & SBT_CALL_UNPAIRED) || !f) {
+		/* BPF had no entry for it either: a mark, not a made-up slice */
+		struct model_event m;
 
 		c->st.unpaired_returns++;
+		event_init(&m, EV_INSTANT, &t->track, r->h.ts, "return without entry", "runtime",
+			   MODEL_DEPTH_INSTANTS);
 		arg_s(&m, "function", e.name);
 		emit(c, &m);
 		return;
 	}
-	f->open = false;
+	if (r->depth + 1 < SBT_MAX_DEPTH)
+		drop_frames(c, t, r->depth + 1); /* callees still open lost their returns */
+	/* BPF's entry time is the truth: a frame with another start is a call
+	 * whose return was lost, and this call's entry record was lost */
+	if (f->open && (f->probe != r->probe_id || f->ts != r->entry_ts))
+		drop_frames(c, t, r->depth);
 	c->st.calls++;
 	e.depth = (uint8_t)r->depth;
-	e.ts = f->ts;
-	e.dur = r->h.ts - f->ts;
+	e.ts = r->entry_ts;
+	e.dur = r->h.ts - r->entry_ts;
+	if (!f->open) {
+		c->st.unpaired_returns++;
+		arg_s(&e, "entry", "lost");
+		emit(c, &e);
+		return;
+	}
+	f->open = false;
 	if (mp && mp->bytes_arg >= 0 && mp->bytes_arg < SBT_MAX_ARGS)
 		arg_u(&e, "bytes", f->args[mp->bytes_arg]);
 	if (r->ret)
@@ -694,20 +727,20 @@ static void on_irq(struct correlator *c, const struct sbt_irq *r)
 	emit(c, &e);
 }
 
+/* Calls still open when the thread or the trace ended. */
 static void flush_frames(struct correlator *c, struct thread *t)
 {
 	for (int d = 0; d < SBT_MAX_DEPTH; d++) {
 		const struct meta_probe *mp;
-		struct model_event e = { .kind = EV_INSTANT, .track = &t->track,
-					 .cat = "runtime", .depth = MODEL_DEPTH_INSTANTS };
+		struct model_event e;
 
 		if (!t->frames[d].open)
 			continue;
 		mp = meta_probe(&c->meta, t->frames[d].probe);
 		t->frames[d].open = false;
 		c->st.unfinished_calls++;
-		e.ts = t->frames[d].ts;
-		e.name = "unfinished call";
+		event_init(&e, EV_INSTANT, &t->track, t->frames[d].ts, "unfinished call", "runtime",
+			   MODEL_DEPTH_INSTANTS);
 		arg_s(&e, "function", mp ? mp->name : "?");
 		emit(c, &e);
 	}

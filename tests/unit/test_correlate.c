@@ -213,6 +213,30 @@ static void lost_records(void **state)
 	synth_free(&s);
 }
 
+static void lost_returns(void **state)
+{
+	struct synth s;
+	struct result r;
+
+	(void)state;
+	begin(&s);
+	/* a submit whose return was lost, then one whose entry was lost: the
+	 * second must not pair with the first's stale entry */
+	synth_enter(&s, T0 + 100, PID, PID, 3, 0, 0, 1, 0);
+	synth_exit(&s, T0 + 400, PID, PID, 3, 0, T0 + 300, 1);
+	/* a launch whose callee lost its return */
+	synth_enter(&s, T0 + 500, PID, PID, 2, 0, 0, 0, 4096);
+	synth_enter(&s, T0 + 600, PID, PID, 3, 1, 0, 1, 0);
+	synth_exit(&s, T0 + 900, PID, PID, 2, 0, T0 + 500, 0);
+	synth_end(&s, T0 + 1000);
+	r = run("lost_returns", &s);
+	assert_int_equal(r.st.unfinished_calls, 2); /* both submits that never returned */
+	assert_int_equal(r.st.unpaired_returns, 1); /* the submit whose entry was lost */
+	assert_int_equal(r.st.calls, 2);
+	free(r.report);
+	synth_free(&s);
+}
+
 static void completion_without_launch(void **state)
 {
 	struct synth s;
@@ -376,6 +400,7 @@ int main(void)
 		cmocka_unit_test(nested_calls),
 		cmocka_unit_test(ioctl_errors),
 		cmocka_unit_test(lost_records),
+		cmocka_unit_test(lost_returns),
 		cmocka_unit_test(completion_without_launch),
 		cmocka_unit_test(interrupt_completes_job),
 		cmocka_unit_test(launch_without_completion),
