@@ -104,11 +104,14 @@ static __always_inline __u32 classify_path(const char *upath)
 		return SBT_FD_NONE;
 	len -= 1; /* without the NUL */
 	for (__u32 i = 0; i < MAX_PATTERNS; i++) {
+		/* a copy for the lookup: a counter whose address a helper gets
+		 * is no longer tracked, and older verifiers call the loop endless */
+		__u32 key = i;
 		struct fd_pattern *p;
 
 		if (i >= n_patterns)
 			break;
-		p = bpf_map_lookup_elem(&fd_patterns, &i);
+		p = bpf_map_lookup_elem(&fd_patterns, &key);
 		if (p && match_pattern(buf, len, p))
 			return p->kind;
 	}

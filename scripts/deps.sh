@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libiberty-dev
       libcmocka-dev pkg-config python3 bpftrace g++ binutils util-linux
-      libclang-rt-14-dev protobuf-compiler)
+      libclang-rt-14-dev protobuf-compiler qemu-system-x86 busybox-static cpio)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -504,6 +504,27 @@ def run_verbose_plan(tmp):
     assert "uprobe     -> " in r.stderr and "flex::RuntimeStream::launchH2D" in r.stderr
 
 
+def run_guest_kernel(tmp):
+    """The same BPF objects on a second kernel: Debian's 6.1 in a QEMU guest
+    (scripts/vm.sh), with QEMU's edu device bound to vfio-pci. The guest's
+    capture must hold what the simulator did there, as on the host."""
+    if not shutil.which("qemu-system-x86_64"):
+        raise Skip("qemu-system-x86_64 missing (make deps installs it)")
+    out = os.path.join(tmp, "guest")
+    cmd = ("build/spyre-bpftrace -q -o /out/cap.sbt --vfio-path '/tmp/m/*' "
+           "-c 'build/spyre-sim-run --threads 2 --jobs 4 --mock-dir /tmp/m --json /out/sim.json'")
+    r = subprocess.run([os.path.join(ROOT, "scripts", "vm.sh"), "--edu", "2", "--out", out, "--", cmd],
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode and "downloading" in r.stderr and "failed" in r.stderr:
+        raise Skip("the kernel package could not be downloaded: " + r.stderr.strip().splitlines()[-1])
+    assert r.returncode == 0, f"guest run failed ({r.returncode}):\n{r.stderr[-2000:]}"
+    assert "edu 0000:00:03.0 bound to vfio-pci" in r.stderr and "devices 2" in r.stderr, r.stderr
+    events, _ = parse_dump(os.path.join(out, "cap.sbt"))
+    release = [e for e in events if e["type"] == "host"][0]["release"]
+    assert release.startswith("6.1."), f"ran on {release}, not the guest's 6.1 kernel"
+    check_capture_matches_sim(events, json.load(open(os.path.join(out, "sim.json"))))
+
+
 TESTS = [
     ("c_multithread_matches_sim", run_c_multithread),
     ("p_attach_matches_sim", run_p_attach),
@@ -516,6 +537,7 @@ TESTS = [
     ("loss_is_counted", run_loss_is_counted),
     ("irq_filter", run_irq_filter),
     ("verbose_plan", run_verbose_plan),
+    ("guest_kernel_6_1", run_guest_kernel),
 ]
 
 
