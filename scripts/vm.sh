@@ -55,7 +55,7 @@ mods=$kdir/lib/modules/$release/kernel
 
 # 2. the initramfs
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap '[ -n "${SBT_VM_KEEP:-}" ] && echo "vm: kept $work" >&2 || rm -rf "$work"' EXIT
 init=$work/root
 mkdir -p "$init"/{bin,sbin,dev,proc,sys,tmp,out,modules,work,etc}
 cp "$(command -v busybox)" "$init/bin/busybox"

@@ -63,6 +63,7 @@ struct process {
 	char name[SBT_COMM_LEN];
 	struct model_track track, alloc_track;
 	struct device *dev;
+	int ncards; /* device records seen: more than one, and jobs stay here */
 	struct hashmap allocs; /* pointer -> size + 1 */
 	int64_t allocated;
 };
@@ -856,9 +857,13 @@ int correlator_add(struct correlator *c, const struct sbt_hdr *h)
 		const struct sbt_meta_device *m = (const void *)h;
 		struct process *p = process_of(c, m->pid, false);
 
-		/* from now on its jobs run on that card, where its interrupts land */
-		if (p && m->bdf[0])
+		/* from now on its jobs run on that card, where its interrupts land;
+		 * a process driving several cards keeps its own device: which
+		 * card ran which job is not in these records */
+		if (p && m->bdf[0] && ++p->ncards == 1)
 			p->dev = pci_device(c, m->bdf);
+		else if (p && p->ncards == 2)
+			p->dev = NULL; /* device_of makes the process's own */
 		break;
 	}
 	case SBT_META_CLOCK:

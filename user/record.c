@@ -6,6 +6,7 @@
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -37,6 +38,7 @@
 #define CLOCK_EVERY_MS 10000 /* clock snapshots in long traces */
 #define MAX_TGIDS 1024
 #define MAX_PATTERNS 8
+#define MAX_GROUPS 64
 
 /* Must match struct fd_pattern in bpf/ioctl.bpf.c. */
 struct fd_pattern {
@@ -70,6 +72,11 @@ struct recorder {
 	pid_t tgids[MAX_TGIDS];
 	int ntgids;
 	bool irq_named[1024];
+	struct {
+		pid_t pid;
+		int group;
+	} groups[MAX_GROUPS]; /* VFIO groups seen per process */
+	int ngroups;
 	pid_t child;
 	int go_fd, child_status;
 	bool child_reaped;
@@ -669,6 +676,50 @@ static int attach_runtime(struct recorder *r)
 	return total;
 }
 
+/* ---- which card a process drives ------------------------------------------ */
+
+/* A process used VFIO group fd: the PCI devices of that IOMMU group are the
+ * cards it drives. With one group of one device it is unambiguous, and a
+ * device record puts the process's jobs on that card, where its interrupts
+ * complete them. Each group is reported once per process. */
+static void note_group(struct recorder *r, pid_t pid, int fd)
+{
+	char path[64], link[256], dir[128];
+	struct sbt_meta_device m = { 0 };
+	struct dirent *e;
+	ssize_t n;
+	DIR *d;
+	int group, devices = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return;
+	link[n] = '\0';
+	if (sscanf(link, "/dev/vfio/%d", &group) != 1)
+		return;
+	for (int i = 0; i < r->ngroups; i++)
+		if (r->groups[i].pid == pid && r->groups[i].group == group)
+			return;
+	if (r->ngroups == MAX_GROUPS)
+		return;
+	r->groups[r->ngroups].pid = pid;
+	r->groups[r->ngroups++].group = group;
+	snprintf(dir, sizeof(dir), "/sys/kernel/iommu_groups/%d/devices", group);
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && devices++ == 0)
+			snprintf(m.bdf, sizeof(m.bdf), "%.15s", e->d_name);
+	closedir(d);
+	if (devices != 1)
+		return;
+	m.pid = (uint32_t)pid;
+	m.h.tgid = m.h.tid = (uint32_t)pid;
+	put_record(r, &m.h, SBT_META_DEVICE, sizeof(m));
+}
+
 /* ---- the capture loop --------------------------------------------------- */
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -679,11 +730,14 @@ static int on_record(void *ctx, void *data, size_t size)
 	if (size < sizeof(*h) || sizeof(*h) + h->size > size)
 		return 0;
 	r->records++;
+	/* metadata first, so the correlation has it for this very record */
+	if (h->type == SBT_IRQ)
+		name_irq(r, ((struct sbt_irq *)h)->irq);
+	if (h->type == SBT_IOCTL && ((struct sbt_ioctl *)h)->fd_kind == SBT_FD_GROUP)
+		note_group(r, (pid_t)h->tgid, ((struct sbt_ioctl *)h)->fd);
 	output_add(&r->out, h);
 	if (h->type == SBT_TASK_NEW && (((struct sbt_task *)h)->flags & 1))
 		add_tgid(r, (pid_t)h->tgid);
-	if (h->type == SBT_IRQ)
-		name_irq(r, ((struct sbt_irq *)h)->irq);
 	return 0;
 }
 

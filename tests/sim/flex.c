@@ -105,10 +105,36 @@ __attribute__((noinline)) void flex_deallocate(struct flex_allocator *self, void
 	free(p);
 }
 
-static int queue_job(struct flex_stream *s, unsigned int engine, unsigned long bytes)
+/* The DMA-mapped allocation holding p: its iova and size. */
+static int find_alloc(struct flex_allocator *a, const void *p, struct alloc *out)
+{
+	int found = 0;
+
+	pthread_mutex_lock(&a->lock);
+	for (int i = 0; i < 4096 && !found; i++)
+		if (a->live[i].p == p) {
+			*out = a->live[i];
+			found = 1;
+		}
+	pthread_mutex_unlock(&a->lock);
+	return found ? 0 : -1;
+}
+
+static int queue_job(struct flex_stream *s, unsigned int engine, unsigned long bytes,
+		     void *buf, void *host)
 {
 	struct sim_cb cb = { .engine = engine, .stream = s->id, .bytes = bytes,
-			     .seq = s->seq++ };
+			     .seq = s->seq++, .buf = buf, .host = host };
+	struct alloc a;
+
+	if (buf) {
+		if (find_alloc(&allocator, buf, &a))
+			return -1; /* not memory this runtime mapped for DMA */
+		cb.iova = a.iova;
+		if (cb.bytes > a.size)
+			cb.bytes = a.size;
+		cb.pattern = *(unsigned char *)buf;
+	}
 
 	s->pending++;
 	return senlib_queue_cbs(sim_stream_cbi(s->id), &cb, 1) == 1 ? 0 : -1;
@@ -117,19 +143,16 @@ static int queue_job(struct flex_stream *s, unsigned int engine, unsigned long b
 __attribute__((noinline)) int flex_launch_h2d(struct flex_stream *self, void *dev,
 					      const void *host, unsigned long bytes)
 {
-	(void)dev;
-	(void)host;
 	sim_count_call("flex::RuntimeStream::launchH2D", bytes);
-	return queue_job(self, SIM_H2D, bytes);
+	memcpy(dev, host, bytes); /* into the DMA-mapped buffer the card reads */
+	return queue_job(self, SIM_H2D, bytes, dev, NULL);
 }
 
 __attribute__((noinline)) int flex_launch_d2h(struct flex_stream *self, void *host,
 					      const void *dev, unsigned long bytes)
 {
-	(void)dev;
-	(void)host;
 	sim_count_call("flex::RuntimeStream::launchD2H", bytes);
-	return queue_job(self, SIM_D2H, bytes);
+	return queue_job(self, SIM_D2H, bytes, (void *)dev, host);
 }
 
 __attribute__((noinline)) int flex_launch_operation(struct flex_stream *self,
@@ -137,7 +160,7 @@ __attribute__((noinline)) int flex_launch_operation(struct flex_stream *self,
 {
 	(void)op;
 	sim_count_call("flex::RuntimeStream::launchOperation", 0);
-	return queue_job(self, SIM_COMPUTE, 0);
+	return queue_job(self, SIM_COMPUTE, 0, NULL, NULL);
 }
 
 __attribute__((noinline)) int flex_launch_compute(struct flex_stream *self,

@@ -22,9 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "edu.h"
 #include "sim.h"
 
 #define MAX_STREAMS 64
+#define MAX_DEVS 8
 #define MAX_IOCTLS 65536
 #define MAX_CALLNAMES 32
 #define QUEUE_LEN 1024
@@ -55,24 +57,33 @@ struct stream_ctx {
 	int open;
 };
 
+/* A device: its queue of control blocks and the thread that runs them (and,
+ * for vfio, waits on the card's MSI eventfd: the thread that wakes on it). */
+struct simdev {
+	struct sim_cb queue[QUEUE_LEN];
+	unsigned int qhead, qtail;
+	pthread_t worker;
+	struct edu edu; /* vfio backend */
+	unsigned long jobs[3], failures;
+};
+
 static struct {
 	struct sim_config cfg;
+	bool vfio;
 	int container, group, device;
 	struct stream_ctx streams[MAX_STREAMS];
 	struct senlib_mapper mapper;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	pthread_t worker;
 	int worker_run;
-	struct sim_cb queue[QUEUE_LEN];
-	unsigned int qhead, qtail;
+	struct simdev devs[MAX_DEVS];
+	int ndev;
 	struct ioctl_log *ioctls;
 	unsigned int n_ioctls;
 	struct {
 		const char *name;
 		unsigned long calls, bytes;
 	} calls[MAX_CALLNAMES];
-	unsigned long jobs_done[3];
 	struct call_log {
 		int tid;
 		const char *name;
@@ -130,39 +141,128 @@ static int open_mock_file(const char *name)
 	return open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 }
 
-static void *device_thread(void *arg)
+/* Run one job on the card (vfio) and check what came back; or, for the
+ * mock, take the configured time. 0 or -errno. */
+static int run_job(struct simdev *d, const struct sim_cb *cb)
 {
-	(void)arg;
-	pthread_mutex_lock(&S.lock);
-	for (;;) {
-		while (S.worker_run && S.qhead == S.qtail)
-			pthread_cond_wait(&S.cond, &S.lock);
-		if (S.qhead == S.qtail)
-			break;
-		struct sim_cb cb = S.queue[S.qhead++ % QUEUE_LEN];
+	unsigned long n = cb->bytes < EDU_BUF_SIZE ? cb->bytes : EDU_BUF_SIZE;
+	uint32_t fact = 0;
+	int ret = 0;
 
-		pthread_mutex_unlock(&S.lock);
+	if (!S.vfio) {
 		if (S.cfg.delay_us) {
 			struct timespec ts = { S.cfg.delay_us / 1000000,
 					       (S.cfg.delay_us % 1000000) * 1000 };
 			nanosleep(&ts, NULL);
 		}
+		return 0;
+	}
+	switch (cb->engine) {
+	case SIM_H2D:
+		return edu_copy_in(&d->edu, cb->iova, n);
+	case SIM_COMPUTE:
+		ret = edu_factorial(&d->edu, 10, &fact);
+		return ret ? ret : fact == 3628800 ? 0 : -EIO;
+	case SIM_D2H:
+		memset(cb->buf, 0, n); /* what comes back must be the device's */
+		ret = edu_copy_out(&d->edu, cb->iova, n);
+		for (unsigned long i = 0; !ret && i < n; i++)
+			if (((unsigned char *)cb->buf)[i] != cb->pattern)
+				ret = -EIO;
+		if (!ret)
+			memcpy(cb->host, cb->buf, n);
+		return ret;
+	}
+	return -EINVAL;
+}
+
+static void *device_thread(void *arg)
+{
+	struct simdev *d = arg;
+
+	pthread_mutex_lock(&S.lock);
+	for (;;) {
+		while (S.worker_run && d->qhead == d->qtail)
+			pthread_cond_wait(&S.cond, &S.lock);
+		if (d->qhead == d->qtail)
+			break;
+		struct sim_cb cb = d->queue[d->qhead++ % QUEUE_LEN];
+
+		pthread_mutex_unlock(&S.lock);
+		int ret = run_job(d, &cb);
 		uint64_t one = 1;
 
+		if (ret)
+			fprintf(stderr, "spyre-sim: %s job %lu (engine %u) failed: %s\n",
+				S.vfio ? d->edu.bdf : "mock", cb.seq, cb.engine, strerror(-ret));
 		if (write(S.streams[cb.stream].efd, &one, sizeof(one)) != sizeof(one))
 			abort();
 		pthread_mutex_lock(&S.lock);
-		S.jobs_done[cb.engine % 3]++;
+		d->jobs[cb.engine % 3]++;
+		d->failures += ret != 0;
 	}
 	pthread_mutex_unlock(&S.lock);
 	return NULL;
 }
 
+/* edu.c's calls, logged with the arguments the tests compare */
+static int call_logged(int fd, unsigned long cmd, const char *name, void *arg, const void *log)
+{
+	struct ioctl_log a = { 0 };
+
+	if (!log && cmd == VFIO_DEVICE_SET_IRQS) {
+		const struct vfio_irq_set *set = arg;
+
+		a.flags = set->flags;
+		a.index = set->index;
+		a.start = set->start;
+		a.count = set->count;
+		log = &a;
+	}
+	return vfio_ioctl(fd, cmd, name, arg, log);
+}
+
+/* The cards: every edu device bound to vfio-pci, in one container. */
+static int vfio_init(void)
+{
+	char bdfs[MAX_DEVS][16];
+	int n = edu_find(bdfs, MAX_DEVS), ret;
+
+	if (!n) {
+		fprintf(stderr, "spyre-sim: no edu device bound to vfio-pci; hint: run it in the "
+				"QEMU guest: scripts/vm.sh --edu 2 -- ...\n");
+		return -1;
+	}
+	S.container = open("/dev/vfio/vfio", O_RDWR | O_CLOEXEC);
+	if (S.container < 0) {
+		fprintf(stderr, "spyre-sim: /dev/vfio/vfio: %s\n", strerror(errno));
+		return -1;
+	}
+	if (vfio_ioctl(S.container, VFIO_GET_API_VERSION, "VFIO_GET_API_VERSION", NULL, NULL) !=
+	    VFIO_API_VERSION) {
+		fprintf(stderr, "spyre-sim: unexpected VFIO API version\n");
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		ret = edu_open(&S.devs[i].edu, S.container, i == 0, bdfs[i], call_logged);
+		if (ret) {
+			fprintf(stderr, "spyre-sim: cannot drive %s through VFIO: %s\n", bdfs[i],
+				strerror(-ret));
+			return -1;
+		}
+	}
+	S.ndev = n;
+	S.group = S.devs[0].edu.group;
+	S.device = S.devs[0].edu.device;
+	return 0;
+}
+
 int sim_init(const struct sim_config *cfg)
 {
 	S.cfg = *cfg;
-	if (strcmp(cfg->backend, "mock")) {
-		fprintf(stderr, "spyre-sim: backend '%s' not built; hint: use --backend mock\n",
+	S.vfio = !strcmp(cfg->backend, "vfio");
+	if (!S.vfio && strcmp(cfg->backend, "mock")) {
+		fprintf(stderr, "spyre-sim: unknown backend '%s'; hint: --backend mock or vfio\n",
 			cfg->backend);
 		return -1;
 	}
@@ -170,24 +270,33 @@ int sim_init(const struct sim_config *cfg)
 	S.call_log = calloc(MAX_CALLLOG, sizeof(*S.call_log));
 	if (!S.ioctls || !S.call_log)
 		return -1;
-	mkdir(cfg->mock_dir, 0700);
-	S.container = open_mock_file("vfio");
-	S.group = open_mock_file("0");
-	S.device = open_mock_file("device");
-	if (S.container < 0 || S.group < 0 || S.device < 0) {
-		fprintf(stderr, "spyre-sim: cannot create mock files in %s: %s\n",
-			cfg->mock_dir, strerror(errno));
-		return -1;
-	}
-	int32_t container = S.container;
+	if (S.vfio) {
+		if (vfio_init())
+			return -1;
+	} else {
+		mkdir(cfg->mock_dir, 0700);
+		S.container = open_mock_file("vfio");
+		S.group = open_mock_file("0");
+		S.device = open_mock_file("device");
+		if (S.container < 0 || S.group < 0 || S.device < 0) {
+			fprintf(stderr, "spyre-sim: cannot create mock files in %s: %s\n",
+				cfg->mock_dir, strerror(errno));
+			return -1;
+		}
+		int32_t container = S.container;
 
-	/* The real sequence; every call fails with ENOTTY on a plain file. */
-	vfio_ioctl(S.group, VFIO_GROUP_SET_CONTAINER, "VFIO_GROUP_SET_CONTAINER",
-		   &container, NULL);
-	vfio_ioctl(S.container, VFIO_SET_IOMMU, "VFIO_SET_IOMMU",
-		   (void *)(uintptr_t)VFIO_TYPE1v2_IOMMU, NULL);
+		/* The real sequence; every call fails with ENOTTY on a plain file. */
+		vfio_ioctl(S.group, VFIO_GROUP_SET_CONTAINER, "VFIO_GROUP_SET_CONTAINER",
+			   &container, NULL);
+		vfio_ioctl(S.container, VFIO_SET_IOMMU, "VFIO_SET_IOMMU",
+			   (void *)(uintptr_t)VFIO_TYPE1v2_IOMMU, NULL);
+		S.ndev = 1;
+	}
 	S.worker_run = 1;
-	return pthread_create(&S.worker, NULL, device_thread, NULL) ? -1 : 0;
+	for (int i = 0; i < S.ndev; i++)
+		if (pthread_create(&S.devs[i].worker, NULL, device_thread, &S.devs[i]))
+			return -1;
+	return 0;
 }
 
 int sim_stream_open(unsigned int stream)
@@ -204,6 +313,8 @@ int sim_stream_open(unsigned int stream)
 	if (S.streams[stream].efd < 0)
 		return -1;
 	S.streams[stream].open = 1;
+	if (S.vfio)
+		return 0; /* the card's MSI is set up once, per device */
 	irq.set.argsz = sizeof(irq);
 	irq.set.flags = VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER;
 	irq.set.index = VFIO_PCI_MSI_IRQ_INDEX;
@@ -224,12 +335,18 @@ void sim_shutdown(void)
 	S.worker_run = 0;
 	pthread_cond_broadcast(&S.cond);
 	pthread_mutex_unlock(&S.lock);
-	pthread_join(S.worker, NULL);
+	for (int i = 0; i < S.ndev; i++)
+		pthread_join(S.devs[i].worker, NULL);
 	for (int i = 0; i < MAX_STREAMS; i++)
 		if (S.streams[i].open)
 			close(S.streams[i].efd);
-	close(S.device);
-	close(S.group);
+	if (S.vfio) {
+		for (int i = 0; i < S.ndev; i++)
+			edu_close(&S.devs[i].edu);
+	} else {
+		close(S.device);
+		close(S.group);
+	}
 	close(S.container);
 }
 
@@ -256,8 +373,11 @@ __attribute__((noinline)) int senlib_queue_cbs(struct senlib_cbi *self,
 	(void)self;
 	sim_count_call("senlib::ControlBlockInterface::QueueControlBlocksSBF", 0);
 	pthread_mutex_lock(&S.lock);
-	for (unsigned int i = 0; i < n; i++)
-		S.queue[S.qtail++ % QUEUE_LEN] = cb[i];
+	for (unsigned int i = 0; i < n; i++) {
+		struct simdev *d = &S.devs[cb[i].stream % (unsigned int)S.ndev];
+
+		d->queue[d->qtail++ % QUEUE_LEN] = cb[i];
+	}
 	pthread_cond_signal(&S.cond);
 	pthread_mutex_unlock(&S.lock);
 	return (int)n;
@@ -321,8 +441,23 @@ void sim_write_json(FILE *out, const char *extra)
 	pthread_mutex_lock(&S.lock);
 	fprintf(out, "{\n  \"backend\": \"%s\",\n  \"pid\": %d,\n%s", S.cfg.backend,
 		(int)getpid(), extra ? extra : "");
+	unsigned long done[3] = { 0 }, failures = 0;
+
+	fprintf(out, "  \"devices\": [");
+	for (int i = 0; i < S.ndev; i++) {
+		struct simdev *d = &S.devs[i];
+
+		for (int e = 0; e < 3; e++)
+			done[e] += d->jobs[e];
+		failures += d->failures;
+		fprintf(out, "%s\n    {\"bdf\": \"%s\", \"h2d\": %lu, \"compute\": %lu, "
+			"\"d2h\": %lu, \"irqs\": %lu, \"failures\": %lu}", i ? "," : "",
+			S.vfio ? d->edu.bdf : "mock", d->jobs[0], d->jobs[1], d->jobs[2], d->edu.irqs,
+			d->failures);
+	}
+	fprintf(out, "\n  ],\n  \"job_failures\": %lu,\n", failures);
 	fprintf(out, "  \"jobs_done\": {\"h2d\": %lu, \"compute\": %lu, \"d2h\": %lu},\n",
-		S.jobs_done[0], S.jobs_done[1], S.jobs_done[2]);
+		done[0], done[1], done[2]);
 	fprintf(out, "  \"calls\": {");
 	for (int i = 0; i < MAX_CALLNAMES && S.calls[i].name; i++)
 		fprintf(out, "%s\n    \"%s\": {\"calls\": %lu, \"bytes\": %lu}", i ? "," : "",
@@ -347,4 +482,15 @@ void sim_write_json(FILE *out, const char *extra)
 			S.call_log[i].name, S.call_log[i].bytes);
 	fprintf(out, "\n  ]\n}\n");
 	pthread_mutex_unlock(&S.lock);
+}
+
+unsigned long sim_job_failures(void)
+{
+	unsigned long n = 0;
+
+	pthread_mutex_lock(&S.lock);
+	for (int i = 0; i < S.ndev; i++)
+		n += S.devs[i].failures;
+	pthread_mutex_unlock(&S.lock);
+	return n;
 }

@@ -60,11 +60,14 @@ struct sim_cb {
 	unsigned int stream;
 	unsigned long bytes;
 	unsigned long seq;
-	unsigned char pad[128 - 24];
+	unsigned long iova; /* of the DMA-mapped buffer (copies) */
+	void *buf, *host; /* that buffer, and the caller's host memory */
+	unsigned char pattern; /* the byte a copy out must bring back */
+	unsigned char pad[128 - 57];
 };
 
 struct sim_config {
-	const char *backend; /* "mock" */
+	const char *backend; /* "mock", or "vfio": QEMU edu devices bound to vfio-pci */
 	const char *mock_dir; /* where the mock's stand-in VFIO files live */
 	unsigned int delay_us; /* mock device: time to complete a job */
 };
@@ -80,5 +83,7 @@ int sim_stream_open(unsigned int stream);
 void sim_count_call(const char *name, unsigned long bytes);
 /* JSON summary of everything done: calls, bytes, every ioctl. */
 void sim_write_json(FILE *out, const char *extra);
+/* Jobs whose result was wrong (vfio: data that did not come back). */
+unsigned long sim_job_failures(void);
 
 #endif

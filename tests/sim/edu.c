@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The simulator's vfio backend: QEMU's edu PCI device (1234:11e8) driven
+ * through VFIO from user space, as the Spyre runtime drives a card. BAR0 is
+ * mmapped for the registers (../shared/reference/edu-device.md); completions
+ * arrive as MSI interrupts on an eventfd. A copy in is an edu DMA from RAM
+ * to the device's buffer, a copy out one back, a compute a factorial; each
+ * raises an interrupt when done.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/vfio.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "edu.h"
+
+#define EDU_FACT 0x08
+#define EDU_STATUS 0x20
+#define EDU_IRQ_STATUS 0x24
+#define EDU_IRQ_ACK 0x64
+#define EDU_DMA_SRC 0x80
+#define EDU_DMA_DST 0x88
+#define EDU_DMA_COUNT 0x90
+#define EDU_DMA_CMD 0x98
+#define EDU_DMA_START 0x01
+#define EDU_DMA_TO_RAM 0x02
+#define EDU_DMA_IRQ 0x04
+#define EDU_STATUS_IRQ 0x80
+#define EDU_DEV_BUF 0x40000
+
+static void wr32(struct edu *e, unsigned int off, uint32_t v)
+{
+	*(volatile uint32_t *)(e->bar0 + off) = v;
+}
+
+static uint32_t rd32(struct edu *e, unsigned int off)
+{
+	return *(volatile uint32_t *)(e->bar0 + off);
+}
+
+static void wr64(struct edu *e, unsigned int off, uint64_t v)
+{
+	*(volatile uint64_t *)(e->bar0 + off) = v;
+}
+
+static int group_of(const char *bdf)
+{
+	char link[4096], path[256];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/iommu_group", bdf);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return -1;
+	link[n] = '\0';
+	return atoi(strrchr(link, '/') + 1);
+}
+
+static unsigned int sysfs_hex(const char *bdf, const char *file)
+{
+	char path[256], buf[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/%s", bdf, file);
+	f = fopen(path, "re");
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	return (unsigned int)strtoul(buf, NULL, 16);
+}
+
+int edu_find(char (*bdfs)[16], int max)
+{
+	DIR *d = opendir("/sys/bus/pci/devices");
+	struct dirent *ent;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((ent = readdir(d)) && n < max) {
+		char path[512], link[512];
+		ssize_t len;
+
+		if (ent->d_name[0] == '.' || sysfs_hex(ent->d_name, "vendor") != 0x1234 ||
+		    sysfs_hex(ent->d_name, "device") != 0x11e8)
+			continue;
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver", ent->d_name);
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len <= 0)
+			continue;
+		link[len] = '\0';
+		if (strcmp(strrchr(link, '/') + 1, "vfio-pci"))
+			continue;
+		snprintf(bdfs[n++], sizeof(bdfs[0]), "%.15s", ent->d_name);
+	}
+	closedir(d);
+	/* readdir order is not sorted: the tests want the first card first */
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && strcmp(bdfs[j - 1], bdfs[j]) > 0; j--) {
+			char t[16];
+
+			memcpy(t, bdfs[j], 16);
+			memcpy(bdfs[j], bdfs[j - 1], 16);
+			memcpy(bdfs[j - 1], t, 16);
+		}
+	return n;
+}
+
+int edu_open(struct edu *e, int container, bool set_iommu, const char *bdf, vfio_call call)
+{
+	struct vfio_group_status status = { .argsz = sizeof(status) };
+	struct vfio_region_info reg = { .argsz = sizeof(reg) };
+	struct {
+		struct vfio_irq_set set;
+		int32_t fd;
+	} irq;
+	char path[64];
+	uint16_t cmd;
+	int g = group_of(bdf);
+
+	memset(e, 0, sizeof(*e));
+	snprintf(e->bdf, sizeof(e->bdf), "%s", bdf);
+	if (g < 0)
+		return -ENODEV;
+	snprintf(path, sizeof(path), "/dev/vfio/%d", g);
+	e->group = open(path, O_RDWR | O_CLOEXEC);
+	if (e->group < 0)
+		return -errno;
+	if (call(e->group, VFIO_GROUP_GET_STATUS, "VFIO_GROUP_GET_STATUS", &status, NULL) ||
+	    !(status.flags & VFIO_GROUP_FLAGS_VIABLE))
+		return -EBUSY;
+	if (call(e->group, VFIO_GROUP_SET_CONTAINER, "VFIO_GROUP_SET_CONTAINER", &container, NULL))
+		return -errno;
+	if (set_iommu && call(container, VFIO_SET_IOMMU, "VFIO_SET_IOMMU",
+			      (void *)(uintptr_t)VFIO_TYPE1v2_IOMMU, NULL))
+		return -errno;
+	e->device = call(e->group, VFIO_GROUP_GET_DEVICE_FD, "VFIO_GROUP_GET_DEVICE_FD",
+			 (void *)bdf, NULL);
+	if (e->device < 0)
+		return -errno;
+	reg.index = VFIO_PCI_BAR0_REGION_INDEX;
+	if (call(e->device, VFIO_DEVICE_GET_REGION_INFO, "VFIO_DEVICE_GET_REGION_INFO", &reg, NULL))
+		return -errno;
+	e->bar0_size = reg.size;
+	e->bar0 = mmap(NULL, reg.size, PROT_READ | PROT_WRITE, MAP_SHARED, e->device,
+		       (off_t)reg.offset);
+	if (e->bar0 == MAP_FAILED) {
+		e->bar0 = NULL;
+		return -errno;
+	}
+	/* DMA needs bus mastering, which user space turns on in config space */
+	reg = (struct vfio_region_info){ .argsz = sizeof(reg), .index = VFIO_PCI_CONFIG_REGION_INDEX };
+	if (call(e->device, VFIO_DEVICE_GET_REGION_INFO, "VFIO_DEVICE_GET_REGION_INFO", &reg, NULL) ||
+	    pread(e->device, &cmd, 2, (off_t)reg.offset + 4) != 2)
+		return -EIO;
+	cmd |= 0x6; /* memory space, bus master */
+	if (pwrite(e->device, &cmd, 2, (off_t)reg.offset + 4) != 2)
+		return -EIO;
+	e->msi = eventfd(0, EFD_CLOEXEC);
+	if (e->msi < 0)
+		return -errno;
+	irq.set = (struct vfio_irq_set){ .argsz = sizeof(irq),
+					 .flags = VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER,
+					 .index = VFIO_PCI_MSI_IRQ_INDEX, .start = 0, .count = 1 };
+	irq.fd = e->msi;
+	if (call(e->device, VFIO_DEVICE_SET_IRQS, "VFIO_DEVICE_SET_IRQS", &irq, NULL))
+		return -errno;
+	if ((rd32(e, 0) & 0xff) != 0xed) /* identification register */
+		return -ENODEV;
+	return 0;
+}
+
+/* Wait for the device's interrupt, then acknowledge what raised it. */
+static int wait_irq(struct edu *e, uint32_t want)
+{
+	uint64_t n;
+	uint32_t st;
+
+	if (read(e->msi, &n, sizeof(n)) != sizeof(n))
+		return -errno;
+	st = rd32(e, EDU_IRQ_STATUS);
+	wr32(e, EDU_IRQ_ACK, st);
+	e->irqs++;
+	return st & want ? 0 : -EPROTO;
+}
+
+static int dma(struct edu *e, uint64_t iova, uint64_t count, bool to_ram)
+{
+	wr64(e, EDU_DMA_SRC, to_ram ? EDU_DEV_BUF : iova);
+	wr64(e, EDU_DMA_DST, to_ram ? iova : EDU_DEV_BUF);
+	wr64(e, EDU_DMA_COUNT, count);
+	wr64(e, EDU_DMA_CMD, EDU_DMA_START | EDU_DMA_IRQ | (to_ram ? EDU_DMA_TO_RAM : 0));
+	return wait_irq(e, 0x100);
+}
+
+int edu_copy_in(struct edu *e, uint64_t iova, uint64_t count)
+{
+	return dma(e, iova, count, false);
+}
+
+int edu_copy_out(struct edu *e, uint64_t iova, uint64_t count)
+{
+	return dma(e, iova, count, true);
+}
+
+int edu_factorial(struct edu *e, uint32_t n, uint32_t *result)
+{
+	int ret;
+
+	wr32(e, EDU_STATUS, EDU_STATUS_IRQ);
+	wr32(e, EDU_FACT, n);
+	ret = wait_irq(e, 0x01);
+	*result = rd32(e, EDU_FACT);
+	return ret;
+}
+
+void edu_close(struct edu *e)
+{
+	if (e->bar0)
+		munmap(e->bar0, e->bar0_size);
+	if (e->msi > 0)
+		close(e->msi);
+	if (e->device > 0)
+		close(e->device);
+	if (e->group > 0)
+		close(e->group);
+}

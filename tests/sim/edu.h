@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* QEMU's edu PCI device through VFIO: the simulator's vfio backend. */
+#ifndef SPYRE_SIM_EDU_H
+#define SPYRE_SIM_EDU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The simulator's ioctl wrapper, which logs every call for the JSON summary. */
+typedef int (*vfio_call)(int fd, unsigned long cmd, const char *name, void *arg,
+			 const void *log_args);
+
+struct edu {
+	char bdf[16];
+	int group, device, msi;
+	uint8_t *bar0;
+	uint64_t bar0_size;
+	unsigned long irqs;
+};
+
+/* The device's own DMA buffer is 4096 bytes, but QEMU's edu model takes a
+ * transfer's end as inside the buffer and aborts the whole VM on a DMA that
+ * fills it exactly ("DMA range ... out of bounds"): one byte less it is. */
+#define EDU_BUF_SIZE 4095
+#define EDU_DMA_LIMIT (1ul << 28) /* edu reaches 28-bit bus addresses */
+
+/* PCI addresses of edu devices bound to vfio-pci; returns how many. */
+int edu_find(char (*bdfs)[16], int max);
+/* Attach the device's group to the container (the first one also sets the
+ * type1 IOMMU), get its fd, map BAR0, enable bus mastering and MSI. */
+int edu_open(struct edu *e, int container, bool set_iommu, const char *bdf, vfio_call call);
+int edu_copy_in(struct edu *e, uint64_t iova, uint64_t count);
+int edu_copy_out(struct edu *e, uint64_t iova, uint64_t count);
+int edu_factorial(struct edu *e, uint32_t n, uint32_t *result);
+void edu_close(struct edu *e);
+
+#endif
