@@ -13,6 +13,8 @@
 #define MAX_LANES 32
 #define MAX_PENDING_FLOWS 64
 
+_Static_assert(SBT_MAX_DEPTH <= 32, "open frames are a 32-bit mask");
+
 static const char *const engine_names[ENGINE_MAX] = { "H2D DMA", "Compute", "D2H DMA" };
 /* the in-process Spyre profiler's names, so existing tools read them */
 static const char *const job_names[ENGINE_MAX] = { "Memcpy HtoD", "Compute", "Memcpy DtoH" };
@@ -49,6 +51,7 @@ struct thread {
 	char name[SBT_COMM_LEN];
 	struct model_track track;
 	struct frame frames[SBT_MAX_DEPTH];
+	uint32_t open_mask; /* bit d: frames[d].open, so scans skip closed frames */
 	/* jobs this thread launched that are in flight */
 	uint64_t open_jobs[MAX_PENDING_FLOWS];
 	int nopen;
@@ -417,13 +420,15 @@ static int engine_of(int role)
  * lost): marks at their entries, counted, never stretched into slices. */
 static void drop_frames(struct correlator *c, struct thread *t, uint32_t d)
 {
-	for (; d < SBT_MAX_DEPTH; d++) {
+	uint32_t open = d < 32 ? t->open_mask & ~((1u << d) - 1) : 0;
+
+	for (; open; open &= open - 1) {
 		const struct meta_probe *mp;
 		struct model_event e;
 
-		if (!t->frames[d].open)
-			continue;
+		d = (uint32_t)__builtin_ctz(open);
 		t->frames[d].open = false;
+		t->open_mask &= ~(1u << d);
 		mp = meta_probe(&c->meta, t->frames[d].probe);
 		c->st.unfinished_calls++;
 		event_init(&e, EV_INSTANT, &t->track, t->frames[d].ts, "call without return",
@@ -445,14 +450,15 @@ static void on_call_enter(struct correlator *c, const struct sbt_call_enter *r)
 	drop_frames(c, t, r->depth); /* whatever is still open here lost its return */
 	f = &t->frames[r->depth];
 	*f = (struct frame){ .probe = r->probe_id, .ts = r->h.ts, .open = true };
+	t->open_mask |= 1u << r->depth;
 	memcpy(f->args, r->args, sizeof(f->args));
 	if (!p || !launches(p->role))
 		return;
 	/* launchCompute calling launchOperation is one job, not two */
-	for (uint32_t d = 0; d < r->depth; d++) {
-		const struct meta_probe *q = meta_probe(&c->meta, t->frames[d].probe);
+	for (uint32_t open = t->open_mask & ((1u << r->depth) - 1); open; open &= open - 1) {
+		const struct meta_probe *q = meta_probe(&c->meta, t->frames[__builtin_ctz(open)].probe);
 
-		nested_launch |= t->frames[d].open && q && launches(q->role);
+		nested_launch |= q && launches(q->role);
 	}
 	if (!nested_launch) {
 		uint64_t bytes = p->bytes_arg >= 0 && p->bytes_arg < SBT_MAX_ARGS ? r->args[p->bytes_arg] : 0;
@@ -534,6 +540,7 @@ static void on_call_exit(struct correlator *c, const struct sbt_call_exit *r)
 		return;
 	}
 	f->open = false;
+	t->open_mask &= ~(1u << r->depth);
 	if (mp && mp->bytes_arg >= 0 && mp->bytes_arg < SBT_MAX_ARGS)
 		arg_u(&e, "bytes", f->args[mp->bytes_arg]);
 	if (r->ret)
@@ -579,9 +586,8 @@ static void on_ioctl(struct correlator *c, const struct sbt_ioctl *r)
 		return;
 	c->st.ioctls++;
 	event_init(&e, EV_SLICE, &t->track, 0, cmd ? cmd : "ioctl", "ioctl", 0);
-	for (int d = 0; d < SBT_MAX_DEPTH; d++) /* inside the innermost open call */
-		if (t->frames[d].open)
-			e.depth = (uint8_t)(d + 1);
+	if (t->open_mask) /* inside the innermost open call */
+		e.depth = (uint8_t)(32 - __builtin_clz(t->open_mask));
 	e.ts = r->start_ts;
 	e.dur = r->h.ts > r->start_ts ? r->h.ts - r->start_ts : 0;
 	arg_i(&e, "fd", r->fd);
@@ -731,12 +737,11 @@ static void on_irq(struct correlator *c, const struct sbt_irq *r)
 /* Calls still open when the thread or the trace ended. */
 static void flush_frames(struct correlator *c, struct thread *t)
 {
-	for (int d = 0; d < SBT_MAX_DEPTH; d++) {
+	for (uint32_t open = t->open_mask; open; open &= open - 1) {
+		int d = __builtin_ctz(open);
 		const struct meta_probe *mp;
 		struct model_event e;
 
-		if (!t->frames[d].open)
-			continue;
 		mp = meta_probe(&c->meta, t->frames[d].probe);
 		t->frames[d].open = false;
 		c->st.unfinished_calls++;
@@ -745,6 +750,7 @@ static void flush_frames(struct correlator *c, struct thread *t)
 		arg_s(&e, "function", mp ? mp->name : "?");
 		emit(c, &e);
 	}
+	t->open_mask = 0;
 }
 
 static void on_task(struct correlator *c, const struct sbt_task *r)
