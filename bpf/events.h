@@ -74,6 +74,28 @@ enum sbt_fd_kind {
 	SBT_FD_PATH = 4, /* matched a --vfio-path pattern */
 };
 
+/* Paths of accelerator files: the loader fills these patterns (exact, or
+ * PREFIX*SUFFIX), and openat() is matched against them in BPF. The first
+ * SBT_VFIO_FD_PATTERNS are VFIO's own; --vfio-path adds the rest. */
+#define SBT_MAX_FD_PATTERNS 8
+#define SBT_VFIO_FD_PATTERNS 3
+#define SBT_FD_PATTERN_LEN 64
+
+struct sbt_fd_pattern {
+	__u32 kind; /* enum sbt_fd_kind */
+	__u16 prefix_len;
+	__u16 suffix_len;
+	__u32 has_star;
+	char prefix[SBT_FD_PATTERN_LEN];
+	char suffix[SBT_FD_PATTERN_LEN];
+};
+
+/* An open file of a traced process. */
+struct sbt_fd_key {
+	__u32 tgid;
+	__s32 fd;
+};
+
 /* VFIO ioctl numbers (linux/vfio.h: _IO(';', 100 + n)); BPF has no uapi. */
 #define SBT_VFIO_IO(n) ((0x3b << 8) | (100 + (n)))
 #define SBT_VFIO_SET_IOMMU SBT_VFIO_IO(2)

@@ -11,36 +11,20 @@
 #include "common.bpf.h"
 
 #define PATH_MAX_BPF 256
-#define PAT_LEN 64
-#define MAX_PATTERNS 8
-
-struct fd_key {
-	__u32 tgid;
-	__s32 fd;
-};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 8192);
-	__type(key, struct fd_key);
+	__type(key, struct sbt_fd_key);
 	__type(value, __u32); /* enum sbt_fd_kind */
 } accel_fds SEC(".maps");
 
-/* Path patterns: exact, or PREFIX*SUFFIX (one wildcard). Checked in order. */
-struct fd_pattern {
-	__u32 kind;
-	__u16 prefix_len;
-	__u16 suffix_len;
-	__u32 has_star;
-	char prefix[PAT_LEN];
-	char suffix[PAT_LEN];
-};
-
+/* Path patterns (events.h), checked in order. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MAX_PATTERNS);
+	__uint(max_entries, SBT_MAX_FD_PATTERNS);
 	__type(key, __u32);
-	__type(value, struct fd_pattern);
+	__type(value, struct sbt_fd_pattern);
 } fd_patterns SEC(".maps");
 
 const volatile __u32 n_patterns = 0;
@@ -69,20 +53,20 @@ struct {
 } ioctl_pending SEC(".maps");
 
 static __always_inline bool match_pattern(const char *path, int len,
-					  const struct fd_pattern *p)
+					  const struct sbt_fd_pattern *p)
 {
 	int plen = p->prefix_len, slen = p->suffix_len, off;
 
 	if (p->has_star ? len < plen + slen : len != plen)
 		return false;
-	for (int i = 0; i < PAT_LEN; i++) {
+	for (int i = 0; i < SBT_FD_PATTERN_LEN; i++) {
 		if (i >= plen)
 			break;
 		if (path[i & (PATH_MAX_BPF - 1)] != p->prefix[i])
 			return false;
 	}
 	off = len - slen;
-	for (int i = 0; i < PAT_LEN; i++) {
+	for (int i = 0; i < SBT_FD_PATTERN_LEN; i++) {
 		if (i >= slen)
 			break;
 		if (path[(off + i) & (PATH_MAX_BPF - 1)] != p->suffix[i])
@@ -103,11 +87,11 @@ static __always_inline __u32 classify_path(const char *upath)
 	if (len <= 1)
 		return SBT_FD_NONE;
 	len -= 1; /* without the NUL */
-	for (__u32 i = 0; i < MAX_PATTERNS; i++) {
+	for (__u32 i = 0; i < SBT_MAX_FD_PATTERNS; i++) {
 		/* a copy for the lookup: a counter whose address a helper gets
 		 * is no longer tracked, and older verifiers call the loop endless */
 		__u32 key = i;
-		struct fd_pattern *p;
+		struct sbt_fd_pattern *p;
 
 		if (i >= n_patterns)
 			break;
@@ -135,7 +119,7 @@ static __always_inline int open_exit(long ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id, *kind;
-	struct fd_key key = { .tgid = id >> 32, .fd = (__s32)ret };
+	struct sbt_fd_key key = { .tgid = id >> 32, .fd = (__s32)ret };
 
 	kind = bpf_map_lookup_elem(&open_pending, &tid);
 	if (!kind)
@@ -162,7 +146,7 @@ SEC("tp/syscalls/sys_enter_close")
 int close_enter(struct trace_event_raw_sys_enter *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct fd_key key = { .tgid = id >> 32, .fd = (__s32)ctx->args[0] };
+	struct sbt_fd_key key = { .tgid = id >> 32, .fd = (__s32)ctx->args[0] };
 
 	if (sbt_is_traced(key.tgid))
 		bpf_map_delete_elem(&accel_fds, &key);
@@ -221,7 +205,7 @@ SEC("tp/syscalls/sys_enter_ioctl")
 int ioctl_enter(struct trace_event_raw_sys_enter *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct fd_key key = { .tgid = id >> 32, .fd = (__s32)ctx->args[0] };
+	struct sbt_fd_key key = { .tgid = id >> 32, .fd = (__s32)ctx->args[0] };
 	__u32 tid = (__u32)id, *kind;
 	struct sbt_ioctl r = {};
 
@@ -252,7 +236,7 @@ int ioctl_exit(struct trace_event_raw_sys_exit *ctx)
 		return 0;
 	if (p->cmd == SBT_VFIO_GROUP_GET_DEVICE_FD && ctx->ret >= 0 &&
 	    p->fd_kind != SBT_FD_CONTAINER && p->fd_kind != SBT_FD_DEVICE) {
-		struct fd_key key = { .tgid = id >> 32, .fd = (__s32)ctx->ret };
+		struct sbt_fd_key key = { .tgid = id >> 32, .fd = (__s32)ctx->ret };
 
 		bpf_map_update_elem(&accel_fds, &key, &kind, BPF_ANY);
 	}

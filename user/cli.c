@@ -187,7 +187,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_VFIO_PATH:
 		if (o->nvfio_paths == SBT_MAX_VFIO_PATHS)
 			return fail(state, c, "too many --vfio-path (at most %d)", SBT_MAX_VFIO_PATHS);
-		if (cli_split_glob(arg, 63, &pl, &sl, &star))
+		if (cli_split_glob(arg, SBT_FD_PATTERN_LEN - 1, &pl, &sl, &star))
 			return fail(state, c,
 				    "--vfio-path '%s': use an absolute path with at most one '*' "
 				    "(no '?' or '['), at most 63 characters each side", arg);

@@ -7,11 +7,12 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "events.h"
 #include "probes.h"
 
 #define SBT_MAX_PIDS 64
 #define SBT_MAX_USER_PROBES 64
-#define SBT_MAX_VFIO_PATHS 5 /* BPF holds 8 patterns; 3 are VFIO's own */
+#define SBT_MAX_VFIO_PATHS (SBT_MAX_FD_PATTERNS - SBT_VFIO_FD_PATTERNS)
 #define SBT_MAX_IRQS 64
 #define SBT_DEFAULT_BUFFER (8u << 20)
 

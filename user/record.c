@@ -37,21 +37,7 @@
 #define RESCAN_MS 1000
 #define CLOCK_EVERY_MS 10000 /* clock snapshots in long traces */
 #define MAX_TGIDS 1024
-#define MAX_PATTERNS 8
 #define MAX_GROUPS 64
-
-/* Must match struct fd_pattern in bpf/ioctl.bpf.c. */
-struct fd_pattern {
-	uint32_t kind;
-	uint16_t prefix_len, suffix_len;
-	uint32_t has_star;
-	char prefix[64], suffix[64];
-};
-
-struct fd_key {
-	uint32_t tgid;
-	int32_t fd;
-};
 
 struct recorder {
 	struct record_opts *o;
@@ -66,8 +52,8 @@ struct recorder {
 	struct bpf_link **links;
 	size_t nlinks;
 	struct plan plan;
-	const char *patterns[MAX_PATTERNS];
-	uint32_t pattern_kinds[MAX_PATTERNS];
+	const char *patterns[SBT_MAX_FD_PATTERNS];
+	uint32_t pattern_kinds[SBT_MAX_FD_PATTERNS];
 	int npatterns;
 	pid_t tgids[MAX_TGIDS];
 	int ntgids;
@@ -340,6 +326,16 @@ static void reap_child(struct recorder *r, bool wait)
 
 /* ---- configure and load ------------------------------------------------ */
 
+/* VFIO's own files, first match wins: cdev devices, the container, groups */
+static const struct {
+	const char *glob;
+	uint32_t kind;
+} vfio_patterns[SBT_VFIO_FD_PATTERNS] = {
+	{ "/dev/vfio/devices/*", SBT_FD_DEVICE },
+	{ "/dev/vfio/vfio", SBT_FD_CONTAINER },
+	{ "/dev/vfio/*", SBT_FD_GROUP },
+};
+
 static void add_pattern(struct recorder *r, const char *glob, uint32_t kind)
 {
 	r->patterns[r->npatterns] = glob;
@@ -391,9 +387,8 @@ static int configure(struct recorder *r)
 	if (size != r->o->buffer_size)
 		plan_add(&r->plan, "buffer", "-", "ring buffer rounded up to %lu bytes", size);
 
-	add_pattern(r, "/dev/vfio/devices/*", SBT_FD_DEVICE);
-	add_pattern(r, "/dev/vfio/vfio", SBT_FD_CONTAINER);
-	add_pattern(r, "/dev/vfio/*", SBT_FD_GROUP);
+	for (int i = 0; i < SBT_VFIO_FD_PATTERNS; i++)
+		add_pattern(r, vfio_patterns[i].glob, vfio_patterns[i].kind);
 	for (int i = 0; i < r->o->nvfio_paths; i++)
 		add_pattern(r, r->o->vfio_paths[i], SBT_FD_PATH);
 	s->rodata->n_patterns = (uint32_t)r->npatterns;
@@ -445,7 +440,7 @@ static int fill_patterns(struct recorder *r)
 	int fd = bpf_map__fd(r->skel->maps.fd_patterns);
 
 	for (int i = 0; i < r->npatterns; i++) {
-		struct fd_pattern p = { .kind = r->pattern_kinds[i] };
+		struct sbt_fd_pattern p = { .kind = r->pattern_kinds[i] };
 		size_t pl, sl;
 		bool star;
 
@@ -474,7 +469,7 @@ struct seed_ctx {
 static void seed_fd_cb(int fd, const char *target, void *ctx)
 {
 	struct seed_ctx *c = ctx;
-	struct fd_key key = { (uint32_t)c->pid, fd };
+	struct sbt_fd_key key = { (uint32_t)c->pid, fd };
 	uint32_t kind = 0;
 
 	if (!strcmp(target, "anon_inode:[vfio-device]"))
