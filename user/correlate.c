@@ -24,7 +24,6 @@ struct job {
 	uint64_t id, start, bytes;
 	int engine;
 	uint32_t pid, tid;
-	const char *launch_name;
 	struct device *dev;
 	struct job *next; /* the device's queue of jobs in flight, oldest first */
 };
@@ -332,7 +331,7 @@ static void inflight(struct correlator *c, struct device *d, int engine, uint64_
 }
 
 static struct job *start_job(struct correlator *c, struct process *p, uint32_t tid, int engine,
-			     uint64_t ts, uint64_t bytes, const char *launch)
+			     uint64_t ts, uint64_t bytes)
 {
 	struct device *d = p ? device_of(c, p) : NULL;
 	struct job *j = d ? calloc(1, sizeof(*j)) : NULL;
@@ -342,7 +341,7 @@ static struct job *start_job(struct correlator *c, struct process *p, uint32_t t
 		return NULL;
 	}
 	*j = (struct job){ .id = c->next_job, .start = ts, .bytes = bytes, .engine = engine,
-			   .pid = p->pid, .tid = tid, .launch_name = launch, .dev = d };
+			   .pid = p->pid, .tid = tid, .dev = d };
 	if (d->tail)
 		d->tail->next = j;
 	else
@@ -463,7 +462,7 @@ static void on_call_enter(struct correlator *c, const struct sbt_call_enter *r)
 	if (!nested_launch) {
 		uint64_t bytes = p->bytes_arg >= 0 && p->bytes_arg < SBT_MAX_ARGS ? r->args[p->bytes_arg] : 0;
 		struct job *j = start_job(c, process_of(c, r->h.tgid, false), r->h.tid,
-					  engine_of(p->role), r->h.ts, bytes, p->name);
+					  engine_of(p->role), r->h.ts, bytes);
 
 		if (j) {
 			f->job = j->id;
