@@ -73,14 +73,6 @@
 enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
 
 #define OUT_BUF (1 << 20)
-#define CACHE 512
-
-/* iids by string address: names handed to sinks never change (model.h),
- * so a pointer seen before has the iid it had; misses go by content */
-struct iid_cache {
-	const char *ptr[CACHE];
-	uint64_t iid[CACHE];
-};
 
 struct sequence {
 	uint32_t id;
@@ -96,7 +88,7 @@ struct perfetto_writer {
 	struct pb out, interned;
 	size_t pkt_mark;
 	struct strtab names, cats, anames; /* iids, the same on every sequence */
-	struct iid_cache cache[3];
+	struct strtab_cache cache[3]; /* iids by address (model.h's names) */
 	struct hashmap seqs; /* track id << 8 | depth -> struct sequence */
 	struct {
 		uint64_t key; /* 0: empty (track ids start at 1) */
@@ -224,21 +216,10 @@ static inline __attribute__((always_inline)) uint64_t
 intern(struct perfetto_writer *w, struct sequence *q, struct strtab *t,
 		       uint32_t field, const char *s)
 {
-	struct iid_cache *c = &w->cache[field - 1];
-	size_t slot = ((uintptr_t)s >> 3) % CACHE, byte;
+	uint64_t iid = strtab_id_cached(t, &w->cache[field - 1], s);
 	uint8_t **bits = &q->interned[field - 1];
 	size_t *nbits = &q->interned_bytes[field - 1];
-	bool added;
-	uint64_t iid;
-
-	if (c->ptr[slot] == s) {
-		iid = c->iid[slot];
-	} else {
-		iid = strtab_id(t, s, &added);
-		c->ptr[slot] = s;
-		c->iid[slot] = iid;
-	}
-	byte = iid / 8;
+	size_t byte = iid / 8;
 	if (byte < *nbits && ((*bits)[byte] >> (iid % 8) & 1))
 		return iid;
 	if (byte >= *nbits) {

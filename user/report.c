@@ -27,8 +27,7 @@ struct report {
 	struct track_info *tracks; /* by track id: ids are small and dense */
 	size_t ntracks;
 	struct strtab funcs;
-	const char *func_ptr[64]; /* function ids by name address (model.h) */
-	uint64_t func_id[64];
+	struct strtab_cache func_cache; /* function ids by name address (model.h) */
 	struct histogram *hists[MAX_FUNCS];
 	struct {
 		char name[64];
@@ -91,17 +90,7 @@ static int device_index(const struct report *r, const struct track_info *i)
 	return p ? p->dev : -1;
 }
 
-static uint64_t func_id(struct report *r, const char *name)
-{
-	size_t slot = ((uintptr_t)name >> 3) % 64;
-	bool added;
 
-	if (r->func_ptr[slot] != name) {
-		r->func_id[slot] = strtab_id(&r->funcs, name, &added);
-		r->func_ptr[slot] = name;
-	}
-	return r->func_id[slot];
-}
 
 static const struct model_arg *arg(const struct model_event *e, const char *name)
 {
@@ -136,7 +125,7 @@ static void on_event(void *ctx, const struct model_event *e)
 	if (e->kind != EV_SLICE || !e->cat)
 		return;
 	if (e->cat[0] == 'r' && !strcmp(e->cat, "runtime")) {
-		uint64_t id = func_id(r, e->name);
+		uint64_t id = strtab_id_cached(&r->funcs, &r->func_cache, e->name);
 
 		if (!id || id > MAX_FUNCS)
 			return;
