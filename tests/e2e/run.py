@@ -504,21 +504,30 @@ def run_verbose_plan(tmp):
     assert "uprobe     -> " in r.stderr and "flex::RuntimeStream::launchH2D" in r.stderr
 
 
+def run_in_guest(tmp, cards, cmd, timeout):
+    """Run cmd in the QEMU guest (scripts/vm.sh) with that many edu cards
+    bound to vfio-pci; returns the directory its /out came back to."""
+    if not shutil.which("qemu-system-x86_64"):
+        raise Skip("qemu-system-x86_64 missing (make deps installs it)")
+    out = os.path.join(tmp, "guest")
+    r = subprocess.run([os.path.join(ROOT, "scripts", "vm.sh"), "--edu", str(cards), "--out", out,
+                        "--timeout", str(timeout), "--", cmd],
+                       capture_output=True, text=True, timeout=timeout + 60)
+    if r.returncode and "downloading" in r.stderr and "failed" in r.stderr:
+        raise Skip("the kernel package could not be downloaded: " + r.stderr.strip().splitlines()[-1])
+    assert r.returncode == 0, f"guest run failed ({r.returncode}):\n{r.stderr[-2000:]}"
+    assert f"devices {cards}" in r.stderr, r.stderr
+    return out, r.stderr
+
+
 def run_guest_kernel(tmp):
     """The same BPF objects on a second kernel: Debian's 6.1 in a QEMU guest
     (scripts/vm.sh), with QEMU's edu device bound to vfio-pci. The guest's
     capture must hold what the simulator did there, as on the host."""
-    if not shutil.which("qemu-system-x86_64"):
-        raise Skip("qemu-system-x86_64 missing (make deps installs it)")
-    out = os.path.join(tmp, "guest")
     cmd = ("build/spyre-bpftrace -q -o /out/cap.sbt --vfio-path '/tmp/m/*' "
            "-c 'build/spyre-sim-run --threads 2 --jobs 4 --mock-dir /tmp/m --json /out/sim.json'")
-    r = subprocess.run([os.path.join(ROOT, "scripts", "vm.sh"), "--edu", "2", "--out", out, "--", cmd],
-                       capture_output=True, text=True, timeout=300)
-    if r.returncode and "downloading" in r.stderr and "failed" in r.stderr:
-        raise Skip("the kernel package could not be downloaded: " + r.stderr.strip().splitlines()[-1])
-    assert r.returncode == 0, f"guest run failed ({r.returncode}):\n{r.stderr[-2000:]}"
-    assert "edu 0000:00:03.0 bound to vfio-pci" in r.stderr and "devices 2" in r.stderr, r.stderr
+    out, log = run_in_guest(tmp, 2, cmd, 120)
+    assert "edu 0000:00:03.0 bound to vfio-pci" in log, log
     events, _ = parse_dump(os.path.join(out, "cap.sbt"))
     release = [e for e in events if e["type"] == "host"][0]["release"]
     assert release.startswith("6.1."), f"ran on {release}, not the guest's 6.1 kernel"
@@ -527,16 +536,9 @@ def run_guest_kernel(tmp):
 
 def guest_vfio(tmp, cards):
     """Trace the simulator's vfio backend driving edu cards through real VFIO."""
-    if not shutil.which("qemu-system-x86_64"):
-        raise Skip("qemu-system-x86_64 missing (make deps installs it)")
-    out = os.path.join(tmp, "guest")
     cmd = ("build/spyre-bpftrace -q -o /out/cap.sbt -c 'build/spyre-sim-run --backend vfio "
            f"--threads {cards} --jobs 2 --bytes 8192 --json /out/sim.json'")
-    r = subprocess.run([os.path.join(ROOT, "scripts", "vm.sh"), "--edu", str(cards), "--out", out,
-                        "--timeout", "240", "--", cmd], capture_output=True, text=True, timeout=300)
-    if r.returncode and "downloading" in r.stderr and "failed" in r.stderr:
-        raise Skip("the kernel package could not be downloaded")
-    assert r.returncode == 0, f"guest run failed ({r.returncode}):\n{r.stderr[-2000:]}"
+    out, _ = run_in_guest(tmp, cards, cmd, 240)
     sim = json.load(open(os.path.join(out, "sim.json")))
     assert sim["job_failures"] == 0 and len(sim["devices"]) == cards, sim["devices"]
     events, _ = parse_dump(os.path.join(out, "cap.sbt"))
