@@ -34,6 +34,7 @@ enum sbt_type {
 	SBT_TASK_NEW = 9, /* a traced process made a thread or a child */
 	SBT_TASK_COMM = 10, /* a traced thread changed its name (exec, prctl) */
 	SBT_TASK_EXIT = 11, /* a traced thread exited */
+	SBT_DRV = 12, /* a vfio driver function returned (driver-level probes) */
 
 	SBT_META_CLOCK = 64, /* clock snapshot */
 	SBT_META_HOST = 65, /* host name, kernel release, tool version */
@@ -114,6 +115,29 @@ enum sbt_ioctl_decoded {
 	SBT_DEC_FAULT = 4, /* argument could not be read from user memory */
 };
 
+/* The vfio driver functions the driver-level probes watch. */
+enum sbt_drv_func {
+	SBT_DRV_CONTAINER_IOCTL = 1, /* vfio_fops_unl_ioctl: /dev/vfio/vfio */
+	SBT_DRV_GROUP_IOCTL = 2, /* vfio_group_fops_unl_ioctl */
+	SBT_DRV_DEVICE_IOCTL = 3, /* vfio_device_fops_unl_ioctl */
+	SBT_DRV_TYPE1_IOCTL = 4, /* vfio_iommu_type1_ioctl: MAP_DMA, UNMAP_DMA, ... */
+	SBT_DRV_PIN_PAGES = 5, /* vfio_pin_pages_remote: pins a mapping's pages */
+	SBT_DRV_UNPIN_PAGES = 6, /* vfio_unpin_pages_remote */
+	SBT_DRV_MSI = 7, /* vfio_msihandler: the card's MSI, in interrupt context */
+	SBT_DRV_FUNC_MAX,
+};
+
+/* A PCI address as one number: domain << 16 | bus << 8 | device << 3 | fn */
+#define SBT_BDF_NONE 0xffffffffu
+#define SBT_MAX_DEV_FILTERS 16
+
+/* --device: a card by PCI address (vendor 0) or by vendor:device (bdf
+ * SBT_BDF_NONE). No filters: every device. */
+struct sbt_dev_filter {
+	__u32 bdf;
+	__u16 vendor, device;
+};
+
 struct sbt_hdr {
 	__u16 type;
 	__u16 size; /* payload bytes after this header */
@@ -177,6 +201,26 @@ struct sbt_irq {
 	__s32 irq;
 	__s32 ret; /* irqreturn_t: 0 none, 1 handled, 2 wake thread */
 };
+
+struct sbt_drv {
+	struct sbt_hdr h; /* ts: the function returned; MSI: tgid/tid interrupted */
+	__u64 start_ts;
+	__s64 ret;
+	/* TYPE1 MAP_DMA: iova, size, vaddr; UNMAP_DMA: iova, size;
+	 * PIN_PAGES: vaddr, pages asked; UNPIN_PAGES: iova, pages; MSI: irq */
+	__u64 args[3];
+	__u32 func; /* enum sbt_drv_func */
+	__u32 cmd; /* the ioctls' cmd */
+	__u32 bdf; /* the card, SBT_BDF_NONE if not known here */
+	__u16 vendor, device; /* its PCI ids, 0 if not known */
+	__u16 level; /* driver functions of this thread open around this one */
+	__u16 decoded; /* TYPE1: SBT_DEC_DMA_MAP/UNMAP if args were read */
+	__u16 cards; /* 1: bdf is the one card; SBT_DRV_SHARED: several (bdf none) */
+	__u16 pad;
+};
+
+/* A container (or group) holding several cards: its mappings are theirs. */
+#define SBT_DRV_SHARED 2
 
 struct sbt_iommu {
 	struct sbt_hdr h;

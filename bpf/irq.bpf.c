@@ -2,11 +2,13 @@
 /*
  * Interrupt path: irq_handler_entry/exit for the accelerator's interrupts
  * only: the numbers in irq_filter (the loader fills it from /proc/interrupts
- * and --irq) and, with match_vfio_names, any handler named vfio* (vfio-pci
- * requests its MSI vectors only when the traced process enables them).
+ * and --irq) and, with match_vfio_names, any handler vfio-pci named for a
+ * card --device wants (vfio-pci requests its MSI vectors only when the
+ * traced process enables them, so they are matched here, by name).
  * Hard interrupt handlers do not nest, so one start slot per CPU.
  */
 #include "common.bpf.h"
+#include "device.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -17,63 +19,71 @@ struct {
 
 const volatile bool match_vfio_names = true;
 
-static __always_inline bool vfio_handler(struct trace_event_raw_irq_handler_entry *ctx)
-{
-	char name[4];
-	/* __data_loc: the low 16 bits are the string's offset in the record */
-	__u32 loc = BPF_CORE_READ(ctx, __data_loc_name);
+#define IRQ_NAME_LEN 32
 
-	if (bpf_probe_read_kernel(name, sizeof(name), (char *)ctx + (loc & 0xffff)))
-		return false;
-	return name[0] == 'v' && name[1] == 'f' && name[2] == 'i' && name[3] == 'o';
+/* vfio-pci names its vectors vfio-msi[N](BDF), vfio-msix[N](BDF),
+ * vfio-intx(BDF): the card, or SBT_BDF_NONE when the handler is not vfio's
+ * (or its name is not in that form). */
+static __always_inline __u32 vfio_handler_bdf(struct irqaction *action)
+{
+	const char *p = BPF_CORE_READ(action, name);
+	char name[IRQ_NAME_LEN];
+
+	if (!p || bpf_probe_read_kernel_str(name, sizeof(name), p) < 5)
+		return SBT_BDF_NONE;
+	if (name[0] != 'v' || name[1] != 'f' || name[2] != 'i' || name[3] != 'o')
+		return SBT_BDF_NONE;
+	for (int i = 4; i < IRQ_NAME_LEN - 13; i++)
+		if (name[i] == '(')
+			return sbt_parse_bdf(&name[i + 1]);
+	return SBT_BDF_NONE;
 }
 
-struct irq_start {
-	__u64 ts;
-	__s32 irq;
-	__u32 active;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct irq_start);
-} irq_starts SEC(".maps");
-
-SEC("tp/irq/irq_handler_entry")
-int irq_entry(struct trace_event_raw_irq_handler_entry *ctx)
+/* Raw tracepoints, not perf tracepoints: a perf tracepoint's program is
+ * skipped when the interrupt lands while another tracing program runs on
+ * that CPU (the kernel's bpf_prog_active guard), and interrupts do land
+ * inside the syscall programs. A raw tracepoint guards only against itself. */
+SEC("raw_tp/irq_handler_entry")
+int BPF_PROG(irq_entry, int irq, struct irqaction *action)
 {
-	__u32 irq = ctx->irq, zero = 0;
+	__u32 key = (__u32)irq, zero = 0, bdf = SBT_BDF_NONE;
 	struct irq_start *s;
 
-	if (!bpf_map_lookup_elem(&irq_filter, &irq) && !(match_vfio_names && vfio_handler(ctx)))
-		return 0;
+	if (!bpf_map_lookup_elem(&irq_filter, &key)) {
+		if (!match_vfio_names)
+			return 0;
+		bdf = vfio_handler_bdf(action);
+		/* the ids are not in the name: the loader lists, by address,
+		 * the cards that --device VID:DID matches */
+		if (bdf == SBT_BDF_NONE || !sbt_device_wanted(bdf, 0, 0))
+			return 0;
+	}
 	s = bpf_map_lookup_elem(&irq_starts, &zero);
 	if (!s)
 		return 0;
 	s->ts = bpf_ktime_get_boot_ns();
 	s->irq = irq;
+	s->bdf = bdf;
 	s->active = 1;
 	return 0;
 }
 
-SEC("tp/irq/irq_handler_exit")
-int irq_exit(struct trace_event_raw_irq_handler_exit *ctx)
+SEC("raw_tp/irq_handler_exit")
+int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 {
 	__u32 zero = 0;
 	struct irq_start *s = bpf_map_lookup_elem(&irq_starts, &zero);
 	struct sbt_irq *r;
 
-	if (!s || !s->active || s->irq != ctx->irq)
+	if (!s || !s->active || s->irq != irq)
 		return 0;
 	s->active = 0;
 	r = sbt_reserve(sizeof(*r), SBT_IRQ);
 	if (!r)
 		return 0;
 	r->start_ts = s->ts;
-	r->irq = ctx->irq;
-	r->ret = ctx->ret;
+	r->irq = irq;
+	r->ret = ret;
 	sbt_submit(r);
 	return 0;
 }

@@ -94,6 +94,7 @@ size_t sbt_min_payload(uint16_t type)
 	case SBT_LOST: return P(sbt_lost);
 	case SBT_META_END: return P(sbt_meta_end);
 	case SBT_META_DEVICE: return P(sbt_meta_device);
+	case SBT_DRV: return P(sbt_drv);
 	default: return 0;
 	}
 #undef P

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "driver.h"
 
 const char *argp_program_version = "spyre-bpftrace " SBT_VERSION;
 
@@ -31,6 +32,7 @@ static const char doc[] =
 	"  spyre-bpftrace -p 1234 -v           # print the attach plan too\n"
 	"  spyre-bpftrace -c ./app --probe libflex.so:'flex::Runtime*'\n"
 	"  spyre-bpftrace -c ./app --vfio-path '/tmp/mock/*'\n"
+	"  spyre-bpftrace -p 1234 --device 0000:3b:00.0  # one card only\n"
 	"  spyre-bpftrace convert run.sbt -o run.pftrace\n"
 	"  spyre-bpftrace report run.sbt       # the summary of a capture\n"
 	"  spyre-bpftrace inspect run.pftrace  # check a Perfetto trace\n"
@@ -39,7 +41,7 @@ static const char doc[] =
 	"Needs root (or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN) and a kernel with BTF. "
 	"See spyre-bpftrace(1) and docs/usage.md.";
 
-enum { OPT_PROBE = 1000, OPT_VFIO_PATH, OPT_IRQ, OPT_BUFFER, OPT_FORMAT };
+enum { OPT_PROBE = 1000, OPT_VFIO_PATH, OPT_IRQ, OPT_BUFFER, OPT_FORMAT, OPT_DEVICE, OPT_DRIVER };
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process (repeatable)", 0 },
@@ -56,6 +58,13 @@ static const struct argp_option options[] = {
 	  "Count files matching GLOB (one '*') as accelerator files, besides /dev/vfio "
 	  "(repeatable)", 0 },
 	{ "irq", OPT_IRQ, "N", 0, "Also trace interrupt number N (repeatable)", 0 },
+	{ "device", OPT_DEVICE, "BDF|VID:DID|all", 0,
+	  "Keep driver-level events and interrupts of this card only: a PCI address "
+	  "(0000:01:00.0) or vendor:device ids (repeatable; default Spyre's 1014:06a7 and "
+	  "1014:06a8; 'all' for every device)", 0 },
+	{ "driver-probes", OPT_DRIVER, "MODE", 0,
+	  "How to attach to vfio's functions: auto (fentry, else kprobes; the default), "
+	  "fentry, kprobe or off", 0 },
 	{ "buffer-size", OPT_BUFFER, "SIZE", 0,
 	  "Ring buffer size, e.g. 64M (default 8M; rounded up to a power of two)", 0 },
 	{ "verbose", 'v', NULL, 0, "Print the attach plan and libbpf warnings", 0 },
@@ -132,6 +141,7 @@ struct parse_ctx {
 	struct record_opts *o;
 	char *err;
 	size_t errlen;
+	bool every_device; /* --device all */
 };
 
 __attribute__((format(printf, 3, 4))) static error_t fail(struct argp_state *state,
@@ -210,6 +220,24 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			return fail(state, c, "unknown --format '%s'; hint: perfetto, json or sbt", arg);
 		o->format = arg;
 		break;
+	case OPT_DEVICE:
+		if (!strcmp(arg, "all")) {
+			c->every_device = true;
+			break;
+		}
+		if (o->devices.n == SBT_MAX_DEV_FILTERS / 2)
+			return fail(state, c, "too many --device (at most %d)", SBT_MAX_DEV_FILTERS / 2);
+		if (devfilter_parse(arg, &o->devices.f[o->devices.n]))
+			return fail(state, c,
+				    "invalid --device '%s'; hint: a PCI address (0000:01:00.0) or "
+				    "vendor:device ids (1014:06a7), as lspci -nD shows them", arg);
+		o->devices.n++;
+		break;
+	case OPT_DRIVER:
+		if ((o->driver_mode = driver_mode_parse(arg)) < 0)
+			return fail(state, c, "unknown --driver-probes '%s'; hint: auto, fentry, kprobe or off",
+				    arg);
+		break;
 	case OPT_BUFFER:
 		if (cli_parse_size(arg, &o->buffer_size) || o->buffer_size < 4096 ||
 		    o->buffer_size > (1ul << 30))
@@ -229,6 +257,16 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			return fail(state, c, "nothing to trace; hint: give -p PID or -c CMD (see --help)");
 		if (o->npids && o->command)
 			return fail(state, c, "-p and -c do not go together; hint: trace one job per run");
+		if (c->every_device && o->devices.n)
+			return fail(state, c, "--device all and --device %s do not go together",
+				    "BDF|VID:DID");
+		if (!c->every_device && !o->devices.n) {
+			o->devices.f[0] = (struct sbt_dev_filter){ SBT_BDF_NONE, SBT_SPYRE_VENDOR,
+								   SBT_SPYRE_DEVICE_A };
+			o->devices.f[1] = (struct sbt_dev_filter){ SBT_BDF_NONE, SBT_SPYRE_VENDOR,
+								   SBT_SPYRE_DEVICE_B };
+			o->devices.n = 2;
+		}
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -247,7 +285,7 @@ int cli_parse_record(int argc, char **argv, struct record_opts *o, unsigned int 
 		     char *err, size_t errlen)
 {
 	static const struct argp argp = { options, parse_opt, NULL, doc, NULL, NULL, NULL };
-	struct parse_ctx c = { o, err, errlen };
+	struct parse_ctx c = { o, err, errlen, false };
 
 	memset(o, 0, sizeof(*o));
 	o->buffer_size = SBT_DEFAULT_BUFFER;

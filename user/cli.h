@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "devfilter.h"
 #include "events.h"
 #include "probes.h"
 
@@ -30,6 +31,8 @@ struct record_opts {
 	int irqs[SBT_MAX_IRQS];
 	int nirqs;
 	unsigned long buffer_size;
+	struct devfilter devices; /* --device; Spyre's ids if none given */
+	int driver_mode; /* enum driver_mode (driver.h) */
 	int verbose;
 	bool quiet; /* no live status, no summary */
 };

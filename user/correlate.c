@@ -57,6 +57,9 @@ struct thread {
 	/* jobs completed by an interrupt: their flow ends at the next wait */
 	uint64_t done_jobs[MAX_PENDING_FLOWS];
 	int ndone;
+	/* when the driver last counted a DMA mapping of this thread's: the
+	 * ioctl around it must not count it again */
+	uint64_t drv_mapped_ts;
 };
 
 struct process {
@@ -417,23 +420,32 @@ static int engine_of(int role)
 
 /* Frames from depth d down whose returns never came (their records were
  * lost): marks at their entries, counted, never stretched into slices. */
+/* A mark for a call that will get no slice; a launch's mark is its end of
+ * the job's flow, so the flow still connects two events. */
+static void unfinished_frame(struct correlator *c, struct thread *t, int d, const char *what)
+{
+	const struct meta_probe *mp = meta_probe(&c->meta, t->frames[d].probe);
+	struct model_event e;
+
+	t->frames[d].open = false;
+	c->st.unfinished_calls++;
+	event_init(&e, EV_INSTANT, &t->track, t->frames[d].ts, what, "runtime", MODEL_DEPTH_INSTANTS);
+	arg_s(&e, "function", mp ? mp->name : "?");
+	if (t->frames[d].job) {
+		arg_u(&e, "correlation", t->frames[d].job);
+		e.flows[e.nflows++] = t->frames[d].job;
+	}
+	emit(c, &e);
+}
+
 static void drop_frames(struct correlator *c, struct thread *t, uint32_t d)
 {
 	uint32_t open = d < 32 ? t->open_mask & ~((1u << d) - 1) : 0;
 
 	for (; open; open &= open - 1) {
-		const struct meta_probe *mp;
-		struct model_event e;
-
 		d = (uint32_t)__builtin_ctz(open);
-		t->frames[d].open = false;
 		t->open_mask &= ~(1u << d);
-		mp = meta_probe(&c->meta, t->frames[d].probe);
-		c->st.unfinished_calls++;
-		event_init(&e, EV_INSTANT, &t->track, t->frames[d].ts, "call without return",
-			   "runtime", MODEL_DEPTH_INSTANTS);
-		arg_s(&e, "function", mp ? mp->name : "?");
-		emit(c, &e);
+		unfinished_frame(c, t, (int)d, "call without return");
 	}
 }
 
@@ -604,7 +616,9 @@ static void on_ioctl(struct correlator *c, const struct sbt_ioctl *r)
 		arg_x(&e, "iova", r->u.dma.iova);
 		arg_u(&e, "size", r->u.dma.size);
 		arg_x(&e, "flags", r->u.dma.flags);
-		struct process *p = r->ret == 0 ? process_of(c, r->h.tgid, false) : NULL;
+		bool driver_counted = t->drv_mapped_ts >= r->start_ts && t->drv_mapped_ts <= r->h.ts;
+		struct process *p = r->ret == 0 && !driver_counted ? process_of(c, r->h.tgid, false)
+								  : NULL;
 
 		if (p) {
 			struct device *d = device_of(c, p);
@@ -733,22 +747,98 @@ static void on_irq(struct correlator *c, const struct sbt_irq *r)
 	emit(c, &e);
 }
 
+/* The card of a driver-level record: by its PCI address, where one. */
+static struct device *drv_device(struct correlator *c, const struct sbt_drv *r)
+{
+	char bdf[16];
+
+	if (r->bdf == SBT_BDF_NONE)
+		return NULL;
+	snprintf(bdf, sizeof(bdf), "%04x:%02x:%02x.%x", r->bdf >> 16, (r->bdf >> 8) & 0xff,
+		 (r->bdf >> 3) & 0x1f, r->bdf & 7);
+	return pci_device(c, bdf);
+}
+
+/* vfio's MSI handler: inside the interrupt's slice on its card's track; the
+ * driver's word on which card an interrupt number belongs to. */
+static void on_msi(struct correlator *c, const struct sbt_drv *r, struct device *d)
+{
+	struct model_event e;
+	uint64_t irq = r->args[0];
+
+	if (!d)
+		return;
+	if (!hm_get(&c->devices_by_irq, irq))
+		hm_put(&c->devices_by_irq, irq, d);
+	announce_once(c, &d->irq_track);
+	event_init(&e, EV_SLICE, &d->irq_track, r->start_ts, sbt_drv_func_name(r->func), "driver",
+		   1);
+	e.dur = r->h.ts > r->start_ts ? r->h.ts - r->start_ts : 0;
+	arg_u(&e, "irq", irq);
+	arg_i(&e, "ret", r->ret);
+	emit(c, &e);
+}
+
+/* A vfio function returned: a slice inside the ioctl that called it. */
+static void on_drv(struct correlator *c, const struct sbt_drv *r)
+{
+	struct device *d = drv_device(c, r);
+	const char *cmd = sbt_drv_cmd_name(r);
+	struct model_event e;
+	struct thread *t;
+	bool map = r->decoded == SBT_DEC_DMA_MAP, unmap = r->decoded == SBT_DEC_DMA_UNMAP;
+
+	c->st.driver_calls++;
+	if (r->func == SBT_DRV_MSI) {
+		on_msi(c, r, d);
+		return;
+	}
+	t = thread_of(c, r->h.tgid, r->h.tid);
+	if (!t)
+		return;
+	event_init(&e, EV_SLICE, &t->track, r->start_ts, sbt_drv_func_name(r->func), "driver", 0);
+	/* below the ioctl, which is below the innermost open runtime call */
+	e.depth = (uint8_t)((t->open_mask ? 32 - __builtin_clz(t->open_mask) : 0) + 1 +
+			    (r->level < SBT_MAX_DEPTH ? r->level : SBT_MAX_DEPTH));
+	e.dur = r->h.ts > r->start_ts ? r->h.ts - r->start_ts : 0;
+	if (cmd)
+		arg_s(&e, "cmd", cmd);
+	if (d)
+		arg_s(&e, "device", d->name + 4); /* past "PCI " */
+	else if (r->cards == SBT_DRV_SHARED)
+		arg_s(&e, "device", "several (shared container)");
+	if (r->vendor) {
+		arg_x(&e, "vendor", r->vendor);
+		arg_x(&e, "device_id", r->device);
+	}
+	arg_i(&e, "ret", r->ret);
+	if (r->ret < 0 && r->ret > -4096)
+		arg_s(&e, "error", sbt_errno_name((int)-r->ret));
+	if (map || unmap) {
+		arg_x(&e, "iova", r->args[0]);
+		arg_u(&e, "size", r->args[1]);
+		if (map)
+			arg_x(&e, "vaddr", r->args[2]);
+	} else if (r->func == SBT_DRV_PIN_PAGES || r->func == SBT_DRV_UNPIN_PAGES) {
+		arg_x(&e, r->func == SBT_DRV_PIN_PAGES ? "vaddr" : "iova", r->args[0]);
+		arg_u(&e, "pages", r->args[1]);
+	}
+	emit(c, &e);
+	/* a mapping of one card's container is that card's; a shared
+	 * container's is left to the process-level count of the ioctl */
+	if ((map || unmap) && r->ret == 0 && d) {
+		d->mapped += map ? (int64_t)r->args[1] : -(int64_t)r->args[1];
+		announce_once(c, &d->mapped_track);
+		counter(c, &d->mapped_track, r->h.ts, d->mapped);
+		t->drv_mapped_ts = r->h.ts;
+	}
+}
+
 /* Calls still open when the thread or the trace ended. */
 static void flush_frames(struct correlator *c, struct thread *t)
 {
-	for (uint32_t open = t->open_mask; open; open &= open - 1) {
-		int d = __builtin_ctz(open);
-		const struct meta_probe *mp;
-		struct model_event e;
-
-		mp = meta_probe(&c->meta, t->frames[d].probe);
-		t->frames[d].open = false;
-		c->st.unfinished_calls++;
-		event_init(&e, EV_INSTANT, &t->track, t->frames[d].ts, "unfinished call", "runtime",
-			   MODEL_DEPTH_INSTANTS);
-		arg_s(&e, "function", mp ? mp->name : "?");
-		emit(c, &e);
-	}
+	for (uint32_t open = t->open_mask; open; open &= open - 1)
+		unfinished_frame(c, t, __builtin_ctz(open), "unfinished call");
 	t->open_mask = 0;
 }
 
@@ -821,6 +911,9 @@ int correlator_add(struct correlator *c, const struct sbt_hdr *h)
 		break;
 	case SBT_IOCTL:
 		on_ioctl(c, (const void *)h);
+		break;
+	case SBT_DRV:
+		on_drv(c, (const void *)h);
 		break;
 	case SBT_IRQ:
 		on_irq(c, (const void *)h);

@@ -25,6 +25,7 @@
 
 struct correlate_stats {
 	uint64_t records, calls, ioctls, ioctl_errors, jobs, irqs;
+	uint64_t driver_calls; /* driver-level records (vfio functions) */
 	uint64_t unfinished_calls, unfinished_jobs; /* open at the end */
 	uint64_t unpaired_returns; /* a return whose entry was not seen */
 	uint64_t unmatched_completions; /* an interrupt with no job in flight */

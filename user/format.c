@@ -100,6 +100,45 @@ static void fmt_ioctl(struct out *o, const struct sbt_ioctl *r)
 	}
 }
 
+static void fmt_drv(struct out *o, const struct sbt_drv *r)
+{
+	const char *cmd = sbt_drv_cmd_name(r);
+
+	put(o, " func=%s", sbt_drv_func_name(r->func));
+	if (cmd)
+		put(o, " cmd=%s", cmd);
+	else if (r->func <= SBT_DRV_TYPE1_IOCTL)
+		put(o, " cmd=0x%x", r->cmd);
+	if (r->bdf != SBT_BDF_NONE)
+		put(o, " bdf=%04x:%02x:%02x.%x", r->bdf >> 16, (r->bdf >> 8) & 0xff,
+		    (r->bdf >> 3) & 0x1f, r->bdf & 7);
+	if (r->vendor)
+		put(o, " ids=%04x:%04x", r->vendor, r->device);
+	if (r->cards == SBT_DRV_SHARED)
+		put(o, " cards=shared");
+	put(o, " level=%u ret=%lld", r->level, (long long)r->ret);
+	if (r->ret < 0 && r->ret > -4096)
+		put(o, " err=%s", sbt_errno_name((int)-r->ret));
+	put(o, " dur_ns=%llu", (unsigned long long)(r->h.ts - r->start_ts));
+	switch (r->func) {
+	case SBT_DRV_TYPE1_IOCTL:
+		if (r->decoded == SBT_DEC_DMA_MAP || r->decoded == SBT_DEC_DMA_UNMAP)
+			put(o, " iova=0x%llx size=%llu", (unsigned long long)r->args[0],
+			    (unsigned long long)r->args[1]);
+		if (r->decoded == SBT_DEC_DMA_MAP)
+			put(o, " vaddr=0x%llx", (unsigned long long)r->args[2]);
+		break;
+	case SBT_DRV_PIN_PAGES:
+	case SBT_DRV_UNPIN_PAGES:
+		put(o, " %s=0x%llx pages=%lld", r->func == SBT_DRV_PIN_PAGES ? "vaddr" : "iova",
+		    (unsigned long long)r->args[0], (long long)r->args[1]);
+		break;
+	case SBT_DRV_MSI:
+		put(o, " irq=%llu", (unsigned long long)r->args[0]);
+		break;
+	}
+}
+
 static void fmt_meta(struct out *o, const struct sbt_hdr *h)
 {
 	size_t fixed;
@@ -209,6 +248,9 @@ int sbt_format_record(const struct sbt_hdr *h, const struct capture_meta *m, cha
 		break;
 	case SBT_IOCTL:
 		fmt_ioctl(&o, (const void *)h);
+		break;
+	case SBT_DRV:
+		fmt_drv(&o, (const void *)h);
 		break;
 	case SBT_IRQ: {
 		const struct sbt_irq *q = (const void *)h;

@@ -26,6 +26,7 @@ const char *sbt_type_name(uint16_t type)
 		[SBT_META_PROBE] = "probe", [SBT_META_IRQ] = "irq_info",
 		[SBT_THREAD_NAME] = "thread_name", [SBT_LOST] = "lost",
 		[SBT_META_END] = "end", [SBT_META_DEVICE] = "device",
+		[SBT_DRV] = "driver",
 	};
 
 	return type < SBT_TYPE_MAX && names[type] ? names[type] : "unknown";
@@ -102,4 +103,31 @@ const char *sbt_errno_name(int err)
 	const char *n = err > 0 ? strerrorname_np(err) : NULL;
 
 	return n ? n : "E?";
+}
+
+const char *sbt_drv_func_name(unsigned int func)
+{
+	static const char *const names[SBT_DRV_FUNC_MAX] = {
+		[SBT_DRV_CONTAINER_IOCTL] = "vfio_fops_unl_ioctl",
+		[SBT_DRV_GROUP_IOCTL] = "vfio_group_fops_unl_ioctl",
+		[SBT_DRV_DEVICE_IOCTL] = "vfio_device_fops_unl_ioctl",
+		[SBT_DRV_TYPE1_IOCTL] = "vfio_iommu_type1_ioctl",
+		[SBT_DRV_PIN_PAGES] = "vfio_pin_pages_remote",
+		[SBT_DRV_UNPIN_PAGES] = "vfio_unpin_pages_remote",
+		[SBT_DRV_MSI] = "vfio_msihandler",
+	};
+
+	return func < SBT_DRV_FUNC_MAX && names[func] ? names[func] : "vfio?";
+}
+
+const char *sbt_drv_cmd_name(const struct sbt_drv *r)
+{
+	static const unsigned int kinds[SBT_DRV_FUNC_MAX] = {
+		[SBT_DRV_CONTAINER_IOCTL] = SBT_FD_CONTAINER, [SBT_DRV_GROUP_IOCTL] = SBT_FD_GROUP,
+		[SBT_DRV_DEVICE_IOCTL] = SBT_FD_DEVICE, [SBT_DRV_TYPE1_IOCTL] = SBT_FD_CONTAINER,
+	};
+
+	if (r->func >= SBT_DRV_FUNC_MAX || !kinds[r->func])
+		return NULL;
+	return sbt_vfio_cmd_name(r->cmd, kinds[r->func]);
 }

@@ -13,6 +13,11 @@ const char *sbt_fd_kind_name(unsigned int kind);
 /* "VFIO_IOMMU_MAP_DMA", or NULL for a command that is not VFIO's. The fd
  * kind matters: VFIO numbers mean different things on device fds. */
 const char *sbt_vfio_cmd_name(uint32_t cmd, unsigned int fd_kind);
+/* The vfio function an SBT_DRV record is about */
+const char *sbt_drv_func_name(unsigned int func);
+struct sbt_drv;
+/* The VFIO command of a driver-level ioctl record, or NULL */
+const char *sbt_drv_cmd_name(const struct sbt_drv *r);
 /* "ENOTTY" for 25; "E?" when unknown */
 const char *sbt_errno_name(int err);
 

@@ -27,6 +27,7 @@
 #include "commands.h"
 #include "libresolve.h"
 #include "output.h"
+#include "driver.h"
 #include "plan.h"
 #include "preflight.h"
 #include "probes.h"
@@ -52,6 +53,7 @@ struct recorder {
 	struct bpf_link **links;
 	size_t nlinks;
 	struct plan plan;
+	struct driver_plan drv;
 	const char *patterns[SBT_MAX_FD_PATTERNS];
 	uint32_t pattern_kinds[SBT_MAX_FD_PATTERNS];
 	int npatterns;
@@ -202,13 +204,31 @@ struct irq_ctx {
 	int nbdfs;
 };
 
+/* An accelerator interrupt is kept if --device wants the card whose PCI
+ * address its name holds; one with no address in its name, only when every
+ * device is wanted. */
+static bool irq_card_wanted(const struct recorder *r, const char *name)
+{
+	for (const char *s = name; strlen(s) >= 12; s++) {
+		char addr[13];
+		uint32_t bdf;
+
+		memcpy(addr, s, 12);
+		addr[12] = '\0';
+		if ((bdf = devfilter_bdf(addr)) != SBT_BDF_NONE)
+			return devfilter_wants_bdf(&r->o->devices, bdf);
+	}
+	return r->o->devices.n == 0;
+}
+
 static void irq_name_cb(int irq, const char *name, void *ctx)
 {
 	struct irq_ctx *c = ctx;
 	struct sbt_meta_irq m = { 0 };
 	uint32_t one = 1, key = (uint32_t)irq;
 
-	if (c->want >= 0 ? irq != c->want : !irq_is_accelerator(name, c->bdfs, c->nbdfs))
+	if (c->want >= 0 ? irq != c->want
+			 : !irq_is_accelerator(name, c->bdfs, c->nbdfs) || !irq_card_wanted(c->r, name))
 		return;
 	if (c->want < 0)
 		bpf_map_update_elem(bpf_map__fd(c->r->skel->maps.irq_filter), &key, &one, BPF_ANY);
@@ -362,18 +382,20 @@ static const char *first_tracepoint(const char *cat, const char *const *names, s
 	return NULL;
 }
 
-static void plan_driver_level(struct recorder *r, const char *role)
+/* --device: vendor:device filters also become the addresses of the cards
+ * present with those ids, for events that carry only an address. */
+static void configure_devices(struct recorder *r)
 {
-	/* Driver-level probes (fentry on vfio with module BTF, else kprobes)
-	 * are the next step; say precisely why each is not used here. */
-	if (!sbt_module_btf("vfio"))
-		plan_add(&r->plan, role, "-", "fentry: no vfio module BTF on this kernel");
-	else
-		plan_add(&r->plan, role, "-", "fentry: driver-level attach not in this build");
-	if (!sbt_have_kprobes())
-		plan_add(&r->plan, role, "-", "kprobe: not available on this kernel");
-	else
-		plan_add(&r->plan, role, "-", "kprobe: driver-level attach not in this build");
+	struct spyre_bpf *s = r->skel;
+	struct devfilter *d = &r->o->devices;
+	char desc[256];
+	int added = devfilter_expand(d, "/sys/bus/pci/devices");
+
+	s->rodata->n_dev_filters = (uint32_t)d->n;
+	for (int i = 0; i < d->n; i++)
+		s->rodata->dev_filters[i] = d->f[i];
+	devfilter_describe(d, desc, sizeof(desc));
+	plan_add(&r->plan, "device", "-", "keeping %s (%d present by ids)", desc, added);
 }
 
 static int configure(struct recorder *r)
@@ -399,12 +421,12 @@ static int configure(struct recorder *r)
 	}
 	plan_add(&r->plan, "runtime", "uprobe+uretprobe", "on the runtime's entry points, cookie = probe id");
 
-	plan_driver_level(r, "ioctl");
+	configure_devices(r);
+	driver_plan(s, (enum driver_mode)r->o->driver_mode, &r->drv, &r->plan);
 	plan_add(&r->plan, "ioctl", "tracepoint syscalls:sys_*_ioctl", "VFIO fds only, args decoded in BPF");
 	plan_add(&r->plan, "fd-track", "tracepoint syscalls:sys_*_openat,close", "learns accelerator fds");
 
-	plan_driver_level(r, "irq");
-	plan_add(&r->plan, "irq", "tracepoint irq:irq_handler_*", "vfio* and --irq interrupts");
+	plan_add(&r->plan, "irq", "raw_tp irq_handler_entry,exit", "vfio-pci's, of --device cards; and --irq");
 
 	if (sbt_tracepoint_exists("iommu", "map")) {
 		plan_add(&r->plan, "iommu", "tracepoint iommu:map,unmap", "in traced tasks");
@@ -519,6 +541,13 @@ static int attach_kernel(struct recorder *r)
 		if (!bpf_program__autoload(fixed[i]))
 			continue;
 		err = keep_link(r, bpf_program__attach(fixed[i]), bpf_program__section_name(fixed[i]));
+		if (err)
+			return err;
+	}
+	for (int i = 0; i < r->drv.nprogs; i++) {
+		struct bpf_program *p = r->drv.progs[i];
+
+		err = keep_link(r, bpf_program__attach(p), bpf_program__section_name(p));
 		if (err)
 			return err;
 	}

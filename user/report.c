@@ -187,6 +187,9 @@ void report_print(FILE *out, const struct report *r, const struct correlate_stat
 		(unsigned long long)st->records, span, (unsigned long long)st->calls,
 		(unsigned long long)st->ioctls, (unsigned long long)st->jobs,
 		(unsigned long long)st->irqs, (unsigned long long)st->lost);
+	if (st->driver_calls)
+		fprintf(out, "# %llu vfio driver calls seen at driver level\n",
+			(unsigned long long)st->driver_calls);
 	if (r->funcs.n)
 		fprintf(out, "\n# %-54s %7s %10s %9s %9s %9s %9s\n", "runtime function", "calls",
 			"total ms", "mean us", "p50 us", "p99 us", "max us");

@@ -364,6 +364,10 @@ def run_errors(tmp):
     run_error(["-p", "1", "--vfio-path", "/a/*/b*"], 2, "at most one '*'")
     run_error(["-p", "1", "--probe", "nocolon"], 2, "expected LIB:PATTERN")
     run_error(["-p", "1", "--buffer-size", "12Q"], 2, "invalid --buffer-size")
+    run_error(["-p", "1", "--device", "1014"], 2, "invalid --device '1014'")
+    run_error(["-p", "1", "--device", "0000:00:20.0"], 2, "invalid --device")  # device 0x20 > 31
+    run_error(["-p", "1", "--device", "all", "--device", "1014:06a7"], 2, "do not go together")
+    run_error(["-p", "1", "--driver-probes", "ebpf"], 2, "unknown --driver-probes 'ebpf'")
     run_error(["-p", "4194303", "-o", out], 1, "no such process: 4194303")
     run_error(["-p", "1", "-o", "/nonexistent/dir/x.sbt"], 1, "cannot write '/nonexistent/dir/x.sbt'")
     run_error(["bogus"], 2, "unknown command 'bogus'")
@@ -497,10 +501,15 @@ def run_verbose_plan(tmp):
     assert r.returncode == 0, r.stderr
     assert "attach plan:" in r.stderr
     for want in ("runtime    -> uprobe+uretprobe", "ioctl      -> tracepoint syscalls:sys_*_ioctl",
-                 "irq        -> tracepoint irq:irq_handler_*", "fork       -> "):
+                 "irq        -> raw_tp irq_handler_entry,exit", "fork       -> "):
         assert want in r.stderr, f"plan lacks '{want}':\n{r.stderr}"
-    if not os.path.exists("/sys/kernel/btf/vfio"):
-        assert "fentry: no vfio module BTF on this kernel" in r.stderr
+    # driver level: each vfio function says what it got, or why nothing
+    for fn in DRIVER_FUNCS:
+        lines = [l for l in r.stderr.splitlines() if l.startswith("  driver ") and (fn + " " in l or fn + ":" in l)]
+        assert lines, f"plan says nothing of {fn}:\n{r.stderr}"
+        if not os.path.exists("/sys/kernel/btf/vfio_pci_core") and fn == "vfio_msihandler":
+            assert any("no vfio_pci_core module BTF" in l for l in lines), lines
+    assert "keeping 1014:06a7, 1014:06a8" in r.stderr, "Spyre's ids are not the default --device"
     assert "uprobe     -> " in r.stderr and "flex::RuntimeStream::launchH2D" in r.stderr
 
 
@@ -534,41 +543,97 @@ def run_guest_kernel(tmp):
     check_capture_matches_sim(events, json.load(open(os.path.join(out, "sim.json"))))
 
 
-def guest_vfio(tmp, cards):
-    """Trace the simulator's vfio backend driving edu cards through real VFIO."""
-    cmd = ("build/spyre-bpftrace -q -o /out/cap.sbt -c 'build/spyre-sim-run --backend vfio "
-           f"--threads {cards} --jobs 2 --bytes 8192 --json /out/sim.json'")
-    out, _ = run_in_guest(tmp, cards, cmd, 240)
-    sim = json.load(open(os.path.join(out, "sim.json")))
-    assert sim["job_failures"] == 0 and len(sim["devices"]) == cards, sim["devices"]
-    events, _ = parse_dump(os.path.join(out, "cap.sbt"))
-    # everything the simulator did, ioctl by ioctl, now all real and succeeding
-    check_capture_matches_sim(events, sim)
-    ioctls = [e for e in events if e["type"] == "ioctl"]
-    assert ioctls and all(int(e["ret"]) >= 0 for e in ioctls), "a VFIO ioctl failed"
-    # the IOMMU mapped each MAP_DMA's range inside that ioctl, on its thread
-    maps = [e for e in events if e["type"] == "iommu_map"]
-    for io in (e for e in ioctls if e["cmd"] == "VFIO_IOMMU_MAP_DMA"):
-        start = io["ts"] - int(io["dur_ns"])
-        inside = [m for m in maps if m["tid"] == io["tid"] and start <= m["ts"] <= io["ts"]]
-        assert sum(int(m["size"]) for m in inside) == int(io["size"]), f"MAP_DMA {io['iova']}: iommu maps {inside}"
-        assert min(num(m["iova"]) for m in inside) == num(io["iova"])
-    # one MSI interrupt per job completion, on the right card
-    names = {int(e["irq"]): e["name"] for e in events if e["type"] == "irq_info"}
-    per_card = {}
-    for e in (e for e in events if e["type"] == "irq"):
-        name = names.get(int(e["irq"]), "")
-        assert name.startswith("vfio-msi"), f"interrupt {e['irq']} named {name!r}"
-        bdf = name[name.index("(") + 1:-1]
-        per_card[bdf] = per_card.get(bdf, 0) + 1
+DRIVER_FUNCS = ("vfio_fops_unl_ioctl", "vfio_group_fops_unl_ioctl", "vfio_device_fops_unl_ioctl",
+                "vfio_iommu_type1_ioctl", "vfio_pin_pages_remote", "vfio_unpin_pages_remote",
+                "vfio_msihandler")
+
+
+def check_plan_driver_level(log, mech):
+    """The -v plan attached every vfio function with mech (fentry/fexit or
+    kprobe/kretprobe): a silent fallback to the syscall path fails here."""
+    for fn in DRIVER_FUNCS:
+        line = [l for l in log.splitlines() if "driver" in l and "-> " in l and fn + " " in l]
+        assert line and mech in line[0], f"{fn} not attached with {mech}:\n{log}"
+
+
+def check_driver_level(events, sim, shared):
+    """Every MAP_DMA and UNMAP_DMA the simulator made, seen in vfio's type1
+    handler with its iova, size and card; one vfio MSI handler run per job
+    completion, on the right card."""
+    drv = [e for e in events if e["type"] == "driver"]
+    by_key = {}
+    for e in drv:
+        if e["func"] == "vfio_iommu_type1_ioctl" and e.get("cmd") in ("VFIO_IOMMU_MAP_DMA", "VFIO_IOMMU_UNMAP_DMA"):
+            by_key.setdefault((e["tid"], e["cmd"], num(e["iova"]), int(e["size"])), []).append(e)
+    maps = [i for i in sim["ioctls"] if i["cmd"] in ("VFIO_IOMMU_MAP_DMA", "VFIO_IOMMU_UNMAP_DMA")]
+    assert maps, "the simulator mapped nothing"
+    for i in maps:
+        seen = by_key.get((i["tid"], i["cmd"], i["iova"], i["size"]), [])
+        assert len(seen) == 1, f"{i['cmd']} iova {i['iova']:#x} size {i['size']}: driver saw {seen}"
+        e = seen[0]
+        assert int(e["ret"]) == 0 and e["level"] == "1", e
+        if shared:
+            assert e.get("cards") == "shared" and "bdf" not in e, f"shared container, yet {e}"
+        else:
+            assert e.get("bdf") == i["card"] and e.get("ids") == "1234:11e8", \
+                f"{i['cmd']} for {i['card']} attributed to {e.get('bdf')} {e.get('ids')}"
+    assert sum(len(v) for v in by_key.values()) == len(maps), "the driver saw mappings the simulator did not make"
+    # each map pinned its pages inside the type1 handler, on the same card
+    for e in (e for e in drv if e["func"] == "vfio_pin_pages_remote"):
+        assert e["level"] == "2" and int(e["ret"]) > 0, e
+    msi = {}
+    for e in (e for e in drv if e["func"] == "vfio_msihandler"):
+        msi[e["bdf"]] = msi.get(e["bdf"], 0) + 1
     want = {d["bdf"]: d["irqs"] for d in sim["devices"]}
-    assert per_card == want, f"interrupts per card {per_card}, simulator raised {want}"
-    assert all(d["irqs"] == d["h2d"] + d["compute"] + d["d2h"] for d in sim["devices"])
-    return json.load(open(os.path.join(out, "cap.json")))["traceEvents"]
+    assert msi == want, f"vfio MSI handler runs per card {msi}, simulator raised {want}"
+
+
+def guest_vfio(tmp, cards, sim_args="", runs=(("auto", "fentry/fexit"),)):
+    """Trace the simulator's vfio backend driving edu cards through real VFIO,
+    once per (--driver-probes mode, mechanism the plan must show)."""
+    cmd = "; ".join(
+        f"build/spyre-bpftrace -q -v --device 1234:11e8 --driver-probes {mode} -o /out/{mode}.sbt "
+        f"-c 'build/spyre-sim-run --backend vfio --threads {cards} --jobs 2 --bytes 8192 {sim_args} "
+        f"--json /out/{mode}-sim.json' 2> /out/{mode}.log" for mode, _ in runs)
+    out, _ = run_in_guest(tmp, cards, cmd, 240)
+    for mode, mech in runs:
+        log = open(os.path.join(out, f"{mode}.log")).read()
+        sim = json.load(open(os.path.join(out, f"{mode}-sim.json")))
+        assert sim["job_failures"] == 0 and len(sim["devices"]) == cards, sim["devices"]
+        check_plan_driver_level(log, mech)
+        events, _ = parse_dump(os.path.join(out, f"{mode}.sbt"))
+        # everything the simulator did, ioctl by ioctl, now all real and succeeding
+        check_capture_matches_sim(events, sim)
+        ioctls = [e for e in events if e["type"] == "ioctl"]
+        assert ioctls and all(int(e["ret"]) >= 0 for e in ioctls), "a VFIO ioctl failed"
+        # the IOMMU mapped each MAP_DMA's range inside that ioctl, on its thread
+        maps = [e for e in events if e["type"] == "iommu_map"]
+        for io in (e for e in ioctls if e["cmd"] == "VFIO_IOMMU_MAP_DMA"):
+            start = io["ts"] - int(io["dur_ns"])
+            inside = [m for m in maps if m["tid"] == io["tid"] and start <= m["ts"] <= io["ts"]]
+            assert sum(int(m["size"]) for m in inside) == int(io["size"]), f"MAP_DMA {io['iova']}: iommu maps {inside}"
+            assert min(num(m["iova"]) for m in inside) == num(io["iova"])
+        check_driver_level(events, sim, shared=cards > 1 and "--container-per-card" not in sim_args)
+        # one MSI interrupt per job completion, on the right card
+        names = {int(e["irq"]): e["name"] for e in events if e["type"] == "irq_info"}
+        per_card = {}
+        for e in (e for e in events if e["type"] == "irq"):
+            name = names.get(int(e["irq"]), "")
+            assert name.startswith("vfio-msi"), f"interrupt {e['irq']} named {name!r}"
+            bdf = name[name.index("(") + 1:-1]
+            per_card[bdf] = per_card.get(bdf, 0) + 1
+        want = {d["bdf"]: d["irqs"] for d in sim["devices"]}
+        assert per_card == want, f"interrupts per card {per_card}, simulator raised {want}"
+        assert all(d["irqs"] == d["h2d"] + d["compute"] + d["d2h"] for d in sim["devices"])
+        assert [e for e in events if e["type"] == "end"][0]["lost"] == "0"
+    return out
 
 
 def run_guest_vfio_one_card(tmp):
-    trace = guest_vfio(tmp, 1)
+    """One card; the driver-level probes with fentry, then with kprobes."""
+    out = guest_vfio(tmp, 1, runs=(("auto", "fentry/fexit"), ("kprobe", "kprobe/kretprobe")))
+    # parse_dump converted each capture: auto.json is the Chrome JSON
+    trace = json.load(open(os.path.join(out, "auto.json")))["traceEvents"]
     jobs = [e for e in trace if e["ph"] == "X" and e["name"] in ("Memcpy HtoD", "Memcpy DtoH", "Compute")]
     assert jobs and all(e["args"]["completed_by"] == "interrupt" for e in jobs), \
         "with one card per process, every job ends at its completion interrupt"
@@ -578,9 +643,20 @@ def run_guest_vfio_one_card(tmp):
         end = j["ts"] + j["dur"]
         assert any(w["ts"] <= end <= w["ts"] + w["dur"] for w in waits) or \
             any(end <= w["ts"] + w["dur"] for w in waits), f"job ending {end} released no wait"
+    # the driver's slices sit inside the ioctls that called them
+    ioctls = [e for e in trace if e["ph"] == "X" and e.get("cat") == "ioctl"]
+    for d in (e for e in trace if e["ph"] == "X" and e.get("cat") == "driver" and e["name"] != "vfio_msihandler"):
+        assert any(i["tid"] == d["tid"] and i["ts"] <= d["ts"] and d["ts"] + d["dur"] <= i["ts"] + i["dur"]
+                   for i in ioctls), f"driver slice outside any ioctl: {d}"
 
 
 def run_guest_vfio_two_cards(tmp):
+    """Two cards each in its own container (each mapping is one card's),
+    then both in one container (each mapping is shared by both)."""
+    guest_vfio(tmp, 2, "--container-per-card")
+
+
+def run_guest_vfio_shared_container(tmp):
     guest_vfio(tmp, 2)
 
 
@@ -599,6 +675,7 @@ TESTS = [
     ("guest_kernel_6_1", run_guest_kernel),
     ("guest_vfio_one_card", run_guest_vfio_one_card),
     ("guest_vfio_two_cards", run_guest_vfio_two_cards),
+    ("guest_vfio_shared_container", run_guest_vfio_shared_container),
 ]
 
 

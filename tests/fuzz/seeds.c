@@ -24,6 +24,9 @@ int main(int argc, char **argv)
 	synth_task(&s, SBT_TASK_NEW, t, 100, 101, 100, 0, "worker");
 	synth_enter(&s, t + 10, 100, 101, 2, 0, 0, 0, 8192);
 	synth_exit(&s, t + 20, 100, 101, 2, 0, t + 10, 0);
+	synth_drv(&s, t + 22, t + 28, 100, 101, SBT_DRV_TYPE1_IOCTL, SBT_VFIO_IOMMU_MAP_DMA, 0x3a00,
+		  1, 0, 0x200000, 4096, 0x7f0000200000);
+	synth_drv(&s, t + 32, t + 38, 0, 0, SBT_DRV_MSI, 0, 0x3a00, 1, 1, 40, 0, 0);
 	synth_irq(&s, t + 30, t + 40, 40);
 	synth_lost(&s, t + 50, 3, 3);
 	synth_exit(&s, t + 60, 100, 101, 7, 0, 0, 0);

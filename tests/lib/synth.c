@@ -174,6 +174,26 @@ void synth_irq(struct synth *s, uint64_t start, uint64_t end, int irq)
 	synth_rec(s, &r.h);
 }
 
+void synth_drv(struct synth *s, uint64_t start, uint64_t end, uint32_t pid, uint32_t tid,
+	       uint32_t func, uint32_t cmd, uint32_t bdf, uint16_t level, int64_t ret,
+	       uint64_t a0, uint64_t a1, uint64_t a2)
+{
+	struct sbt_drv r = { .start_ts = start, .ret = ret, .args = { a0, a1, a2 }, .func = func,
+			     .cmd = cmd, .bdf = bdf, .level = level };
+
+	r.h = HDR(SBT_DRV, r, end, pid, tid);
+	if (bdf != SBT_BDF_NONE) {
+		r.cards = 1;
+		r.vendor = func == SBT_DRV_MSI ? 0 : 0x1014;
+		r.device = func == SBT_DRV_MSI ? 0 : 0x06a7;
+	}
+	if (func == SBT_DRV_TYPE1_IOCTL && cmd == SBT_VFIO_IOMMU_MAP_DMA)
+		r.decoded = SBT_DEC_DMA_MAP;
+	if (func == SBT_DRV_TYPE1_IOCTL && cmd == SBT_VFIO_IOMMU_UNMAP_DMA)
+		r.decoded = SBT_DEC_DMA_UNMAP;
+	synth_rec(s, &r.h);
+}
+
 void synth_device(struct synth *s, uint32_t pid, const char *bdf)
 {
 	struct sbt_meta_device d = { .pid = pid, .vendor = 0x1014, .device = 0x06a7 };

@@ -35,6 +35,11 @@ void synth_iommu_map(struct synth *s, uint64_t ts, uint32_t pid, uint32_t tid, u
 void synth_irq_info(struct synth *s, uint32_t irq, const char *name);
 void synth_irq(struct synth *s, uint64_t start, uint64_t end, int irq);
 void synth_device(struct synth *s, uint32_t pid, const char *bdf);
+/* A driver-level record (vfio function), as bpf/driver.bpf.c writes it;
+ * bdf SBT_BDF_NONE for none, a0..a2 its args[] */
+void synth_drv(struct synth *s, uint64_t start, uint64_t end, uint32_t pid, uint32_t tid,
+	       uint32_t func, uint32_t cmd, uint32_t bdf, uint16_t level, int64_t ret,
+	       uint64_t a0, uint64_t a1, uint64_t a2);
 void synth_task(struct synth *s, uint16_t type, uint64_t ts, uint32_t pid, uint32_t tid,
 		uint32_t ppid, uint32_t flags, const char *comm);
 void synth_lost(struct synth *s, uint64_t ts, uint64_t count, uint64_t total);

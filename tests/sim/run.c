@@ -20,7 +20,7 @@ static struct {
 	const char *backend, *mock_dir, *json;
 	unsigned long jobs, bytes, seed, delay_us;
 	unsigned int threads;
-	int wait_stdin;
+	int wait_stdin, container_per_card;
 } opt = { .backend = "mock", .jobs = 4, .bytes = 65536, .seed = 1,
 	  .delay_us = 200, .threads = 1 };
 
@@ -35,6 +35,8 @@ static const struct argp_option options[] = {
 	{ "mock-dir", 'M', "DIR", 0, "Directory of the mock VFIO files", 0 },
 	{ "json", 'j', "FILE", 0, "Write the JSON summary here (default stdout)", 0 },
 	{ "wait-stdin", 'w', NULL, 0, "Wait for a byte on stdin before starting", 0 },
+	{ "container-per-card", 'C', NULL, 0,
+	  "vfio: each card in its own VFIO container (default: one for all)", 0 },
 	{ 0 }
 };
 
@@ -62,6 +64,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case 'M': opt.mock_dir = arg; break;
 	case 'j': opt.json = arg; break;
 	case 'w': opt.wait_stdin = 1; break;
+	case 'C': opt.container_per_card = 1; break;
 	default: return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
@@ -126,7 +129,8 @@ int main(int argc, char **argv)
 		if (read(0, &c, 1) < 0)
 			return 2;
 	}
-	struct sim_config cfg = { opt.backend, opt.mock_dir, (unsigned int)opt.delay_us };
+	struct sim_config cfg = { opt.backend, opt.mock_dir, (unsigned int)opt.delay_us,
+				  opt.container_per_card != 0 };
 
 	if (sim_init(&cfg))
 		return 1;

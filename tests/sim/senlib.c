@@ -34,6 +34,7 @@
 
 struct ioctl_log {
 	int tid, fd, ret, err;
+	const char *card; /* the card the calling stream drives, if any */
 	unsigned long cmd;
 	const char *name;
 	uint64_t vaddr, iova, size;
@@ -64,6 +65,7 @@ struct simdev {
 	unsigned int qhead, qtail;
 	pthread_t worker;
 	struct edu edu; /* vfio backend */
+	int container; /* its own, with --container-per-card; else S.container */
 	unsigned long jobs[3], failures;
 };
 
@@ -91,6 +93,14 @@ static struct {
 	} *call_log;
 	unsigned int n_call_log;
 } S = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+/* The stream this thread opened: which card its mappings are for. */
+static __thread int thread_stream = -1;
+
+static struct simdev *thread_card(void)
+{
+	return thread_stream >= 0 && S.ndev ? &S.devs[thread_stream % S.ndev] : NULL;
+}
 
 void sim_count_call(const char *name, unsigned long bytes)
 {
@@ -222,7 +232,25 @@ static int call_logged(int fd, unsigned long cmd, const char *name, void *arg, c
 	return vfio_ioctl(fd, cmd, name, arg, log);
 }
 
-/* The cards: every edu device bound to vfio-pci, in one container. */
+static int open_container(void)
+{
+	int fd = open("/dev/vfio/vfio", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0) {
+		fprintf(stderr, "spyre-sim: /dev/vfio/vfio: %s\n", strerror(errno));
+		return -1;
+	}
+	if (vfio_ioctl(fd, VFIO_GET_API_VERSION, "VFIO_GET_API_VERSION", NULL, NULL) !=
+	    VFIO_API_VERSION) {
+		fprintf(stderr, "spyre-sim: unexpected VFIO API version\n");
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The cards: every edu device bound to vfio-pci, in one container (what a
+ * runtime usually does), or each in its own with --container-per-card. */
 static int vfio_init(void)
 {
 	char bdfs[MAX_DEVS][16];
@@ -233,18 +261,17 @@ static int vfio_init(void)
 				"QEMU guest: scripts/vm.sh --edu 2 -- ...\n");
 		return -1;
 	}
-	S.container = open("/dev/vfio/vfio", O_RDWR | O_CLOEXEC);
-	if (S.container < 0) {
-		fprintf(stderr, "spyre-sim: /dev/vfio/vfio: %s\n", strerror(errno));
+	S.container = open_container();
+	if (S.container < 0)
 		return -1;
-	}
-	if (vfio_ioctl(S.container, VFIO_GET_API_VERSION, "VFIO_GET_API_VERSION", NULL, NULL) !=
-	    VFIO_API_VERSION) {
-		fprintf(stderr, "spyre-sim: unexpected VFIO API version\n");
-		return -1;
-	}
 	for (int i = 0; i < n; i++) {
-		ret = edu_open(&S.devs[i].edu, S.container, i == 0, bdfs[i], call_logged);
+		bool own = S.cfg.container_per_card && i > 0;
+
+		S.devs[i].container = own ? open_container() : S.container;
+		if (S.devs[i].container < 0)
+			return -1;
+		ret = edu_open(&S.devs[i].edu, S.devs[i].container, i == 0 || own, bdfs[i],
+			       call_logged);
 		if (ret) {
 			fprintf(stderr, "spyre-sim: cannot drive %s through VFIO: %s\n", bdfs[i],
 				strerror(-ret));
@@ -313,6 +340,7 @@ int sim_stream_open(unsigned int stream)
 	if (S.streams[stream].efd < 0)
 		return -1;
 	S.streams[stream].open = 1;
+	thread_stream = (int)stream;
 	if (S.vfio)
 		return 0; /* the card's MSI is set up once, per device */
 	irq.set.argsz = sizeof(irq);
@@ -341,8 +369,11 @@ void sim_shutdown(void)
 		if (S.streams[i].open)
 			close(S.streams[i].efd);
 	if (S.vfio) {
-		for (int i = 0; i < S.ndev; i++)
+		for (int i = 0; i < S.ndev; i++) {
 			edu_close(&S.devs[i].edu);
+			if (S.devs[i].container != S.container)
+				close(S.devs[i].container);
+		}
 	} else {
 		close(S.device);
 		close(S.group);
@@ -405,6 +436,17 @@ __attribute__((noinline)) int senlib_receive(struct senlib_rbi *self, void *resp
 	return (int)got;
 }
 
+/* The container a mapping goes to: the calling stream's card's. */
+static int mapping_container(struct ioctl_log *a)
+{
+	struct simdev *d = S.vfio ? thread_card() : NULL;
+
+	if (!d)
+		return S.container;
+	a->card = d->edu.bdf;
+	return d->container;
+}
+
 __attribute__((noinline)) int senlib_map(struct senlib_mapper *self, void *vaddr,
 					 unsigned long size, unsigned long iova)
 {
@@ -420,7 +462,7 @@ __attribute__((noinline)) int senlib_map(struct senlib_mapper *self, void *vaddr
 
 	(void)self;
 	sim_count_call("senlib::PfIommuMapper::Map", size);
-	return vfio_ioctl(S.container, VFIO_IOMMU_MAP_DMA, "VFIO_IOMMU_MAP_DMA", &m, &a);
+	return vfio_ioctl(mapping_container(&a), VFIO_IOMMU_MAP_DMA, "VFIO_IOMMU_MAP_DMA", &m, &a);
 }
 
 __attribute__((noinline)) int senlib_unmap(struct senlib_mapper *self,
@@ -433,14 +475,16 @@ __attribute__((noinline)) int senlib_unmap(struct senlib_mapper *self,
 
 	(void)self;
 	sim_count_call("senlib::PfIommuMapper::Unmap", size);
-	return vfio_ioctl(S.container, VFIO_IOMMU_UNMAP_DMA, "VFIO_IOMMU_UNMAP_DMA", &u, &a);
+	return vfio_ioctl(mapping_container(&a), VFIO_IOMMU_UNMAP_DMA, "VFIO_IOMMU_UNMAP_DMA", &u,
+			  &a);
 }
 
 void sim_write_json(FILE *out, const char *extra)
 {
 	pthread_mutex_lock(&S.lock);
-	fprintf(out, "{\n  \"backend\": \"%s\",\n  \"pid\": %d,\n%s", S.cfg.backend,
-		(int)getpid(), extra ? extra : "");
+	fprintf(out, "{\n  \"backend\": \"%s\",\n  \"pid\": %d,\n  \"container_per_card\": %s,\n%s",
+		S.cfg.backend, (int)getpid(), S.cfg.container_per_card ? "true" : "false",
+		extra ? extra : "");
 	unsigned long done[3] = { 0 }, failures = 0;
 
 	fprintf(out, "  \"devices\": [");
@@ -470,10 +514,11 @@ void sim_write_json(FILE *out, const char *extra)
 			"%s\n    {\"tid\": %d, \"fd\": %d, \"cmd\": \"%s\", \"cmd_num\": %lu, "
 			"\"ret\": %d, \"errno\": %d, \"vaddr\": %llu, \"iova\": %llu, "
 			"\"size\": %llu, \"flags\": %u, \"index\": %u, \"start\": %u, "
-			"\"count\": %u}",
+			"\"count\": %u, \"card\": \"%s\"}",
 			i ? "," : "", l->tid, l->fd, l->name, l->cmd, l->ret, l->err,
 			(unsigned long long)l->vaddr, (unsigned long long)l->iova,
-			(unsigned long long)l->size, l->flags, l->index, l->start, l->count);
+			(unsigned long long)l->size, l->flags, l->index, l->start, l->count,
+			l->card ? l->card : "");
 	}
 	fprintf(out, "\n  ],\n  \"call_log_complete\": %s,\n  \"call_log\": [",
 		S.n_call_log < MAX_CALLLOG ? "true" : "false");

@@ -11,6 +11,7 @@
 #ifndef SPYRE_SIM_H
 #define SPYRE_SIM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -70,6 +71,7 @@ struct sim_config {
 	const char *backend; /* "mock", or "vfio": QEMU edu devices bound to vfio-pci */
 	const char *mock_dir; /* where the mock's stand-in VFIO files live */
 	unsigned int delay_us; /* mock device: time to complete a job */
+	bool container_per_card; /* vfio: each card in its own container */
 };
 
 int sim_init(const struct sim_config *cfg);

@@ -5,10 +5,14 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "cli.h"
+#include "driver.h"
 #include "events.h"
 #include "preflight.h"
 
@@ -113,6 +117,75 @@ static void value_parsers(void **state)
 	assert_int_equal(cli_split_glob("/aaaaaaaaaa*", 5, &pl, &sl, &star), -1);
 }
 
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* --device: both forms, the Spyre default, 'all', and vendor:device
+ * filters becoming the addresses of the matching cards present. */
+static void device_filters(void **state)
+{
+	char dir[] = "/tmp/sbt-pci-XXXXXX", path[256], desc[256];
+	const char *const cards[][3] = { { "0000:3a:00.0", "0x1014", "0x06a7" },
+					 { "0000:3b:00.0", "0x1014", "0x06a8" },
+					 { "0000:00:1f.2", "0x8086", "0x2922" } };
+
+	(void)state;
+	assert_int_equal(devfilter_bdf("0000:3a:00.0"), 0x3a00);
+	assert_int_equal(devfilter_bdf("3a:01.2"), 0x3a0a);
+	assert_int_equal(devfilter_bdf("0001:00:1f.7"), 0x100ff);
+	assert_int_equal(devfilter_bdf("0000:3a:20.0"), SBT_BDF_NONE); /* device > 31 */
+	assert_int_equal(devfilter_bdf("0000:3a:00.0x"), SBT_BDF_NONE);
+	devfilter_bdf_str(0x100ff, path, sizeof(path));
+	assert_string_equal(path, "0001:00:1f.7");
+
+	assert_int_equal(parse("-p", "1", NULL), 0);
+	devfilter_describe(&o.devices, desc, sizeof(desc));
+	assert_string_equal(desc, "1014:06a7, 1014:06a8");
+	assert_int_equal(parse("-p", "1", "--device", "all", NULL), 0);
+	assert_int_equal(o.devices.n, 0);
+	assert_int_equal(parse("-p", "1", "--device", "1234:11e8", "--device", "3a:00.0",
+			       "--driver-probes", "kprobe", NULL), 0);
+	assert_int_equal(o.driver_mode, DRIVER_KPROBE);
+	devfilter_describe(&o.devices, desc, sizeof(desc));
+	assert_string_equal(desc, "1234:11e8, 0000:3a:00.0");
+	expect_error(parse("-p", "1", "--device", "12345:1", NULL), "invalid --device '12345:1'");
+	expect_error(parse("-p", "1", "--device", "all", "--device", "3a:00.0", NULL),
+		     "do not go together");
+	expect_error(parse("-p", "1", "--driver-probes", "x", NULL), "unknown --driver-probes");
+
+	/* a sysfs tree with two Spyre cards and something else */
+	assert_non_null(mkdtemp(dir));
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, cards[i][0]);
+		assert_int_equal(mkdir(path, 0700), 0);
+		snprintf(path, sizeof(path), "%s/%s/vendor", dir, cards[i][0]);
+		write_file(path, cards[i][1]);
+		snprintf(path, sizeof(path), "%s/%s/device", dir, cards[i][0]);
+		write_file(path, cards[i][2]);
+	}
+	assert_int_equal(parse("-p", "1", NULL), 0);
+	assert_int_equal(devfilter_expand(&o.devices, dir), 2);
+	assert_true(devfilter_wants_bdf(&o.devices, 0x3a00));
+	assert_true(devfilter_wants_bdf(&o.devices, 0x3b00));
+	assert_false(devfilter_wants_bdf(&o.devices, 0xfa)); /* 00:1f.2 */
+	for (int i = 0; i < 3; i++) {
+		for (int k = 1; k < 3; k++) {
+			snprintf(path, sizeof(path), "%s/%s/%s", dir, cards[i][0],
+				 k == 1 ? "vendor" : "device");
+			unlink(path);
+		}
+		snprintf(path, sizeof(path), "%s/%s", dir, cards[i][0]);
+		rmdir(path);
+	}
+	rmdir(dir);
+}
+
 static void preflight_errors(void **state)
 {
 	const uint64_t all = 1ull << 39 | 1ull << 38 | 1ull << 21;
@@ -136,6 +209,7 @@ int main(void)
 		cmocka_unit_test(good_command_lines),
 		cmocka_unit_test(bad_command_lines),
 		cmocka_unit_test(value_parsers),
+		cmocka_unit_test(device_filters),
 		cmocka_unit_test(preflight_errors),
 	};
 	int failed = cmocka_run_group_tests_name("cli", tests, NULL, NULL);

@@ -280,6 +280,56 @@ static void interrupt_completes_job(void **state)
 	synth_free(&s);
 }
 
+/* Driver-level records: vfio's functions inside the ioctls that called
+ * them, the DMA-mapped counter from the driver (counted once, not again by
+ * the ioctl around it), the MSI handler inside its interrupt. */
+static void driver_level(void **state)
+{
+	const uint32_t card = 0x3a << 8; /* 0000:3a:00.0 */
+	struct synth s;
+	struct result r;
+
+	(void)state;
+	begin(&s);
+	synth_device(&s, PID, "0000:3a:00.0");
+	synth_irq_info(&s, 40, "vfio-msi[0](0000:3a:00.0)");
+	/* Map (runtime) > MAP_DMA ioctl > container ioctl > type1 > pinning */
+	synth_enter(&s, T0 + 100, PID, PID, 1, 0, 0x7f0000100000, 8192, 0x100000);
+	synth_drv(&s, T0 + 400, T0 + 900, PID, PID, SBT_DRV_PIN_PAGES, 0, card, 2, 2,
+		  0x7f0000100000, 2, 0);
+	synth_drv(&s, T0 + 300, T0 + 1200, PID, PID, SBT_DRV_TYPE1_IOCTL,
+		  SBT_VFIO_IOMMU_MAP_DMA, card, 1, 0, 0x100000, 8192, 0x7f0000100000);
+	synth_drv(&s, T0 + 250, T0 + 1300, PID, PID, SBT_DRV_CONTAINER_IOCTL,
+		  SBT_VFIO_IOMMU_MAP_DMA, SBT_BDF_NONE, 0, 0, 0, 0, 0);
+	synth_ioctl(&s, T0 + 200, T0 + 1400, PID, PID, 4, SBT_FD_CONTAINER, SBT_VFIO_IOMMU_MAP_DMA,
+		    0, 0x100000, 8192);
+	synth_exit(&s, T0 + 1500, PID, PID, 1, 0, T0 + 100, 0);
+	/* a device ioctl that failed in the driver */
+	synth_drv(&s, T0 + 2100, T0 + 2200, PID, PID, SBT_DRV_DEVICE_IOCTL, SBT_VFIO_IO(11), card,
+		  0, -22, 0, 0, 0);
+	synth_ioctl(&s, T0 + 2000, T0 + 2300, PID, PID, 6, SBT_FD_DEVICE, SBT_VFIO_IO(11), -22, 0,
+		    0);
+	/* launchH2D; the card's MSI handler runs inside its interrupt; wait */
+	synth_enter(&s, T0 + 3000, PID, PID, 2, 0, 0x10000, 0x20000, 8192);
+	synth_exit(&s, T0 + 4000, PID, PID, 2, 0, T0 + 3000, 0);
+	synth_enter(&s, T0 + 5000, PID, PID, 7, 0, 0, 0, 0);
+	synth_drv(&s, T0 + 50500, T0 + 51500, 0, 0, SBT_DRV_MSI, 0, card, 1, 1, 40, 0, 0);
+	synth_irq(&s, T0 + 50000, T0 + 52000, 40);
+	synth_exit(&s, T0 + 60000, PID, PID, 7, 0, T0 + 5000, 0);
+	/* unmapped again: the counter returns to 0 */
+	synth_drv(&s, T0 + 61000, T0 + 62000, PID, PID, SBT_DRV_TYPE1_IOCTL,
+		  SBT_VFIO_IOMMU_UNMAP_DMA, card, 0, 0, 0x100000, 8192, 0);
+	synth_ioctl(&s, T0 + 60500, T0 + 62500, PID, PID, 4, SBT_FD_CONTAINER,
+		    SBT_VFIO_IOMMU_UNMAP_DMA, 0, 0x100000, 8192);
+	synth_end(&s, T0 + 70000);
+	r = run("driver_level", &s);
+	assert_int_equal(r.st.driver_calls, 6);
+	assert_int_equal(r.st.jobs, 1);
+	assert_int_equal(r.st.unmatched_completions + r.st.unfinished_jobs, 0);
+	free(r.report);
+	synth_free(&s);
+}
+
 static void launch_without_completion(void **state)
 {
 	struct synth s;
@@ -295,6 +345,24 @@ static void launch_without_completion(void **state)
 	r = run("launch_without_completion", &s);
 	assert_int_equal(r.st.unfinished_jobs, 1);
 	assert_int_equal(r.st.unfinished_calls, 1);
+	free(r.report);
+	synth_free(&s);
+}
+
+/* The trace ends inside a launch call (Ctrl-C): the call's mark and the
+ * job's mark are the two ends of the job's flow. */
+static void launch_cut_short(void **state)
+{
+	struct synth s;
+	struct result r;
+
+	(void)state;
+	begin(&s);
+	synth_enter(&s, T0 + 100, PID, PID, 2, 0, 0x10000, 0x20000, 4096);
+	synth_end(&s, T0 + 5000);
+	r = run("launch_cut_short", &s);
+	assert_int_equal(r.st.unfinished_calls, 1);
+	assert_int_equal(r.st.unfinished_jobs, 1);
 	free(r.report);
 	synth_free(&s);
 }
@@ -403,7 +471,9 @@ int main(void)
 		cmocka_unit_test(lost_returns),
 		cmocka_unit_test(completion_without_launch),
 		cmocka_unit_test(interrupt_completes_job),
+		cmocka_unit_test(driver_level),
 		cmocka_unit_test(launch_without_completion),
+		cmocka_unit_test(launch_cut_short),
 		cmocka_unit_test(pid_reuse),
 		cmocka_unit_test(two_devices),
 		cmocka_unit_test(overlapping_jobs),

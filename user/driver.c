@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Driver-level attach. For each vfio function the probes want:
+ *  - fentry/fexit if the module's BTF describes the function and a trial
+ *    fentry program really loads and attaches there (a kernel may have the
+ *    BTF yet refuse: no trampolines, lockdown, a function ftrace skips);
+ *  - else kprobe/kretprobe if the kernel has kprobes and the function is in
+ *    /proc/kallsyms (static functions are, unless inlined away);
+ *  - else nothing, and the syscall and tracepoint paths carry on alone.
+ */
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "driver.h"
+
+static const struct driver_func {
+	const char *name, *module, *role, *what;
+} funcs[] = {
+	{ "vfio_fops_unl_ioctl", "vfio", "driver", "container ioctls" },
+	{ "vfio_group_fops_unl_ioctl", "vfio", "driver", "group ioctls" },
+	{ "vfio_device_fops_unl_ioctl", "vfio", "driver", "device ioctls" },
+	{ "vfio_iommu_type1_ioctl", "vfio_iommu_type1", "driver", "type1 MAP_DMA, UNMAP_DMA" },
+	{ "vfio_pin_pages_remote", "vfio_iommu_type1", "driver", "page pinning" },
+	{ "vfio_unpin_pages_remote", "vfio_iommu_type1", "driver", "page unpinning" },
+	{ "vfio_msihandler", "vfio_pci_core", "driver", "MSI handler" },
+};
+
+#define NFUNCS (sizeof(funcs) / sizeof(funcs[0]))
+
+int driver_mode_parse(const char *s)
+{
+	static const char *const names[] = { "auto", "fentry", "kprobe", "off" };
+
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
+}
+
+/* The kernel's BTF object of a module: fd, or -errno. */
+static int module_btf_fd(const char *module)
+{
+	__u32 id = 0;
+
+	while (!bpf_btf_get_next_id(id, &id)) {
+		char name[64] = "";
+		struct bpf_btf_info info = { .name = (__u64)(unsigned long)name,
+					     .name_len = sizeof(name) };
+		__u32 len = sizeof(info);
+		int fd = bpf_btf_get_fd_by_id(id);
+
+		if (fd < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(fd, &info, &len) && !strcmp(name, module))
+			return fd;
+		close(fd);
+	}
+	return -ENOENT;
+}
+
+/* Load and attach an empty fentry program on module:func; 0 or -errno,
+ * with why filled. */
+static int try_fentry(const char *module, const char *func, struct btf *vmlinux, char *why,
+		      size_t len)
+{
+	struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	char path[128];
+	struct btf *btf;
+	int id, btf_fd, prog_fd, link_fd, err;
+
+	snprintf(path, sizeof(path), "/sys/kernel/btf/%s", module);
+	if (!sbt_module_btf(module)) {
+		snprintf(why, len, "no %s module BTF (%s)", module, path);
+		return -ENOENT;
+	}
+	btf = btf__parse_split(path, vmlinux);
+	if (!btf) {
+		snprintf(why, len, "cannot read %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	id = btf__find_by_name_kind(btf, func, BTF_KIND_FUNC);
+	btf__free(btf);
+	if (id <= 0) {
+		snprintf(why, len, "not in %s's BTF", module);
+		return -ENOENT;
+	}
+	btf_fd = module_btf_fd(module);
+	if (btf_fd < 0) {
+		snprintf(why, len, "%s's BTF not loaded in the kernel", module);
+		return btf_fd;
+	}
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_FENTRY,
+		    .attach_btf_id = (__u32)id, .attach_btf_obj_fd = (__u32)btf_fd);
+	prog_fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "sbt_probe", "GPL", insns, 2, &opts);
+	err = prog_fd < 0 ? -errno : 0;
+	if (!err) {
+		link_fd = bpf_raw_tracepoint_open(NULL, prog_fd);
+		err = link_fd < 0 ? -errno : 0;
+		if (link_fd >= 0)
+			close(link_fd);
+		close(prog_fd);
+	}
+	close(btf_fd);
+	if (err)
+		snprintf(why, len, "trial fentry %s: %s", prog_fd < 0 ? "load" : "attach",
+			 strerror(-err));
+	return err;
+}
+
+/* Which of funcs are in /proc/kallsyms, in one pass. */
+static void scan_kallsyms(bool present[])
+{
+	FILE *f = fopen("/proc/kallsyms", "r");
+	char line[512], sym[256];
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*s %*s %255s", sym) != 1 || strncmp(sym, "vfio_", 5))
+			continue;
+		for (size_t i = 0; i < NFUNCS; i++)
+			if (!strcmp(sym, funcs[i].name))
+				present[i] = true;
+	}
+	fclose(f);
+}
+
+static struct bpf_program *prog(struct spyre_bpf *s, const char *func, const char *kind)
+{
+	char name[128];
+
+	snprintf(name, sizeof(name), "%s_%s", func, kind);
+	return bpf_object__find_program_by_name(s->obj, name);
+}
+
+static void use(struct driver_plan *dp, struct bpf_program *entry, struct bpf_program *ret)
+{
+	bpf_program__set_autoload(entry, true);
+	bpf_program__set_autoload(ret, true);
+	if (dp->nprogs + 2 <= DRIVER_MAX_PROGS) {
+		dp->progs[dp->nprogs++] = entry;
+		dp->progs[dp->nprogs++] = ret;
+	}
+}
+
+void driver_plan(struct spyre_bpf *s, enum driver_mode mode, struct driver_plan *dp,
+		 struct plan *plan)
+{
+	struct btf *vmlinux = mode == DRIVER_OFF || mode == DRIVER_KPROBE ? NULL : btf__load_vmlinux_btf();
+	bool kprobes = sbt_have_kprobes();
+	bool present[NFUNCS] = { false };
+
+	memset(dp, 0, sizeof(*dp));
+	if (kprobes && mode != DRIVER_OFF && mode != DRIVER_FENTRY)
+		scan_kallsyms(present);
+	for (size_t i = 0; i < NFUNCS; i++) {
+		const struct driver_func *fn = &funcs[i];
+		struct bpf_program *p[4] = { prog(s, fn->name, "fentry"), prog(s, fn->name, "fexit"),
+					     prog(s, fn->name, "kprobe"), prog(s, fn->name, "kretprobe") };
+		char why[160] = "";
+
+		for (int k = 0; k < 4; k++)
+			if (p[k])
+				bpf_program__set_autoload(p[k], false);
+		if (!p[0] || !p[1] || !p[2] || !p[3]) {
+			plan_add(plan, fn->role, "-", "%s: programs missing from this build", fn->name);
+			dp->nnone++;
+			continue;
+		}
+		if (mode == DRIVER_OFF) {
+			plan_add(plan, fn->role, "-", "%s: --driver-probes off", fn->name);
+			dp->nnone++;
+			continue;
+		}
+		if (mode != DRIVER_KPROBE) {
+			if (!vmlinux)
+				snprintf(why, sizeof(why), "no vmlinux BTF");
+			else if (!try_fentry(fn->module, fn->name, vmlinux, why, sizeof(why))) {
+				use(dp, p[0], p[1]);
+				dp->nfentry++;
+				plan_add(plan, fn->role, "fentry/fexit", "%s (%s, %s BTF)", fn->name,
+					 fn->what, fn->module);
+				continue;
+			}
+			plan_add(plan, fn->role, "-", "fentry %s: %s", fn->name, why);
+		}
+		if (mode == DRIVER_FENTRY) {
+			dp->nnone++;
+			continue;
+		}
+		if (!kprobes)
+			plan_add(plan, fn->role, "-", "kprobe %s: kprobes not available on this kernel",
+				 fn->name);
+		else if (!present[i])
+			plan_add(plan, fn->role, "-", "kprobe %s: not in /proc/kallsyms (%s not loaded?)",
+				 fn->name, fn->module);
+		else {
+			use(dp, p[2], p[3]);
+			dp->nkprobe++;
+			plan_add(plan, fn->role, "kprobe/kretprobe", "%s (%s)", fn->name, fn->what);
+			continue;
+		}
+		dp->nnone++;
+	}
+	btf__free(vmlinux);
+}
