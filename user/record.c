@@ -744,6 +744,15 @@ static void note_group(struct recorder *r, pid_t pid, int fd)
 	put_record(r, &m.h, SBT_META_DEVICE, sizeof(m));
 }
 
+/* A process traced while it runs has its cards' groups open already. */
+static void note_groups_cb(int fd, const char *target, void *ctx)
+{
+	struct seed_ctx *c = ctx;
+
+	if (!strncmp(target, "/dev/vfio/", 10) && target[10] >= '0' && target[10] <= '9')
+		note_group(c->r, c->pid, fd);
+}
+
 /* ---- the capture loop --------------------------------------------------- */
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -990,8 +999,12 @@ static int setup(struct recorder *r)
 		return err;
 	write_clock(r);
 	write_host(r);
-	for (int i = 0; i < o->npids; i++)
+	for (int i = 0; i < o->npids; i++) {
+		struct seed_ctx c = { r, o->pids[i] };
+
 		write_proc(r, o->pids[i], NULL);
+		proc_for_each_fd(o->pids[i], note_groups_cb, &c); /* after its process record */
+	}
 	if (r->child > 0) {
 		wordexp_t we;
 

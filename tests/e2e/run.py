@@ -660,6 +660,62 @@ def run_guest_vfio_shared_container(tmp):
     guest_vfio(tmp, 2)
 
 
+GUEST_TWO_PROCESSES = r"""
+mkfifo /tmp/ga /tmp/gb
+build/spyre-sim-run --backend vfio --card 0000:00:03.0 --wait-stdin --jobs 3 --bytes 8192 \
+    --json /out/a-sim.json < /tmp/ga > /dev/null &
+A=$!
+build/spyre-sim-run --backend vfio --card 0000:00:04.0 --wait-ready --jobs 3 --bytes 8192 \
+    --json /out/b-sim.json < /tmp/gb > /dev/null &
+B=$!
+exec 3> /tmp/ga 4> /tmp/gb
+i=0
+while [ $i -lt 100 ] && ! ls -l /proc/$B/fd | grep -q vfio-device; do sleep 0.1; i=$((i+1)); done
+build/spyre-bpftrace -q -v --device 1234:11e8 -o /out/two.sbt -p $A -p $B 2> /out/two.log &
+T=$!
+i=0
+while [ $i -lt 300 ] && ! grep -q "attach plan" /out/two.log; do sleep 0.1; i=$((i+1)); done
+echo > /out/pids; echo $A $B > /out/pids
+echo go >&3; echo go >&4
+wait $A; wait $B; wait $T
+"""
+
+
+def run_guest_two_processes(tmp):
+    """Two cards, one process each (one rank per card): the tracer attaches
+    with -p to one process not yet started and one already driving its card,
+    and every device job lands on the card that ran it, per engine as each
+    simulator counted, completed by that card's interrupt."""
+    out, _ = run_in_guest(tmp, 2, GUEST_TWO_PROCESSES, 240)
+    log = open(os.path.join(out, "two.log")).read()
+    check_plan_driver_level(log, "fentry/fexit")
+    pid_a, pid_b = (int(x) for x in open(os.path.join(out, "pids")).read().split())
+    sims = {pid_a: json.load(open(os.path.join(out, "a-sim.json"))),
+            pid_b: json.load(open(os.path.join(out, "b-sim.json")))}
+    events, _ = parse_dump(os.path.join(out, "two.sbt"))
+    cards = {int(e["pid"]): e["bdf"] for e in events if e["type"] == "device"}
+    assert cards == {pid_a: "0000:00:03.0", pid_b: "0000:00:04.0"}, \
+        f"cards learned {cards} (the running process's from its open group fd)"
+    for pid, sim in sims.items():
+        assert sim["job_failures"] == 0 and [d["bdf"] for d in sim["devices"]] == [cards[pid]], sim["devices"]
+    report = subprocess.run([TOOL, "report", os.path.join(out, "two.sbt")], capture_output=True, text=True)
+    assert report.returncode == 0, report.stderr
+    for sim in sims.values():
+        d = sim["devices"][0]
+        section = report.stdout.split(f"# PCI {d['bdf']}")[1].split("\n# ")[0]
+        for engine, key in (("H2D DMA", "h2d"), ("Compute", "compute"), ("D2H DMA", "d2h")):
+            row = [ln.split() for ln in section.splitlines() if ln.strip().startswith(engine)]
+            jobs = int(row[0][len(engine.split())]) if row else 0
+            assert jobs == d[key], f"{d['bdf']} {engine}: {jobs} jobs in the trace, simulator ran {d[key]}"
+        irqs = [ln.split()[-1] for ln in section.splitlines() if ln.strip().startswith("interrupts")]
+        assert irqs == [str(d["irqs"])], f"{d['bdf']}: interrupts {irqs}, simulator {d['irqs']}"
+    trace = json.load(open(os.path.join(out, "two.json")))["traceEvents"]
+    jobs = [e for e in trace if e["ph"] == "X" and e["name"] in ("Memcpy HtoD", "Memcpy DtoH", "Compute")]
+    assert len(jobs) == sum(sum(s["devices"][0][k] for k in ("h2d", "compute", "d2h")) for s in sims.values())
+    assert all(e["args"]["completed_by"] == "interrupt" for e in jobs), "a job not ended by its card's interrupt"
+    assert "unmatched" not in report.stdout or " 0 interrupts with no job" in report.stdout, report.stdout
+
+
 TESTS = [
     ("c_multithread_matches_sim", run_c_multithread),
     ("p_attach_matches_sim", run_p_attach),
@@ -676,6 +732,7 @@ TESTS = [
     ("guest_vfio_one_card", run_guest_vfio_one_card),
     ("guest_vfio_two_cards", run_guest_vfio_two_cards),
     ("guest_vfio_shared_container", run_guest_vfio_shared_container),
+    ("guest_two_processes_two_cards", run_guest_two_processes),
 ]
 
 

@@ -20,7 +20,8 @@ static struct {
 	const char *backend, *mock_dir, *json;
 	unsigned long jobs, bytes, seed, delay_us;
 	unsigned int threads;
-	int wait_stdin, container_per_card;
+	int wait_stdin, wait_ready, container_per_card;
+	const char *card;
 } opt = { .backend = "mock", .jobs = 4, .bytes = 65536, .seed = 1,
 	  .delay_us = 200, .threads = 1 };
 
@@ -35,6 +36,10 @@ static const struct argp_option options[] = {
 	{ "mock-dir", 'M', "DIR", 0, "Directory of the mock VFIO files", 0 },
 	{ "json", 'j', "FILE", 0, "Write the JSON summary here (default stdout)", 0 },
 	{ "wait-stdin", 'w', NULL, 0, "Wait for a byte on stdin before starting", 0 },
+	{ "wait-ready", 'R', NULL, 0,
+	  "Open the device (VFIO set up, MSI on), then wait for a byte on stdin: "
+	  "a job already running when the tracer attaches", 0 },
+	{ "card", 'K', "BDF", 0, "vfio: drive only the card at this PCI address", 0 },
 	{ "container-per-card", 'C', NULL, 0,
 	  "vfio: each card in its own VFIO container (default: one for all)", 0 },
 	{ 0 }
@@ -64,7 +69,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case 'M': opt.mock_dir = arg; break;
 	case 'j': opt.json = arg; break;
 	case 'w': opt.wait_stdin = 1; break;
+	case 'R': opt.wait_ready = 1; break;
 	case 'C': opt.container_per_card = 1; break;
+	case 'K': opt.card = arg; break;
 	default: return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
@@ -130,10 +137,16 @@ int main(int argc, char **argv)
 			return 2;
 	}
 	struct sim_config cfg = { opt.backend, opt.mock_dir, (unsigned int)opt.delay_us,
-				  opt.container_per_card != 0 };
+				  opt.container_per_card != 0, opt.card };
 
 	if (sim_init(&cfg))
 		return 1;
+	if (opt.wait_ready) {
+		char c;
+
+		if (read(0, &c, 1) < 0)
+			return 2;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t0); /* the jobs alone, for the benchmark */
 	for (unsigned int t = 1; t < opt.threads; t++)
 		pthread_create(&th[t], NULL, thread_main, (void *)(long)t);

@@ -256,6 +256,19 @@ static int vfio_init(void)
 	char bdfs[MAX_DEVS][16];
 	int n = edu_find(bdfs, MAX_DEVS), ret;
 
+	if (n && S.cfg.card) { /* one card: the others are another process's */
+		int i = 0;
+
+		while (i < n && strcmp(bdfs[i], S.cfg.card))
+			i++;
+		if (i == n) {
+			fprintf(stderr, "spyre-sim: no edu device at %s bound to vfio-pci\n",
+				S.cfg.card);
+			return -1;
+		}
+		memmove(bdfs[0], bdfs[i], sizeof(bdfs[0]));
+		n = 1;
+	}
 	if (!n) {
 		fprintf(stderr, "spyre-sim: no edu device bound to vfio-pci; hint: run it in the "
 				"QEMU guest: scripts/vm.sh --edu 2 -- ...\n");

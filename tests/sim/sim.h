@@ -72,6 +72,7 @@ struct sim_config {
 	const char *mock_dir; /* where the mock's stand-in VFIO files live */
 	unsigned int delay_us; /* mock device: time to complete a job */
 	bool container_per_card; /* vfio: each card in its own container */
+	const char *card; /* vfio: drive only the card at this PCI address */
 };
 
 int sim_init(const struct sim_config *cfg);
