@@ -15,5 +15,6 @@ echo "demo: checking the trace on the host:"
 build/spyre-bpftrace inspect "$out"
 echo
 echo "demo: $out written; open it in https://ui.perfetto.dev (Open trace file)."
-echo "demo: the runtime's calls, the VFIO ioctls and IOMMU mappings inside them,"
+echo "demo: the runtime's calls, the VFIO ioctls with vfio's own functions and the"
+echo "demo: IOMMU mappings inside them,"
 echo "demo: the card's H2D/compute/D2H jobs and the MSI interrupts that end them."
