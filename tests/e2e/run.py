@@ -588,13 +588,14 @@ def check_driver_level(events, sim, shared):
     assert msi == want, f"vfio MSI handler runs per card {msi}, simulator raised {want}"
 
 
-def guest_vfio(tmp, cards, sim_args="", runs=(("auto", "fentry/fexit"),)):
+def guest_vfio(tmp, cards, sim_args="", runs=(("auto", "fentry/fexit"),), extra=()):
     """Trace the simulator's vfio backend driving edu cards through real VFIO,
-    once per (--driver-probes mode, mechanism the plan must show)."""
-    cmd = "; ".join(
+    once per (--driver-probes mode, mechanism the plan must show); extra
+    commands run in the same guest after."""
+    cmd = "; ".join(list(
         f"build/spyre-bpftrace -q -v --device 1234:11e8 --driver-probes {mode} -o /out/{mode}.sbt "
         f"-c 'build/spyre-sim-run --backend vfio --threads {cards} --jobs 2 --bytes 8192 {sim_args} "
-        f"--json /out/{mode}-sim.json' 2> /out/{mode}.log" for mode, _ in runs)
+        f"--json /out/{mode}-sim.json' 2> /out/{mode}.log" for mode, _ in runs) + list(extra))
     out, _ = run_in_guest(tmp, cards, cmd, 240)
     for mode, mech in runs:
         log = open(os.path.join(out, f"{mode}.log")).read()
@@ -651,9 +652,25 @@ def run_guest_vfio_one_card(tmp):
 
 
 def run_guest_vfio_two_cards(tmp):
-    """Two cards each in its own container (each mapping is one card's),
-    then both in one container (each mapping is shared by both)."""
-    guest_vfio(tmp, 2, "--container-per-card")
+    """Two cards each in its own container (each mapping is one card's);
+    then --device naming one card keeps that card's driver events and
+    interrupts only, and the process's syscall-level ioctls all."""
+    one = ("build/spyre-bpftrace -q --device 0000:00:04.0 -o /out/one.sbt -c 'build/spyre-sim-run "
+           "--backend vfio --threads 2 --jobs 2 --bytes 8192 --container-per-card --json /out/one-sim.json'")
+    out = guest_vfio(tmp, 2, "--container-per-card", extra=(one,))
+    sim = json.load(open(os.path.join(out, "one-sim.json")))
+    events, _ = parse_dump(os.path.join(out, "one.sbt"))
+    check_capture_matches_sim(events, sim)
+    drv = [e for e in events if e["type"] == "driver"]
+    assert drv and {e["bdf"] for e in drv if "bdf" in e} == {"0000:00:04.0"}, \
+        f"--device 0000:00:04.0 kept driver events of {sorted({e.get('bdf', '-') for e in drv})}"
+    maps = [e for e in drv if e["func"] == "vfio_iommu_type1_ioctl" and e.get("cmd") == "VFIO_IOMMU_MAP_DMA"]
+    want = [i for i in sim["ioctls"] if i["cmd"] == "VFIO_IOMMU_MAP_DMA" and i["card"] == "0000:00:04.0"]
+    assert len(maps) == len(want) > 0, f"{len(maps)} MAP_DMA of the kept card seen, simulator made {len(want)}"
+    names = {int(e["irq"]): e["name"] for e in events if e["type"] == "irq_info"}
+    irqs = [names.get(int(e["irq"]), "") for e in events if e["type"] == "irq"]
+    card = [d for d in sim["devices"] if d["bdf"] == "0000:00:04.0"][0]
+    assert irqs == ["vfio-msi[0](0000:00:04.0)"] * card["irqs"], f"interrupts kept: {sorted(set(irqs))} x{len(irqs)}"
 
 
 def run_guest_vfio_shared_container(tmp):
