@@ -41,15 +41,17 @@ struct drv_frame {
 	__u16 skip; /* the card is not wanted: no record, nor for calls inside */
 };
 
+/* LRU: a thread killed inside a call never returns from it, and its entry
+ * must not stay forever (nor fill the map for everyone else). */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32); /* tid */
 	__type(value, struct drv_thread);
 } drv_threads SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 8192);
 	__type(key, struct drv_key);
 	__type(value, struct drv_frame);

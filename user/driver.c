@@ -65,7 +65,7 @@ static int module_btf_fd(const char *module)
 
 /* Load and attach an empty fentry program on module:func; 0 or -errno,
  * with why filled. */
-static int try_fentry(const char *module, const char *func, struct btf *vmlinux, char *why,
+static int try_fentry(const char *module, const char *func, struct btf **vmlinux, char *why,
 		      size_t len)
 {
 	struct bpf_insn insns[] = {
@@ -81,7 +81,11 @@ static int try_fentry(const char *module, const char *func, struct btf *vmlinux,
 		snprintf(why, len, "no %s module BTF (%s)", module, path);
 		return -ENOENT;
 	}
-	btf = btf__parse_split(path, vmlinux);
+	if (!*vmlinux && !(*vmlinux = btf__load_vmlinux_btf())) {
+		snprintf(why, len, "no vmlinux BTF");
+		return -ENOENT;
+	}
+	btf = btf__parse_split(path, *vmlinux);
 	if (!btf) {
 		snprintf(why, len, "cannot read %s: %s", path, strerror(errno));
 		return -errno;
@@ -154,7 +158,7 @@ static void use(struct driver_plan *dp, struct bpf_program *entry, struct bpf_pr
 void driver_plan(struct spyre_bpf *s, enum driver_mode mode, struct driver_plan *dp,
 		 struct plan *plan)
 {
-	struct btf *vmlinux = mode == DRIVER_OFF || mode == DRIVER_KPROBE ? NULL : btf__load_vmlinux_btf();
+	struct btf *vmlinux = NULL; /* read when a module's BTF needs it as its base */
 	bool kprobes = sbt_have_kprobes();
 	bool present[NFUNCS] = { false };
 
@@ -181,9 +185,7 @@ void driver_plan(struct spyre_bpf *s, enum driver_mode mode, struct driver_plan 
 			continue;
 		}
 		if (mode != DRIVER_KPROBE) {
-			if (!vmlinux)
-				snprintf(why, sizeof(why), "no vmlinux BTF");
-			else if (!try_fentry(fn->module, fn->name, vmlinux, why, sizeof(why))) {
+			if (!try_fentry(fn->module, fn->name, &vmlinux, why, sizeof(why))) {
 				use(dp, p[0], p[1]);
 				dp->nfentry++;
 				plan_add(plan, fn->role, "fentry/fexit", "%s (%s, %s BTF)", fn->name,

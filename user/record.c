@@ -1005,6 +1005,13 @@ static int setup(struct recorder *r)
 	}
 	if ((err = configure(r)))
 		return err;
+	/* vfio is loaded but some of its functions got no probe: say so, the
+	 * syscall paths carry on without their detail */
+	if (!o->quiet && !o->verbose && r->drv.nnone && o->driver_mode != DRIVER_OFF &&
+	    !access("/sys/module/vfio", F_OK))
+		fprintf(stderr, "spyre-bpftrace: %d of %d vfio functions have no driver-level probe "
+				"here; -v says why\n", r->drv.nnone,
+			r->drv.nnone + r->drv.nfentry + r->drv.nkprobe);
 	err = spyre_bpf__load(r->skel);
 	if (err) {
 		say_error("cannot load the BPF programs: %s; hint: run with -v for the verifier log",
