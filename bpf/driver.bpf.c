@@ -10,7 +10,8 @@
  * vfio_device, a group's iommu_group, a container's first domain's group;
  * calls inside another (page pinning inside MAP_DMA) take the card of the
  * call around them. The MSI handler takes its card from the interrupt's
- * name, read by irq.bpf.c as the handler started.
+ * name, read by irq.bpf.c as the handler started, and its ids from the
+ * card's earlier calls.
  */
 #include "common.bpf.h"
 #include "device.bpf.h"
@@ -57,6 +58,15 @@ struct {
 	__type(value, struct drv_frame);
 } drv_open SEC(".maps");
 
+/* PCI ids by address, from the pci_devs read: the MSI handler has only the
+ * address (from its vector's name) */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32); /* bdf */
+	__type(value, __u32); /* vendor << 16 | device */
+} card_ids SEC(".maps");
+
 /* the MSI handler running on this CPU */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -76,6 +86,7 @@ static __always_inline void card_of_dev(struct device *dev, struct drv_frame *f)
 	const char *name = BPF_CORE_READ(dev, kobj.name);
 	struct pci_dev *pdev;
 	char buf[16];
+	__u32 ids;
 
 	if (!name || bpf_probe_read_kernel_str(buf, sizeof(buf), name) < 13)
 		return;
@@ -86,6 +97,8 @@ static __always_inline void card_of_dev(struct device *dev, struct drv_frame *f)
 	pdev = container_of_core(dev, struct pci_dev, dev);
 	f->vendor = BPF_CORE_READ(pdev, vendor);
 	f->device = BPF_CORE_READ(pdev, device);
+	ids = (__u32)f->vendor << 16 | f->device;
+	bpf_map_update_elem(&card_ids, &f->bdf, &ids, BPF_ANY);
 }
 
 /* The device of an IOMMU group; a card is normally alone in its group. */
@@ -303,6 +316,7 @@ static __always_inline int msi_enter(int irq)
 	__u32 zero = 0;
 	struct irq_start *s = bpf_map_lookup_elem(&irq_starts, &zero);
 	struct drv_frame *f = bpf_map_lookup_elem(&msi_open, &zero);
+	__u32 *ids;
 
 	if (!s || !f || !s->active || s->irq != irq || s->bdf == SBT_BDF_NONE)
 		return 0;
@@ -310,6 +324,11 @@ static __always_inline int msi_enter(int irq)
 	f->ts = bpf_ktime_get_boot_ns();
 	f->args[0] = (__u32)irq;
 	f->bdf = s->bdf;
+	ids = bpf_map_lookup_elem(&card_ids, &f->bdf);
+	if (ids) { /* known once a vfio call of this card was seen */
+		f->vendor = *ids >> 16;
+		f->device = *ids & 0xffff;
+	}
 	f->cards = 1;
 	f->skip = 0;
 	f->level = 1; /* inside the interrupt's handler slice */

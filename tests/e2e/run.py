@@ -583,6 +583,7 @@ def check_driver_level(events, sim, shared):
         assert e["level"] == "2" and int(e["ret"]) > 0, e
     msi = {}
     for e in (e for e in drv if e["func"] == "vfio_msihandler"):
+        assert e.get("ids") == "1234:11e8", f"MSI handler run without the card's ids: {e}"
         msi[e["bdf"]] = msi.get(e["bdf"], 0) + 1
     want = {d["bdf"]: d["irqs"] for d in sim["devices"]}
     assert msi == want, f"vfio MSI handler runs per card {msi}, simulator raised {want}"
