@@ -79,7 +79,8 @@ def run(mode, tmp, jobs, script):
     sim = [SIM, "--jobs", str(jobs), "--delay-us", "0", "--bytes", "4096",
            "--mock-dir", mock, "--json", sim_json]
     cmd = " ".join(shlex.quote(a) for a in sim)
-    cap = os.path.join(tmp, "out")
+    # spyre-bpftrace: the raw capture, which `dump` checks record by record
+    cap = os.path.join(tmp, "out.sbt" if mode == "spyre-bpftrace" else "out.txt")
     if mode == "untraced":
         subprocess.run(sim, check=True, stdout=subprocess.DEVNULL)
     elif mode == "spyre-bpftrace":
