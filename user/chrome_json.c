@@ -6,8 +6,6 @@
  * s/t/f events bound to the enclosing slice.
  */
 #include <errno.h>
-#include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,48 +20,112 @@ struct placement {
 	uint32_t pid, tid;
 };
 
+#define JSON_BUF (1u << 20)
+
 struct json_writer {
 	FILE *f;
 	bool first;
 	struct hashmap places; /* track id -> placement */
 	struct hashmap flows; /* flow ids already started */
-	uint64_t bytes;
+	uint64_t bytes; /* written to the file */
 	int error;
+	char *buf; /* what is not written yet */
+	size_t len;
 };
 
-__attribute__((format(printf, 2, 3))) static void out(struct json_writer *w, const char *fmt, ...)
+/* The text is built in a buffer of our own and written a megabyte at a
+ * time: printf's format parsing cost 20 times the rest of the conversion. */
+static void flush_buf(struct json_writer *w)
 {
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vfprintf(w->f, fmt, ap);
-	va_end(ap);
-	if (n < 0 && !w->error)
+	if (w->len && !w->error && fwrite(w->buf, 1, w->len, w->f) != w->len)
 		w->error = errno ? errno : EIO;
-	else if (n > 0)
-		w->bytes += (uint64_t)n;
+	w->bytes += w->len;
+	w->len = 0;
 }
 
+static void put(struct json_writer *w, const char *s, size_t n)
+{
+	if (w->len + n > JSON_BUF) {
+		flush_buf(w);
+		if (n > JSON_BUF) { /* a huge string: straight through */
+			if (!w->error && fwrite(s, 1, n, w->f) != n)
+				w->error = errno ? errno : EIO;
+			w->bytes += n;
+			return;
+		}
+	}
+	memcpy(w->buf + w->len, s, n);
+	w->len += n;
+}
+
+#define PUT(w, lit) put(w, lit, sizeof(lit) - 1)
+
+static void put_u64(struct json_writer *w, uint64_t v)
+{
+	char d[20];
+	int i = sizeof(d);
+
+	do
+		d[--i] = (char)('0' + v % 10);
+	while ((v /= 10));
+	put(w, d + i, sizeof(d) - (size_t)i);
+}
+
+static void put_i64(struct json_writer *w, int64_t v)
+{
+	if (v < 0) {
+		PUT(w, "-");
+		put_u64(w, -(uint64_t)v);
+	} else {
+		put_u64(w, (uint64_t)v);
+	}
+}
+
+static void put_hex(struct json_writer *w, uint64_t v)
+{
+	char d[16];
+	int i = sizeof(d);
+
+	do
+		d[--i] = "0123456789abcdef"[v & 15];
+	while ((v >>= 4));
+	put(w, d + i, sizeof(d) - (size_t)i);
+}
+
+/* A JSON string: runs of plain characters copied whole. */
 static void str(struct json_writer *w, const char *s)
 {
-	out(w, "\"");
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	PUT(w, "\"");
+	while (s && *s) {
+		size_t n = 0;
 
-		if (c == '"' || c == '\\')
-			out(w, "\\%c", c);
-		else if (c < 0x20)
-			out(w, "\\u%04x", c);
-		else
-			out(w, "%c", c);
+		while (s[n] && s[n] != '"' && s[n] != '\\' && (unsigned char)s[n] >= 0x20)
+			n++;
+		put(w, s, n);
+		s += n;
+		if (!*s)
+			break;
+		if (*s == '"' || *s == '\\') {
+			char esc[2] = { '\\', *s };
+
+			put(w, esc, 2);
+		} else {
+			char esc[6] = { '\\', 'u', '0', '0', "0123456789abcdef"[(unsigned char)*s >> 4],
+					"0123456789abcdef"[*s & 15] };
+
+			put(w, esc, 6);
+		}
+		s++;
 	}
-	out(w, "\"");
+	PUT(w, "\"");
 }
 
 static void begin_event(struct json_writer *w)
 {
-	out(w, w->first ? "\n" : ",\n");
+	if (w->first)
+		PUT(w, "\n");
+	else
+		PUT(w, ",\n");
 	w->first = false;
 }
 
@@ -75,15 +137,16 @@ struct json_writer *json_open(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	w->f = fopen(path, "w");
+	w->buf = malloc(JSON_BUF);
+	w->f = w->buf ? fopen(path, "w") : NULL;
 	if (!w->f) {
-		snprintf(err, errlen, "%s", strerror(errno));
+		snprintf(err, errlen, "%s", w->buf ? strerror(errno) : "out of memory");
+		free(w->buf);
 		free(w);
 		return NULL;
 	}
-	setvbuf(w->f, NULL, _IOFBF, 1 << 20);
 	w->first = true;
-	out(w, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"spyre-bpftrace\"},"
+	PUT(w, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"spyre-bpftrace\"},"
 	       "\"traceEvents\":[");
 	return w;
 }
@@ -97,13 +160,20 @@ static void meta_event(struct json_writer *w, const char *what, uint32_t pid, ui
 		       const char *key, const char *sval, long ival)
 {
 	begin_event(w);
-	out(w, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%u,\"tid\":%u,\"args\":{\"%s\":", what, pid,
-	    tid, key);
+	PUT(w, "{\"ph\":\"M\",\"name\":");
+	str(w, what);
+	PUT(w, ",\"pid\":");
+	put_u64(w, pid);
+	PUT(w, ",\"tid\":");
+	put_u64(w, tid);
+	PUT(w, ",\"args\":{");
+	str(w, key);
+	PUT(w, ":");
 	if (sval)
 		str(w, sval);
 	else
-		out(w, "%ld", ival);
-	out(w, "}}");
+		put_i64(w, ival);
+	PUT(w, "}}");
 }
 
 static void on_track(void *ctx, const struct model_track *t)
@@ -149,37 +219,61 @@ static void on_track(void *ctx, const struct model_track *t)
 	}
 }
 
+/* ,"key":MICROSECONDS.NNN */
 static void ts_us(struct json_writer *w, const char *key, uint64_t ns)
 {
-	out(w, ",\"%s\":%" PRIu64 ".%03u", key, ns / 1000, (unsigned)(ns % 1000));
+	unsigned frac = (unsigned)(ns % 1000);
+	char d[4] = { '.', (char)('0' + frac / 100), (char)('0' + frac / 10 % 10),
+		      (char)('0' + frac % 10) };
+
+	PUT(w, ",");
+	str(w, key);
+	PUT(w, ":");
+	put_u64(w, ns / 1000);
+	put(w, d, 4);
 }
 
 static void args(struct json_writer *w, const struct model_event *e)
 {
-	out(w, ",\"args\":{");
+	PUT(w, ",\"args\":{");
 	for (int i = 0; i < e->nargs; i++) {
 		const struct model_arg *a = &e->args[i];
 
-		out(w, "%s", i ? "," : "");
+		if (i)
+			PUT(w, ",");
 		str(w, a->name);
+		PUT(w, ":");
 		switch (a->type) {
-		case ARG_UINT: out(w, ":%" PRIu64, a->u); break;
-		case ARG_INT: out(w, ":%" PRId64, a->i); break;
-		case ARG_HEX: out(w, ":\"0x%" PRIx64 "\"", a->u); break;
-		case ARG_STR: out(w, ":"); str(w, a->s); break;
+		case ARG_UINT: put_u64(w, a->u); break;
+		case ARG_INT: put_i64(w, a->i); break;
+		case ARG_HEX:
+			PUT(w, "\"0x");
+			put_hex(w, a->u);
+			PUT(w, "\"");
+			break;
+		case ARG_STR: str(w, a->s); break;
 		}
 	}
-	out(w, "}");
+	PUT(w, "}");
 }
 
 static void flow(struct json_writer *w, const char *ph, uint64_t id, const struct placement *p,
 		 uint64_t ts)
 {
 	begin_event(w);
-	out(w, "{\"ph\":\"%s\",\"name\":\"job\",\"cat\":\"flow\",\"id\":%" PRIu64 ",\"pid\":%u,\"tid\":%u",
-	    ph, id, p->pid, p->tid);
+	PUT(w, "{\"ph\":");
+	str(w, ph);
+	PUT(w, ",\"name\":\"job\",\"cat\":\"flow\",\"id\":");
+	put_u64(w, id);
+	PUT(w, ",\"pid\":");
+	put_u64(w, p->pid);
+	PUT(w, ",\"tid\":");
+	put_u64(w, p->tid);
 	ts_us(w, "ts", ts);
-	out(w, "%s}", ph[0] == 's' ? "" : ",\"bp\":\"e\"");
+	if (ph[0] == 's')
+		PUT(w, "}");
+	else
+		PUT(w, ",\"bp\":\"e\"}");
 }
 
 static void on_event(void *ctx, const struct model_event *e)
@@ -191,25 +285,34 @@ static void on_event(void *ctx, const struct model_event *e)
 		return;
 	begin_event(w);
 	if (e->kind == EV_COUNTER) {
-		out(w, "{\"ph\":\"C\",\"name\":");
+		PUT(w, "{\"ph\":\"C\",\"name\":");
 		str(w, e->name);
-		out(w, ",\"pid\":%u", p->pid);
+		PUT(w, ",\"pid\":");
+		put_u64(w, p->pid);
 		ts_us(w, "ts", e->ts);
-		out(w, ",\"args\":{\"value\":%" PRId64 "}}", e->value);
+		PUT(w, ",\"args\":{\"value\":");
+		put_i64(w, e->value);
+		PUT(w, "}}");
 		return;
 	}
-	out(w, "{\"ph\":\"%s\",\"name\":", e->kind == EV_SLICE ? "X" : "i");
+	if (e->kind == EV_SLICE)
+		PUT(w, "{\"ph\":\"X\",\"name\":");
+	else
+		PUT(w, "{\"ph\":\"i\",\"name\":");
 	str(w, e->name);
-	out(w, ",\"cat\":");
+	PUT(w, ",\"cat\":");
 	str(w, e->cat ? e->cat : "");
-	out(w, ",\"pid\":%u,\"tid\":%u", p->pid, p->tid);
+	PUT(w, ",\"pid\":");
+	put_u64(w, p->pid);
+	PUT(w, ",\"tid\":");
+	put_u64(w, p->tid);
 	ts_us(w, "ts", e->ts);
 	if (e->kind == EV_SLICE)
 		ts_us(w, "dur", e->dur);
 	else
-		out(w, ",\"s\":\"t\"");
+		PUT(w, ",\"s\":\"t\"");
 	args(w, e);
-	out(w, "}");
+	PUT(w, "}");
 	/* flow events at the slice's start bind to it */
 	for (int i = 0; i < e->nflows; i++) {
 		bool started = hm_get(&w->flows, e->flows[i]) != NULL;
@@ -231,6 +334,7 @@ struct model_sink json_sink(struct json_writer *w)
 
 int json_flush(struct json_writer *w)
 {
+	flush_buf(w);
 	if (!w->error && fflush(w->f))
 		w->error = errno;
 	return -w->error;
@@ -238,7 +342,7 @@ int json_flush(struct json_writer *w)
 
 uint64_t json_bytes(const struct json_writer *w)
 {
-	return w->bytes;
+	return w->bytes + w->len;
 }
 
 int json_close(struct json_writer *w)
@@ -247,13 +351,14 @@ int json_close(struct json_writer *w)
 
 	if (!w)
 		return 0;
-	out(w, "\n]}\n");
+	PUT(w, "\n]}\n");
 	json_flush(w);
 	if (fclose(w->f) && !w->error)
 		w->error = errno;
 	err = -w->error;
 	hm_free_values(&w->places);
 	hm_free(&w->flows);
+	free(w->buf);
 	free(w);
 	return err;
 }

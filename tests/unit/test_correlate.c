@@ -330,6 +330,44 @@ static void driver_level(void **state)
 	synth_free(&s);
 }
 
+/* The JSON writer escapes what JSON needs escaped and writes numbers as
+ * printf did: every kind of value once, checked byte for byte. */
+static void json_values(void **state)
+{
+	char path[] = "/tmp/sbt-json-XXXXXX", err[128], *text;
+	struct model_track t = { .id = 1, .kind = TRACK_THREAD, .pid = 7, .tid = 8,
+				 .name = "a\"b\\c\001d" };
+	struct model_event e = { .kind = EV_SLICE, .track = &t, .ts = 1234567, .dur = 5,
+				 .name = "x", .cat = "c", .nargs = 4 };
+	struct json_writer *w;
+	struct model_sink k;
+	size_t len, at;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	e.args[0] = (struct model_arg){ .name = "u", .type = ARG_UINT, .u = UINT64_MAX };
+	e.args[1] = (struct model_arg){ .name = "i", .type = ARG_INT, .i = INT64_MIN };
+	e.args[2] = (struct model_arg){ .name = "h", .type = ARG_HEX, .u = 0xdeadbeef0 };
+	e.args[3] = (struct model_arg){ .name = "s", .type = ARG_STR, .s = "tab\there" };
+	w = json_open(path, err, sizeof(err));
+	assert_non_null(w);
+	k = json_sink(w);
+	k.track(k.ctx, &t);
+	k.event(k.ctx, &e);
+	assert_int_equal(json_close(w), 0);
+	text = slurp(path, &len);
+	unlink(path);
+	assert_non_null(text);
+	assert_int_equal(json_check(text, len, &at), 0);
+	assert_non_null(strstr(text, "\"name\":\"a\\\"b\\\\c\\u0001d\""));
+	assert_non_null(strstr(text, "{\"ph\":\"X\",\"name\":\"x\",\"cat\":\"c\",\"pid\":7,\"tid\":8,"
+				     "\"ts\":1234.567,\"dur\":0.005,\"args\":{\"u\":18446744073709551615,"
+				     "\"i\":-9223372036854775808,\"h\":\"0xdeadbeef0\",\"s\":\"tab\\u0009here\"}}"));
+	free(text);
+}
+
 static void launch_without_completion(void **state)
 {
 	struct synth s;
@@ -472,6 +510,7 @@ int main(void)
 		cmocka_unit_test(completion_without_launch),
 		cmocka_unit_test(interrupt_completes_job),
 		cmocka_unit_test(driver_level),
+		cmocka_unit_test(json_values),
 		cmocka_unit_test(launch_without_completion),
 		cmocka_unit_test(launch_cut_short),
 		cmocka_unit_test(pid_reuse),
