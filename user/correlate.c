@@ -418,8 +418,6 @@ static int engine_of(int role)
 										 : ENGINE_COMPUTE;
 }
 
-/* Frames from depth d down whose returns never came (their records were
- * lost): marks at their entries, counted, never stretched into slices. */
 /* A mark for a call that will get no slice; a launch's mark is its end of
  * the job's flow, so the flow still connects two events. */
 static void unfinished_frame(struct correlator *c, struct thread *t, int d, const char *what)
@@ -438,6 +436,8 @@ static void unfinished_frame(struct correlator *c, struct thread *t, int d, cons
 	emit(c, &e);
 }
 
+/* Frames from depth d down whose returns never came (their records were
+ * lost): marks at their entries, counted, never stretched into slices. */
 static void drop_frames(struct correlator *c, struct thread *t, uint32_t d)
 {
 	uint32_t open = d < 32 ? t->open_mask & ~((1u << d) - 1) : 0;
@@ -754,8 +754,7 @@ static struct device *drv_device(struct correlator *c, const struct sbt_drv *r)
 
 	if (r->bdf == SBT_BDF_NONE)
 		return NULL;
-	snprintf(bdf, sizeof(bdf), "%04x:%02x:%02x.%x", r->bdf >> 16, (r->bdf >> 8) & 0xff,
-		 (r->bdf >> 3) & 0x1f, r->bdf & 7);
+	sbt_bdf_str(r->bdf, bdf, sizeof(bdf));
 	return pci_device(c, bdf);
 }
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "devfilter.h"
+#include "names.h"
 
 uint32_t devfilter_bdf(const char *s)
 {
@@ -20,12 +21,6 @@ uint32_t devfilter_bdf(const char *s)
 	if (s[n] || dev > 31 || fn > 7)
 		return SBT_BDF_NONE;
 	return dom << 16 | bus << 8 | dev << 3 | fn;
-}
-
-void devfilter_bdf_str(uint32_t bdf, char *out, size_t len)
-{
-	snprintf(out, len, "%04x:%02x:%02x.%x", bdf >> 16, (bdf >> 8) & 0xff, (bdf >> 3) & 0x1f,
-		 bdf & 7);
 }
 
 int devfilter_parse(const char *spec, struct sbt_dev_filter *f)
@@ -115,7 +110,7 @@ void devfilter_describe(const struct devfilter *d, char *out, size_t len)
 		char one[16];
 
 		if (d->f[i].bdf != SBT_BDF_NONE)
-			devfilter_bdf_str(d->f[i].bdf, one, sizeof(one));
+			sbt_bdf_str(d->f[i].bdf, one, sizeof(one));
 		else
 			snprintf(one, sizeof(one), "%04x:%04x", d->f[i].vendor, d->f[i].device);
 		used += (size_t)snprintf(out + used, len - used, "%s%s", i ? ", " : "", one);

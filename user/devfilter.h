@@ -27,9 +27,9 @@ struct devfilter {
 
 /* One --device argument into f; 0, or -1 if it is neither form. */
 int devfilter_parse(const char *spec, struct sbt_dev_filter *f);
-/* "DDDD:BB:DD.F" (or "BB:DD.F") to one number, or SBT_BDF_NONE */
+/* "DDDD:BB:DD.F" (or "BB:DD.F") to one number, or SBT_BDF_NONE; back with
+ * sbt_bdf_str (names.h) */
 uint32_t devfilter_bdf(const char *s);
-void devfilter_bdf_str(uint32_t bdf, char *out, size_t len);
 /* Add the address of every present PCI device (under sysfs_root, normally
  * /sys/bus/pci/devices) matching a vendor:device filter; returns how many. */
 int devfilter_expand(struct devfilter *d, const char *sysfs_root);

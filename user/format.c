@@ -109,9 +109,12 @@ static void fmt_drv(struct out *o, const struct sbt_drv *r)
 		put(o, " cmd=%s", cmd);
 	else if (r->func <= SBT_DRV_TYPE1_IOCTL)
 		put(o, " cmd=0x%x", r->cmd);
-	if (r->bdf != SBT_BDF_NONE)
-		put(o, " bdf=%04x:%02x:%02x.%x", r->bdf >> 16, (r->bdf >> 8) & 0xff,
-		    (r->bdf >> 3) & 0x1f, r->bdf & 7);
+	if (r->bdf != SBT_BDF_NONE) {
+		char bdf[16];
+
+		sbt_bdf_str(r->bdf, bdf, sizeof(bdf));
+		put(o, " bdf=%s", bdf);
+	}
 	if (r->vendor)
 		put(o, " ids=%04x:%04x", r->vendor, r->device);
 	if (r->cards == SBT_DRV_SHARED)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Names for the numbers in records. */
 #include <linux/vfio.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "events.h"
@@ -103,6 +104,12 @@ const char *sbt_errno_name(int err)
 	const char *n = err > 0 ? strerrorname_np(err) : NULL;
 
 	return n ? n : "E?";
+}
+
+void sbt_bdf_str(uint32_t bdf, char *out, size_t len)
+{
+	snprintf(out, len, "%04x:%02x:%02x.%x", bdf >> 16, (bdf >> 8) & 0xff, (bdf >> 3) & 0x1f,
+		 bdf & 7);
 }
 
 const char *sbt_drv_func_name(unsigned int func)

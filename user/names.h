@@ -13,6 +13,10 @@ const char *sbt_fd_kind_name(unsigned int kind);
 /* "VFIO_IOMMU_MAP_DMA", or NULL for a command that is not VFIO's. The fd
  * kind matters: VFIO numbers mean different things on device fds. */
 const char *sbt_vfio_cmd_name(uint32_t cmd, unsigned int fd_kind);
+#include <stddef.h>
+
+/* A PCI address as events.h numbers it (SBT_BDF_NONE aside) to 0000:3a:00.0 */
+void sbt_bdf_str(uint32_t bdf, char *out, size_t len);
 /* The vfio function an SBT_DRV record is about */
 const char *sbt_drv_func_name(unsigned int func);
 struct sbt_drv;

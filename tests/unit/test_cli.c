@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "driver.h"
+#include "names.h"
 #include "events.h"
 #include "preflight.h"
 
@@ -141,7 +142,7 @@ static void device_filters(void **state)
 	assert_int_equal(devfilter_bdf("0001:00:1f.7"), 0x100ff);
 	assert_int_equal(devfilter_bdf("0000:3a:20.0"), SBT_BDF_NONE); /* device > 31 */
 	assert_int_equal(devfilter_bdf("0000:3a:00.0x"), SBT_BDF_NONE);
-	devfilter_bdf_str(0x100ff, path, sizeof(path));
+	sbt_bdf_str(0x100ff, path, sizeof(path));
 	assert_string_equal(path, "0001:00:1f.7");
 
 	assert_int_equal(parse("-p", "1", NULL), 0);
