@@ -791,7 +791,7 @@ static uint64_t read_lost(struct recorder *r)
 /* Probe runs the kernel skipped because a BPF program was already running
  * on that CPU (a kprobe firing in an interrupt that came during another
  * kprobe program, say): their events never reached the ring buffer. Linux
- * counts them per program (5.12 and later; older kernels say 0). */
+ * counts them per program where it can (docs/kernel-paths.md, Loss). */
 static uint64_t read_missed(struct recorder *r)
 {
 	struct bpf_program *p;
