@@ -10,6 +10,7 @@
 #define MAX_FUNCS 256
 #define MAX_DEVS 64
 #define MAX_ERRS 64
+#define MAX_DRV 64
 
 struct track_info {
 	enum model_track_kind kind;
@@ -37,6 +38,8 @@ struct report {
 	int ndevs;
 	struct strtab errs; /* "CMD ERRNO" */
 	uint64_t err_counts[MAX_ERRS];
+	struct strtab drv; /* "FUNCTION CMD" of driver-level slices */
+	struct histogram *drv_hists[MAX_DRV];
 	uint64_t last_ts;
 };
 
@@ -100,6 +103,12 @@ static const struct model_arg *arg(const struct model_event *e, const char *name
 	return NULL;
 }
 
+static void add_duration(struct histogram **h, uint64_t dur)
+{
+	if (*h || (*h = calloc(1, sizeof(**h))))
+		hist_add(*h, dur);
+}
+
 static void on_event(void *ctx, const struct model_event *e)
 {
 	struct report *r = ctx;
@@ -127,11 +136,17 @@ static void on_event(void *ctx, const struct model_event *e)
 	if (e->cat[0] == 'r' && !strcmp(e->cat, "runtime")) {
 		uint64_t id = strtab_id_cached(&r->funcs, &r->func_cache, e->name);
 
-		if (!id || id > MAX_FUNCS)
-			return;
-		if (!r->hists[id - 1] && !(r->hists[id - 1] = calloc(1, sizeof(struct histogram))))
-			return;
-		hist_add(r->hists[id - 1], e->dur);
+		if (id && id <= MAX_FUNCS)
+			add_duration(&r->hists[id - 1], e->dur);
+	} else if (e->cat[0] == 'd' && !strcmp(e->cat, "driver")) {
+		const struct model_arg *cmd = arg(e, "cmd");
+		char key[96];
+		uint64_t id;
+
+		snprintf(key, sizeof(key), "%s%s%s", e->name, cmd ? " " : "", cmd ? cmd->s : "");
+		id = strtab_id(&r->drv, key, &added);
+		if (id && id <= MAX_DRV)
+			add_duration(&r->drv_hists[id - 1], e->dur);
 	} else if (dev >= 0 && ti && ti->engine >= 0 &&
 		   (!strcmp(e->cat, "gpu_memcpy") || !strcmp(e->cat, "kernel"))) {
 		const struct model_arg *b = arg(e, "bytes");
@@ -165,20 +180,46 @@ struct model_sink report_sink(struct report *r)
 	return (struct model_sink){ r, on_track, on_event, NULL, NULL };
 }
 
-static const struct report *sorting;
+static struct histogram *const *sorting;
 
 static int by_total(const void *a, const void *b)
 {
-	const struct histogram *x = sorting->hists[*(const int *)a];
-	const struct histogram *y = sorting->hists[*(const int *)b];
+	const struct histogram *x = sorting[*(const int *)a];
+	const struct histogram *y = sorting[*(const int *)b];
 	uint64_t sx = x ? x->sum : 0, sy = y ? y->sum : 0;
 
 	return sx < sy ? 1 : sx > sy ? -1 : 0;
 }
 
+/* One table of durations by name, the most time first, as perf report does. */
+static void print_durations(FILE *out, const char *title, const struct strtab *names,
+			    struct histogram *const *hists, int max)
+{
+	int order[MAX_FUNCS], n = (int)(names->n < (uint64_t)max ? names->n : (uint64_t)max);
+
+	if (!n)
+		return;
+	fprintf(out, "\n# %-54s %7s %10s %9s %9s %9s %9s\n", title, "calls", "total ms", "mean us",
+		"p50 us", "p99 us", "max us");
+	for (int i = 0; i < n; i++)
+		order[i] = i;
+	sorting = hists;
+	qsort(order, (size_t)n, sizeof(order[0]), by_total);
+	for (int k = 0; k < n; k++) {
+		const struct histogram *h = hists[order[k]];
+
+		if (!h)
+			continue;
+		fprintf(out, "  %-54.54s %7llu %10.3f %9.1f %9.1f %9.1f %9.1f\n",
+			strtab_str(names, (uint64_t)order[k] + 1), (unsigned long long)h->count,
+			(double)h->sum / 1e6, (double)h->sum / 1e3 / (double)h->count,
+			(double)hist_quantile(h, 0.5) / 1e3, (double)hist_quantile(h, 0.99) / 1e3,
+			(double)h->max / 1e3);
+	}
+}
+
 void report_print(FILE *out, const struct report *r, const struct correlate_stats *st)
 {
-	int order[MAX_FUNCS], nf = (int)(r->funcs.n < MAX_FUNCS ? r->funcs.n : MAX_FUNCS);
 	double span = st->last_ts > st->first_ts ? (double)(st->last_ts - st->first_ts) / 1e9 : 0;
 	static const char *const engines[ENGINE_MAX] = { "H2D DMA", "Compute", "D2H DMA" };
 
@@ -190,25 +231,8 @@ void report_print(FILE *out, const struct report *r, const struct correlate_stat
 	if (st->driver_calls)
 		fprintf(out, "# %llu vfio driver calls seen at driver level\n",
 			(unsigned long long)st->driver_calls);
-	if (r->funcs.n)
-		fprintf(out, "\n# %-54s %7s %10s %9s %9s %9s %9s\n", "runtime function", "calls",
-			"total ms", "mean us", "p50 us", "p99 us", "max us");
-	/* the most time first, as perf report does */
-	for (int i = 0; i < nf; i++)
-		order[i] = i;
-	sorting = r;
-	qsort(order, (size_t)nf, sizeof(order[0]), by_total);
-	for (int k = 0; k < nf; k++) {
-		int i = order[k];
-		const struct histogram *h = r->hists[i];
-
-		if (!h)
-			continue;
-		fprintf(out, "  %-54.54s %7llu %10.3f %9.1f %9.1f %9.1f %9.1f\n",
-			strtab_str(&r->funcs, (uint64_t)i + 1), (unsigned long long)h->count, (double)h->sum / 1e6,
-			(double)h->sum / 1e3 / (double)h->count, (double)hist_quantile(h, 0.5) / 1e3,
-			(double)hist_quantile(h, 0.99) / 1e3, (double)h->max / 1e3);
-	}
+	print_durations(out, "runtime function", &r->funcs, r->hists, MAX_FUNCS);
+	print_durations(out, "vfio function (driver level)", &r->drv, r->drv_hists, MAX_DRV);
 	for (int d = 0; d < r->ndevs; d++) {
 		bool any = r->devs[d].irqs;
 
@@ -248,8 +272,8 @@ void report_print(FILE *out, const struct report *r, const struct correlate_stat
 			(unsigned long long)st->unpaired_returns,
 			(unsigned long long)st->unmatched_completions);
 	if (st->lost)
-		fprintf(out, "\n# WARNING: %llu records lost (ring buffer full); hint: --buffer-size 64M\n",
-			(unsigned long long)st->lost);
+		fprintf(out, "\n# WARNING: %llu records lost; hint: if the ring buffer filled, "
+			     "--buffer-size 64M\n", (unsigned long long)st->lost);
 }
 
 void report_free(struct report *r)
@@ -258,6 +282,9 @@ void report_free(struct report *r)
 		return;
 	for (int i = 0; i < MAX_FUNCS; i++)
 		free(r->hists[i]);
+	for (int i = 0; i < MAX_DRV; i++)
+		free(r->drv_hists[i]);
+	strtab_free(&r->drv);
 	free(r->tracks);
 	strtab_free(&r->funcs);
 	strtab_free(&r->errs);

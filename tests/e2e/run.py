@@ -732,6 +732,11 @@ def run_guest_two_processes(tmp):
     assert len(jobs) == sum(sum(s["devices"][0][k] for k in ("h2d", "compute", "d2h")) for s in sims.values())
     assert all(e["args"]["completed_by"] == "interrupt" for e in jobs), "a job not ended by its card's interrupt"
     assert "unmatched" not in report.stdout or " 0 interrupts with no job" in report.stdout, report.stdout
+    # the report's driver-level table counts every MAP_DMA both simulators made
+    row = [ln.split() for ln in report.stdout.splitlines()
+           if ln.strip().startswith("vfio_iommu_type1_ioctl VFIO_IOMMU_MAP_DMA ")]
+    maps = sum(1 for s in sims.values() for i in s["ioctls"] if i["cmd"] == "VFIO_IOMMU_MAP_DMA")
+    assert row and int(row[0][2]) == maps, f"report's MAP_DMA row {row}, simulators made {maps}"
 
 
 TESTS = [

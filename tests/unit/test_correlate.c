@@ -324,6 +324,20 @@ static void driver_level(void **state)
 	synth_end(&s, T0 + 70000);
 	r = run("driver_level", &s);
 	assert_int_equal(r.st.driver_calls, 6);
+	/* the report's own table, one row per function and command */
+	assert_non_null(strstr(r.report, "# vfio function (driver level)"));
+	{
+		static const char map_row[] = "\n  vfio_iommu_type1_ioctl VFIO_IOMMU_MAP_DMA ";
+		const char *row = strstr(r.report, map_row);
+		unsigned long calls = 0;
+		double total_ms = 0;
+
+		assert_non_null(row);
+		assert_int_equal(sscanf(row + sizeof(map_row) - 1, "%lu %lf", &calls, &total_ms), 2);
+		assert_int_equal(calls, 1);
+		assert_true(total_ms > 0.0008 && total_ms < 0.0011); /* 900 ns */
+	}
+	assert_non_null(strstr(r.report, "\n  vfio_msihandler "));
 	assert_int_equal(r.st.jobs, 1);
 	assert_int_equal(r.st.unmatched_completions + r.st.unfinished_jobs, 0);
 	free(r.report);
