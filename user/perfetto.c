@@ -315,11 +315,12 @@ static inline size_t packet_bound(const struct model_event *e, size_t interned)
 	return 96 + interned + (size_t)(e->nflows + e->nterm) * 11 + (size_t)e->nargs * 32;
 }
 
+/* A slice's begin or an instant: name, category, args and flows. */
 static void event_packet(struct perfetto_writer *w, const struct model_event *e, int type,
 			 uint64_t ts)
 {
 	struct sequence *q = sequence_of(w, e->track->id, e->depth, ts);
-	uint64_t name = 0, cat = 0, anames[MODEL_MAX_ARGS];
+	uint64_t name, cat = 0, anames[MODEL_MAX_ARGS];
 	bool delta;
 	uint8_t *p;
 	size_t te;
@@ -327,13 +328,11 @@ static void event_packet(struct perfetto_writer *w, const struct model_event *e,
 	if (!q)
 		return;
 	w->interned.len = 0;
-	if (type != TYPE_SLICE_END && type != TYPE_COUNTER) {
-		name = intern(w, q, &w->names, ID_NAMES, e->name);
-		if (e->cat)
-			cat = intern(w, q, &w->cats, ID_CATEGORIES, e->cat);
-		for (int i = 0; i < e->nargs; i++)
-			anames[i] = intern(w, q, &w->anames, ID_ANNOTATION_NAMES, e->args[i].name);
-	}
+	name = intern(w, q, &w->names, ID_NAMES, e->name);
+	if (e->cat)
+		cat = intern(w, q, &w->cats, ID_CATEGORIES, e->cat);
+	for (int i = 0; i < e->nargs; i++)
+		anames[i] = intern(w, q, &w->anames, ID_ANNOTATION_NAMES, e->args[i].name);
 	packet_begin(w);
 	if (pb_reserve(&w->out, packet_bound(e, w->interned.len))) {
 		w->error = ENOMEM;
@@ -349,8 +348,7 @@ static void event_packet(struct perfetto_writer *w, const struct model_event *e,
 		p = pb_put_uint(p, TP_CLOCK_ID, CLOCK_BOOTTIME_ID);
 	}
 	p = pb_put_uint(p, TP_SEQ_ID, q->id);
-	if (delta || name)
-		p = pb_put_uint(p, TP_SEQ_FLAGS, SEQ_NEEDS_STATE);
+	p = pb_put_uint(p, TP_SEQ_FLAGS, SEQ_NEEDS_STATE); /* interned names, and the clock */
 	if (w->dropped) {
 		w->dropped = false;
 		p = pb_put_uint(p, TP_PREV_DROPPED, 1);
@@ -360,52 +358,48 @@ static void event_packet(struct perfetto_writer *w, const struct model_event *e,
 	p = pb_put_varint(p, TP_TRACK_EVENT << 3 | PB_LEN);
 	te = (size_t)(++p - w->out.buf); /* a one-byte length, fixed below */
 	p = pb_put_uint(p, TE_TYPE, (uint64_t)type); /* the track is the sequence's default */
-	if (type == TYPE_COUNTER) {
-		p = pb_put_uint(p, TE_COUNTER_VALUE, (uint64_t)e->value);
-	} else if (type != TYPE_SLICE_END) {
-		p = pb_put_uint(p, TE_NAME_IID, name);
-		if (cat)
-			p = pb_put_uint(p, TE_CATEGORY_IIDS, cat);
-		for (int i = 0; i < e->nargs; i++) {
-			const struct model_arg *a = &e->args[i];
-			size_t slen = a->type == ARG_STR && a->s ? strlen(a->s) : 0;
-			uint8_t *da;
+	p = pb_put_uint(p, TE_NAME_IID, name);
+	if (cat)
+		p = pb_put_uint(p, TE_CATEGORY_IIDS, cat);
+	for (int i = 0; i < e->nargs; i++) {
+		const struct model_arg *a = &e->args[i];
+		size_t slen = a->type == ARG_STR && a->s ? strlen(a->s) : 0;
+		uint8_t *da;
 
-			if (slen > 8) { /* past the bound's 32 bytes: room for it and the rest */
-				size_t off = (size_t)(p - w->out.buf);
+		if (slen > 8) { /* past the bound's 32 bytes: room for it and the rest */
+			size_t off = (size_t)(p - w->out.buf);
 
-				w->out.len = off;
-				if (pb_reserve(&w->out, slen + packet_bound(e, 0))) {
-					w->error = ENOMEM;
-					return;
-				}
-				p = w->out.buf + off;
+			w->out.len = off;
+			if (pb_reserve(&w->out, slen + packet_bound(e, 0))) {
+				w->error = ENOMEM;
+				return;
 			}
-			p = pb_put_varint(p, TE_DEBUG_ANNOTATIONS << 3 | PB_LEN);
-			da = ++p;
-			p = pb_put_uint(p, DA_NAME_IID, anames[i]);
-			switch (a->type) {
-			case ARG_UINT: p = pb_put_uint(p, DA_UINT, a->u); break;
-			case ARG_INT: p = pb_put_uint(p, DA_INT, (uint64_t)a->i); break;
-			case ARG_HEX: p = pb_put_uint(p, DA_POINTER, a->u); break;
-			case ARG_STR:
-				p = pb_put_bytes(p, DA_STRING, a->s ? a->s : "", slen);
-				break;
-			}
-			/* da is the body's start; its one-byte length sits before it */
-			if (p - da < 0x80) {
-				da[-1] = (uint8_t)(p - da);
-			} else { /* a long string value: room for a longer length */
-				w->out.len = (size_t)(p - w->out.buf);
-				pb_end(&w->out, (size_t)(da - w->out.buf));
-				p = w->out.buf + w->out.len;
-			}
+			p = w->out.buf + off;
 		}
-		for (int i = 0; i < e->nflows; i++)
-			p = pb_put_fixed64(p, TE_FLOW_IDS, e->flows[i]);
-		for (int i = 0; i < e->nterm; i++)
-			p = pb_put_fixed64(p, TE_TERM_FLOW_IDS, e->term_flows[i]);
+		p = pb_put_varint(p, TE_DEBUG_ANNOTATIONS << 3 | PB_LEN);
+		da = ++p;
+		p = pb_put_uint(p, DA_NAME_IID, anames[i]);
+		switch (a->type) {
+		case ARG_UINT: p = pb_put_uint(p, DA_UINT, a->u); break;
+		case ARG_INT: p = pb_put_uint(p, DA_INT, (uint64_t)a->i); break;
+		case ARG_HEX: p = pb_put_uint(p, DA_POINTER, a->u); break;
+		case ARG_STR:
+			p = pb_put_bytes(p, DA_STRING, a->s ? a->s : "", slen);
+			break;
+		}
+		/* da is the body's start; its one-byte length sits before it */
+		if (p - da < 0x80) {
+			da[-1] = (uint8_t)(p - da);
+		} else { /* a long string value: room for a longer length */
+			w->out.len = (size_t)(p - w->out.buf);
+			pb_end(&w->out, (size_t)(da - w->out.buf));
+			p = w->out.buf + w->out.len;
+		}
 	}
+	for (int i = 0; i < e->nflows; i++)
+		p = pb_put_fixed64(p, TE_FLOW_IDS, e->flows[i]);
+	for (int i = 0; i < e->nterm; i++)
+		p = pb_put_fixed64(p, TE_TERM_FLOW_IDS, e->term_flows[i]);
 	w->out.len = (size_t)(p - w->out.buf);
 	pb_end(&w->out, te);
 	packet_end(w);
