@@ -667,16 +667,11 @@ static void on_dma(struct correlator *c, const struct sbt_hdr *h)
 /* The PCI address in an interrupt name such as vfio-msi[0](0000:01:00.0). */
 static bool bdf_of(const char *name, char *out, size_t len)
 {
-	for (const char *s = name; *s; s++) {
-		unsigned int a, b, d, f;
-		int n = 0;
+	const char *s = sbt_bdf_find(name, NULL);
 
-		if (sscanf(s, "%4x:%2x:%2x.%1x%n", &a, &b, &d, &f, &n) == 4 && n == 12) {
-			snprintf(out, len, "%.12s", s);
-			return true;
-		}
-	}
-	return false;
+	if (s)
+		snprintf(out, len, "%.12s", s);
+	return s != NULL;
 }
 
 /* The device of a card, by its PCI address: one, whoever asks first. */

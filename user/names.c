@@ -112,6 +112,22 @@ void sbt_bdf_str(uint32_t bdf, char *out, size_t len)
 		 bdf & 7);
 }
 
+const char *sbt_bdf_find(const char *s, uint32_t *bdf)
+{
+	for (; *s; s++) {
+		unsigned int dom, bus, dev, fn;
+		int n = 0;
+
+		if (sscanf(s, "%4x:%2x:%2x.%1x%n", &dom, &bus, &dev, &fn, &n) == 4 && n == 12 &&
+		    dev <= 31 && fn <= 7) {
+			if (bdf)
+				*bdf = dom << 16 | bus << 8 | dev << 3 | fn;
+			return s;
+		}
+	}
+	return NULL;
+}
+
 const char *sbt_drv_func_name(unsigned int func)
 {
 	static const char *const names[SBT_DRV_FUNC_MAX] = {

@@ -17,6 +17,9 @@ const char *sbt_vfio_cmd_name(uint32_t cmd, unsigned int fd_kind);
 
 /* A PCI address as events.h numbers it (SBT_BDF_NONE aside) to 0000:3a:00.0 */
 void sbt_bdf_str(uint32_t bdf, char *out, size_t len);
+/* The first PCI address (DDDD:BB:DD.F) in s, such as an interrupt's name:
+ * where it starts (12 characters), its number in *bdf; NULL if none. */
+const char *sbt_bdf_find(const char *s, uint32_t *bdf);
 /* The vfio function an SBT_DRV record is about */
 const char *sbt_drv_func_name(unsigned int func);
 struct sbt_drv;

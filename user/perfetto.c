@@ -135,10 +135,16 @@ static void out_flush(struct perfetto_writer *w)
 }
 
 /* Begin a packet (Trace.packet, field 1) in the output buffer. */
-static void packet_begin(struct perfetto_writer *w)
+/* Write out what is built when the buffer nears full: between packets. */
+static inline void flush_if_full(struct perfetto_writer *w)
 {
 	if (w->out.len > OUT_BUF - (64 << 10))
 		out_flush(w);
+}
+
+static void packet_begin(struct perfetto_writer *w)
+{
+	flush_if_full(w);
 	w->pkt_mark = pb_begin(&w->out, 1);
 }
 
@@ -416,8 +422,7 @@ static void small_packet(struct perfetto_writer *w, const struct model_event *e,
 
 	if (!q)
 		return;
-	if (w->out.len > OUT_BUF - (64 << 10))
-		out_flush(w);
+	flush_if_full(w);
 	if (pb_reserve(&w->out, 64)) {
 		w->error = ENOMEM;
 		return;

@@ -26,6 +26,7 @@
 #include "clock.h"
 #include "commands.h"
 #include "libresolve.h"
+#include "names.h"
 #include "output.h"
 #include "driver.h"
 #include "plan.h"
@@ -210,15 +211,10 @@ struct irq_ctx {
  * device is wanted. */
 static bool irq_card_wanted(const struct recorder *r, const char *name)
 {
-	for (const char *s = name; strlen(s) >= 12; s++) {
-		char addr[13];
-		uint32_t bdf;
+	uint32_t bdf;
 
-		memcpy(addr, s, 12);
-		addr[12] = '\0';
-		if ((bdf = devfilter_bdf(addr)) != SBT_BDF_NONE)
-			return devfilter_wants_bdf(&r->o->devices, bdf);
-	}
+	if (sbt_bdf_find(name, &bdf))
+		return devfilter_wants_bdf(&r->o->devices, bdf);
 	return r->o->devices.n == 0;
 }
 
