@@ -8,19 +8,17 @@
 
 uint32_t devfilter_bdf(const char *s)
 {
-	unsigned int dom = 0, bus, dev, fn;
+	unsigned int bus, dev, fn;
+	uint32_t bdf;
 	int n = 0;
 
-	/* DDDD:BB:DD.F, or BB:DD.F in domain 0 */
-	if (!(sscanf(s, "%4x:%2x:%2x.%1x%n", &dom, &bus, &dev, &fn, &n) == 4 && n == 12)) {
-		dom = 0;
-		n = 0;
-		if (!(sscanf(s, "%2x:%2x.%1x%n", &bus, &dev, &fn, &n) == 3 && n == 7))
-			return SBT_BDF_NONE;
-	}
-	if (s[n] || dev > 31 || fn > 7)
+	if (sbt_bdf_find(s, &bdf) == s && !s[12]) /* DDDD:BB:DD.F */
+		return bdf;
+	/* BB:DD.F, in domain 0 */
+	if (sscanf(s, "%2x:%2x.%1x%n", &bus, &dev, &fn, &n) != 3 || n != 7 || s[n] || dev > 31 ||
+	    fn > 7)
 		return SBT_BDF_NONE;
-	return dom << 16 | bus << 8 | dev << 3 | fn;
+	return bus << 8 | dev << 3 | fn;
 }
 
 int devfilter_parse(const char *spec, struct sbt_dev_filter *f)
