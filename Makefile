@@ -12,7 +12,7 @@ CFLAGS     ?= -O2 -g
 # what the build needs, whatever CFLAGS the user gives
 ALL_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DSBT_VERSION='"$(VERSION)"' \
               -I$(OUT) -Ibpf -Iuser
-LDLIBS     := -lbpf -lelf -lz -liberty -lm -lpthread
+LDLIBS     := -lbpf -lelf -lz -liberty -lcapstone -lm -lpthread
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
@@ -35,11 +35,15 @@ endif
 SAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 .SECONDARY:
+# a recipe that fails leaves no half-written target behind
+.DELETE_ON_ERROR:
 PREFIX     ?= /usr/local
 
 .PHONY: all deps test unit unit-asan e2e bench demo clean format vmlinux sim install fuzz
-all: deps $(TOOL) sim
+all: $(TOOL) sim
 
+# The Debian packages: checked by the commands that set up a fresh machine
+# (test, demo, bench), before anything is built; `make` alone does not.
 deps:
 	@scripts/deps.sh
 
@@ -58,9 +62,12 @@ $(OUT)/spyre.skel.h: $(OUT)/spyre.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< name spyre_bpf > $@
 
 # ---- user space -----------------------------------------------------------
-$(OUT)/obj/%.o: user/%.c $(USER_HDRS) bpf/events.h $(OUT)/spyre.skel.h | $(OUT)/obj
+# Each object depends on the headers it includes (-MMD -MP writes them down);
+# the skeleton is generated before any object is compiled.
+DEPFLAGS    = -MMD -MP
+$(OUT)/obj/%.o: user/%.c | $(OUT)/obj $(OUT)/spyre.skel.h
 	$(call msg,CC,$<)
-	$(Q)$(CC) $(CFLAGS) $(ALL_CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(OUT)/libsbt.a: $(patsubst user/%.c,$(OUT)/obj/%.o,$(LIB_SRCS))
 	$(call msg,AR,$@)
@@ -78,27 +85,45 @@ include tests/unit/unit.mk
 include tests/fuzz/fuzz.mk
 
 # ---- checks ---------------------------------------------------------------
-test: deps all unit-asan
+# deps first, alone: packages are installed before anything is compiled
+test:
+	@scripts/deps.sh
+	@$(MAKE) --no-print-directory all unit-asan
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20
 	@$(MAKE) --no-print-directory e2e
 	@echo "make test: all tiers done"
 
 e2e: all
-	@python3 tests/e2e/run.py
+	@SBT_BUILD=$(abspath $(OUT)) python3 tests/e2e/run.py
 
 $(OUT)/bench/gen-capture: bench/gen_capture.c tests/lib/synth.c user/capture.c | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -g -std=gnu11 $(WARN) -D_GNU_SOURCE -Ibpf -Iuser -Itests/lib $^ -o $@
 
+# the floor of a probe's cost: empty (or counting) programs on the same sites
+$(OUT)/bench/floor.bpf.o: bench/floor.bpf.c vmlinux/vmlinux.h | $(OUT)/bench
+	$(call msg,BPF,$<)
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ivmlinux -c $< -o $@
+
+$(OUT)/bench/bench-floor: bench/floor.c | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -std=gnu11 $(WARN) -D_GNU_SOURCE $< -o $@ -lbpf -lelf -lz
+
 $(OUT)/bench:
 	$(Q)mkdir -p $@
 
 # make bench: the cost to a traced process (vs bpftrace), then the converter
-bench: deps all $(OUT)/bench/gen-capture
-	@python3 bench/overhead.py
-	@python3 bench/convert.py
+bench:
+	@scripts/deps.sh
+	@$(MAKE) --no-print-directory all $(OUT)/bench/gen-capture $(OUT)/bench/bench-floor \
+		$(OUT)/bench/floor.bpf.o
+	@SBT_BUILD=$(abspath $(OUT)) python3 bench/overhead.py
+	@SBT_BUILD=$(abspath $(OUT)) python3 bench/runtime_probes.py
+	@SBT_BUILD=$(abspath $(OUT)) python3 bench/convert.py
 
-demo: deps all
+demo:
+	@scripts/deps.sh
+	@$(MAKE) --no-print-directory all
 	@scripts/demo.sh
 
 vmlinux:
@@ -107,6 +132,8 @@ vmlinux:
 install: $(TOOL)
 	install -D -m 0755 $(TOOL) $(DESTDIR)$(PREFIX)/bin/spyre-bpftrace
 	install -D -m 0644 docs/spyre-bpftrace.1 $(DESTDIR)$(PREFIX)/share/man/man1/spyre-bpftrace.1
+
+-include $(wildcard $(OUT)/obj/*.d $(OUT)/obj-san/*.d)
 
 format:
 	clang-format -i bpf/*.c bpf/*.h user/*.c user/*.h tests/sim/*.c tests/unit/*.c

@@ -16,8 +16,9 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TOOL = os.path.join(ROOT, "build", "spyre-bpftrace")
-GEN = os.path.join(ROOT, "build", "bench", "gen-capture")
+BUILD = os.environ.get("SBT_BUILD", os.path.join(ROOT, "build"))
+TOOL = os.path.join(BUILD, "spyre-bpftrace")
+GEN = os.path.join(BUILD, "bench", "gen-capture")
 
 
 def timed(cmd):
@@ -52,7 +53,7 @@ def main():
     print(f"  convert to Chrome JSON, one core: {json_secs:.2f} s")
     print(f"  Perfetto {pf_bytes / records:.1f} bytes/record, Chrome JSON {js_bytes / records:.1f} "
           f"bytes/record: Perfetto is {pf_bytes / js_bytes:.2f} of JSON (goal <= 0.25)")
-    with open(os.path.join(ROOT, "build", "bench-convert.json"), "w") as f:
+    with open(os.path.join(BUILD, "bench-convert.json"), "w") as f:
         json.dump({"records": records, "seconds": secs, "records_per_s": rate,
                    "perfetto_bytes_per_record": pf_bytes / records,
                    "json_bytes_per_record": js_bytes / records,

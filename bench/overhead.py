@@ -21,9 +21,10 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TOOL = os.path.join(ROOT, "build", "spyre-bpftrace")
-SIM = os.path.join(ROOT, "build", "spyre-sim-run")
-LIBS = [os.path.join(ROOT, "build", "sim", n) for n in ("libflex.so", "libsenlib.so")]
+BUILD = os.environ.get("SBT_BUILD", os.path.join(ROOT, "build"))
+TOOL = os.path.join(BUILD, "spyre-bpftrace")
+SIM = os.path.join(BUILD, "spyre-sim-run")
+LIBS = [os.path.join(BUILD, "sim", n) for n in ("libflex.so", "libsenlib.so")]
 
 
 def builtin_symbols():
@@ -143,7 +144,7 @@ def main():
         print(f"  {m:16} {med[m] / 1e6:12.1f} {extra}")
     ratio = added["spyre-bpftrace"] / added["bpftrace"]
     print(f"\nspyre-bpftrace / bpftrace added cost: {ratio:.2f}x (goal: <= 1.0, aim 0.8)")
-    with open(os.path.join(ROOT, "build", "bench-overhead.json"), "w") as f:
+    with open(os.path.join(BUILD, "bench-overhead.json"), "w") as f:
         json.dump({"events": events, "runs": a.runs, "median_ns": med,
                    "added_ns_per_event": added, "ratio": ratio}, f, indent=1)
     return 0

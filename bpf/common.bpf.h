@@ -58,6 +58,8 @@ struct call_stack {
 	__u32 depth; /* may exceed SBT_MAX_DEPTH; deeper frames are not kept */
 	__u32 ids[SBT_MAX_DEPTH];
 	__u64 ts[SBT_MAX_DEPTH];
+	__u64 sp[SBT_MAX_DEPTH]; /* stack pointer at entry: where the return address is */
+	__u64 ip[SBT_MAX_DEPTH]; /* the function's address in this process */
 };
 
 struct {

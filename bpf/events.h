@@ -24,7 +24,7 @@
 /* Record types. Values below 64 come from BPF; 64 and up from the loader. */
 enum sbt_type {
 	SBT_CALL_ENTER = 1, /* uprobe: runtime function entered */
-	SBT_CALL_EXIT = 2, /* uretprobe: runtime function returned */
+	SBT_CALL_EXIT = 2, /* uprobe on a return site: runtime function left */
 	SBT_IOCTL = 3, /* ioctl on an accelerator fd, at its exit */
 	SBT_IRQ = 4, /* interrupt handler ran, at its exit */
 	SBT_IOMMU_MAP = 5, /* iommu:map in a traced task */
@@ -35,6 +35,7 @@ enum sbt_type {
 	SBT_TASK_COMM = 10, /* a traced thread changed its name (exec, prctl) */
 	SBT_TASK_EXIT = 11, /* a traced thread exited */
 	SBT_DRV = 12, /* a vfio driver function returned (driver-level probes) */
+	SBT_LIB_OPEN = 13, /* a traced process opened a shared object (x.so, x.so.1) */
 
 	SBT_META_CLOCK = 64, /* clock snapshot */
 	SBT_META_HOST = 65, /* host name, kernel release, tool version */
@@ -155,6 +156,44 @@ struct sbt_call_enter {
 };
 
 #define SBT_CALL_UNPAIRED 1 /* no matching entry on the thread's stack */
+#define SBT_CALL_TAIL 2 /* left by a jump to another function: ret unknown */
+
+/*
+ * Runtime probes. Entries are uprobes on a function's first instruction;
+ * returns are uprobes on its return sites, never uretprobes (a uretprobe
+ * rewrites the return address on the stack, which breaks C++ unwinding and
+ * longjmp in the traced program). The loader finds the sites by decoding
+ * the function body: return instructions, jumps out of the body (tail
+ * calls), and indirect jumps whose target only BPF can see.
+ */
+enum sbt_site_kind {
+	SBT_SITE_ENTRY = 0,
+	SBT_SITE_RET = 1, /* a return instruction */
+	SBT_SITE_TAIL = 2, /* a jump that always leaves the body */
+	SBT_SITE_INDIRECT = 3, /* jump through a register: leaves if the target is outside */
+};
+
+/* A runtime uprobe's BPF cookie: probe id (24 bits), site kind (4), for an
+ * indirect jump the register holding the target (4, SBT_REG_*) and the size
+ * of the function's body (32). */
+#define SBT_COOKIE(id, kind, reg, size)                                          \
+	((__u64)(id) | (__u64)(kind) << 24 | (__u64)(reg) << 28 | (__u64)(size) << 32)
+#define SBT_COOKIE_ID(c) ((__u32)((c) & 0xffffff))
+#define SBT_COOKIE_KIND(c) ((__u32)((c) >> 24) & 0xf)
+#define SBT_COOKIE_REG(c) ((__u32)((c) >> 28) & 0xf)
+#define SBT_COOKIE_SIZE(c) ((__u32)((c) >> 32))
+#define SBT_MAX_PROBE_ID 0xffffff
+
+/* x86-64 general registers, as an indirect jump site names them */
+enum sbt_x86_reg {
+	SBT_REG_AX, SBT_REG_BX, SBT_REG_CX, SBT_REG_DX, SBT_REG_SI, SBT_REG_DI,
+	SBT_REG_BP, SBT_REG_SP, SBT_REG_R8, SBT_REG_R9, SBT_REG_R10, SBT_REG_R11,
+	SBT_REG_R12, SBT_REG_R13, SBT_REG_R14, SBT_REG_R15,
+};
+
+/* Shared objects a traced process opens are sent to the loader at once
+ * (SBT_LIB_OPEN), with paths up to this long. */
+#define SBT_LIB_PATH_LEN 256
 
 struct sbt_call_exit {
 	struct sbt_hdr h;
@@ -164,6 +203,13 @@ struct sbt_call_exit {
 	__s64 ret;
 	__u32 flags;
 	__u32 pad;
+};
+
+struct sbt_lib_open {
+	struct sbt_hdr h; /* ts: when openat() returned */
+	__s32 fd;
+	__u32 path_len; /* with the NUL */
+	char path[SBT_LIB_PATH_LEN];
 };
 
 struct sbt_ioctl {

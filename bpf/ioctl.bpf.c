@@ -9,8 +9,9 @@
  * here, at entry, from user memory.
  */
 #include "common.bpf.h"
+#include "libopen.bpf.h"
 
-#define PATH_MAX_BPF 256
+#define PATH_MAX_BPF SBT_LIB_PATH_LEN
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -75,18 +76,9 @@ static __always_inline bool match_pattern(const char *path, int len,
 	return true;
 }
 
-static __always_inline __u32 classify_path(const char *upath)
+/* buf: the path, len bytes without the NUL */
+static __always_inline __u32 classify_path(const char *buf, int len)
 {
-	__u32 zero = 0;
-	char *buf = bpf_map_lookup_elem(&path_buf, &zero);
-	int len;
-
-	if (!buf)
-		return SBT_FD_NONE;
-	len = bpf_probe_read_user_str(buf, PATH_MAX_BPF, upath);
-	if (len <= 1)
-		return SBT_FD_NONE;
-	len -= 1; /* without the NUL */
 	for (__u32 i = 0; i < SBT_MAX_FD_PATTERNS; i++) {
 		/* a copy for the lookup: a counter whose address a helper gets
 		 * is no longer tracked, and older verifiers call the loop endless */
@@ -105,13 +97,24 @@ static __always_inline __u32 classify_path(const char *upath)
 static __always_inline int open_enter(const char *upath)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id, kind;
+	__u32 tid = (__u32)id, kind, zero = 0;
+	char *buf;
+	int len;
 
 	if (!sbt_is_traced(id >> 32))
 		return 0;
-	kind = classify_path(upath);
+	buf = bpf_map_lookup_elem(&path_buf, &zero);
+	if (!buf)
+		return 0;
+	len = bpf_probe_read_user_str(buf, PATH_MAX_BPF, upath);
+	if (len <= 1)
+		return 0;
+	len -= 1; /* without the NUL */
+	kind = classify_path(buf, len);
 	if (kind != SBT_FD_NONE)
 		bpf_map_update_elem(&open_pending, &tid, &kind, BPF_ANY);
+	else
+		lib_open_enter(tid, buf, len);
 	return 0;
 }
 
@@ -121,6 +124,7 @@ static __always_inline int open_exit(long ret)
 	__u32 tid = (__u32)id, *kind;
 	struct sbt_fd_key key = { .tgid = id >> 32, .fd = (__s32)ret };
 
+	lib_open_exit(tid, ret);
 	kind = bpf_map_lookup_elem(&open_pending, &tid);
 	if (!kind)
 		return 0;

@@ -14,6 +14,8 @@ static __always_inline void emit_task(__u16 type, __u32 tgid, __u32 tid,
 				      __u32 ppid, __u32 flags,
 				      const char *comm_src)
 {
+	/* a new process gets its runtime probes from the loader: wake it now */
+	bool urgent = type == SBT_TASK_NEW && flags;
 	struct sbt_task *r = sbt_reserve(sizeof(*r), type);
 
 	if (!r)
@@ -26,7 +28,10 @@ static __always_inline void emit_task(__u16 type, __u32 tgid, __u32 tid,
 		bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), comm_src);
 	else
 		bpf_get_current_comm(r->comm, sizeof(r->comm));
-	sbt_submit(r);
+	if (urgent)
+		bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+	else
+		sbt_submit(r);
 }
 
 static __always_inline int on_fork(struct task_struct *parent,

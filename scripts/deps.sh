@@ -2,7 +2,7 @@
 # Install the Debian packages spyre-bpftrace needs; do nothing when all are there.
 set -euo pipefail
 pkgs=(make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libiberty-dev
-      libcmocka-dev pkg-config python3 bpftrace g++ binutils util-linux
+      libcmocka-dev libcapstone-dev pkg-config python3 bpftrace g++ binutils util-linux
       libclang-rt-14-dev protobuf-compiler qemu-system-x86 busybox-static cpio)
 missing=()
 for p in "${pkgs[@]}"; do

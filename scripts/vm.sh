@@ -35,7 +35,9 @@ step() { [ -n "${SBT_VM_QUIET:-}" ] || echo "vm: $*" >&2; }
 for tool in qemu-system-x86_64 busybox cpio dpkg-deb apt-get; do
 	command -v "$tool" >/dev/null || fail "checking tools" "$tool missing; hint: make deps"
 done
-[ -x build/spyre-bpftrace ] || fail "checking the build" "build/spyre-bpftrace missing; hint: make"
+# the build to copy in (make's OUT; the e2e tests pass it as SBT_BUILD)
+build=${SBT_BUILD:-build}
+[ -x "$build/spyre-bpftrace" ] || fail "checking the build" "$build/spyre-bpftrace missing; hint: make"
 
 # 1. the kernel: Debian's current linux-image-*-amd64, cached
 mkdir -p "$CACHE"
@@ -66,8 +68,8 @@ for m in virt/lib/irqbypass drivers/vfio/vfio drivers/vfio/vfio_iommu_type1 \
 done
 # the project's binaries and every library they load
 mkdir -p "$init/work/build"
-cp -a build/spyre-bpftrace "$init/work/build/"
-[ -x build/spyre-sim-run ] && cp -a build/spyre-sim-run build/sim "$init/work/build/"
+cp -a "$build/spyre-bpftrace" "$init/work/build/"
+[ -x "$build/spyre-sim-run" ] && cp -a "$build/spyre-sim-run" "$build/sim" "$init/work/build/"
 for bin in "$init"/work/build/spyre-bpftrace "$init"/work/build/spyre-sim-run "$init"/work/build/sim/*.so; do
 	[ -e "$bin" ] || continue
 	ldd "$bin" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do

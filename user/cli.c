@@ -31,6 +31,8 @@ static const char doc[] =
 	"  spyre-bpftrace -p 1234 -o run.sbt   # a raw capture, to convert later\n"
 	"  spyre-bpftrace -p 1234 -v           # print the attach plan too\n"
 	"  spyre-bpftrace -c ./app --probe libflex.so:'flex::Runtime*'\n"
+	"  spyre-bpftrace -c 'python3 train.py' -v  # which runtime libraries, why,\n"
+	"                                      # and each function's return sites\n"
 	"  spyre-bpftrace -c ./app --vfio-path '/tmp/mock/*'\n"
 	"  spyre-bpftrace -p 1234 --device 0000:3b:00.0  # one card only\n"
 	"  spyre-bpftrace convert run.sbt -o run.pftrace\n"
@@ -41,7 +43,8 @@ static const char doc[] =
 	"Needs root (or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN) and a kernel with BTF. "
 	"See spyre-bpftrace(1) and docs/usage.md.";
 
-enum { OPT_PROBE = 1000, OPT_VFIO_PATH, OPT_IRQ, OPT_BUFFER, OPT_FORMAT, OPT_DEVICE, OPT_DRIVER };
+enum { OPT_PROBE = 1000, OPT_VFIO_PATH, OPT_IRQ, OPT_BUFFER, OPT_FORMAT, OPT_DEVICE, OPT_DRIVER,
+       OPT_MAX_PROBES };
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process (repeatable)", 0 },
@@ -65,6 +68,9 @@ static const struct argp_option options[] = {
 	{ "driver-probes", OPT_DRIVER, "MODE", 0,
 	  "How to attach to vfio's functions: auto (fentry, else kprobes; the default), "
 	  "fentry, kprobe or off", 0 },
+	{ "max-probes", OPT_MAX_PROBES, "N", 0,
+	  "At most N uprobes (entries and return sites) per traced process; functions past "
+	  "it are refused (default 4096)", 0 },
 	{ "buffer-size", OPT_BUFFER, "SIZE", 0,
 	  "Ring buffer size, e.g. 64M (default 8M; rounded up to a power of two)", 0 },
 	{ "verbose", 'v', NULL, 0, "Print the attach plan and libbpf warnings", 0 },
@@ -243,6 +249,17 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		    o->buffer_size > (1ul << 30))
 			return fail(state, c, "invalid --buffer-size '%s'; hint: 4K to 1G, e.g. 64M", arg);
 		break;
+	case OPT_MAX_PROBES: {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(arg, &end, 10);
+		if (errno || end == arg || *end || *arg == '-' || !v || v > 1000000)
+			return fail(state, c, "invalid --max-probes '%s'; hint: 1 to 1000000", arg);
+		o->max_probes = v;
+		break;
+	}
 	case 'v':
 		o->verbose++;
 		break;
@@ -289,6 +306,7 @@ int cli_parse_record(int argc, char **argv, struct record_opts *o, unsigned int 
 
 	memset(o, 0, sizeof(*o));
 	o->buffer_size = SBT_DEFAULT_BUFFER;
+	o->max_probes = SBT_DEFAULT_MAX_PROBES;
 	err[0] = '\0';
 	return argp_parse(&argp, argc, argv, argp_flags, NULL, &c);
 }

@@ -16,6 +16,7 @@
 #define SBT_MAX_VFIO_PATHS (SBT_MAX_FD_PATTERNS - SBT_VFIO_FD_PATTERNS)
 #define SBT_MAX_IRQS 64
 #define SBT_DEFAULT_BUFFER (8u << 20)
+#define SBT_DEFAULT_MAX_PROBES 4096
 
 struct record_opts {
 	pid_t pids[SBT_MAX_PIDS];
@@ -31,6 +32,7 @@ struct record_opts {
 	int irqs[SBT_MAX_IRQS];
 	int nirqs;
 	unsigned long buffer_size;
+	unsigned long max_probes; /* uprobes per traced process */
 	struct devfilter devices; /* --device; Spyre's ids if none given */
 	int driver_mode; /* enum driver_mode (driver.h) */
 	int verbose;

@@ -8,5 +8,6 @@ int cmd_dump(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
+int cmd_list(int argc, char **argv);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "capture.h"
 #include "commands.h"
+#include "log.h"
 #include "output.h"
 
 struct convert_opts {
@@ -53,17 +54,17 @@ static int feed(const char *in, struct output *out)
 	enum capture_status st;
 
 	if (capture_open(&r, in)) {
-		fprintf(stderr, "spyre-bpftrace: cannot read '%s': %s\n", in, r.error);
+		sbt_err("cannot read '%s': %s", in, r.error);
 		return 1;
 	}
 	while ((st = capture_next(&r, &h)) == CAPTURE_OK)
 		output_add(out, h);
 	if (st == CAPTURE_TRUNCATED)
-		fprintf(stderr, "spyre-bpftrace: %s ends inside a record (cut short?); used the %llu whole ones\n",
+		sbt_warn("%s ends inside a record (cut short?); used the %llu whole ones",
 			in, (unsigned long long)r.records);
 	capture_close_reader(&r);
 	if (st == CAPTURE_CORRUPT) {
-		fprintf(stderr, "spyre-bpftrace: %s: %s; converted the %llu records before it\n", in,
+		sbt_err("%s: %s; converted the %llu records before it", in,
 			r.error, (unsigned long long)r.records);
 		return 1;
 	}
@@ -101,27 +102,27 @@ static int run(int argc, char **argv, bool report)
 
 	argp_parse(report ? &report_argp : &convert_argp, argc, argv, 0, NULL, &o);
 	if (!report && output_format(o.out, o.format, &fmt, err, sizeof(err))) {
-		fprintf(stderr, "spyre-bpftrace: %s\n", err);
+		sbt_err("%s", err);
 		return 2;
 	}
 	if (fmt == FMT_SBT) {
-		fprintf(stderr, "spyre-bpftrace: convert writes .pftrace or .json; hint: -o OUT.pftrace\n");
+		sbt_err("convert writes .pftrace or .json; hint: -o OUT.pftrace");
 		return 2;
 	}
 	if (output_open(&out, report ? NULL : o.out, fmt, report, err, sizeof(err))) {
-		fprintf(stderr, "spyre-bpftrace: cannot write '%s': %s\n", o.out, err);
+		sbt_err("cannot write '%s': %s", o.out, err);
 		output_free(&out);
 		return 1;
 	}
 	ret = feed(o.in, &out);
 	if (output_close(&out)) {
-		fprintf(stderr, "spyre-bpftrace: writing '%s' failed: %s\n", o.out, strerror(out.error));
+		sbt_err("writing '%s' failed: %s", o.out, strerror(out.error));
 		ret = 1;
 	}
 	if (report)
 		output_report(&out, stdout);
 	else
-		fprintf(stderr, "spyre-bpftrace: %s %s (%.1f KiB) from %s\n", output_format_name(fmt),
+		sbt_warn("%s %s (%.1f KiB) from %s", output_format_name(fmt),
 			o.out, (double)out.bytes / 1024.0, o.in);
 	output_free(&out);
 	return ret;

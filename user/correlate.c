@@ -51,6 +51,9 @@ struct thread {
 	struct model_track track;
 	struct frame frames[SBT_MAX_DEPTH];
 	uint32_t open_mask; /* bit d: frames[d].open, so scans skip closed frames */
+	/* a launch left by a tail jump at this depth + 1 (0: none): the call
+	 * that follows it at that depth is its continuation, not a new job */
+	uint32_t tail_launch_depth;
 	/* jobs this thread launched that are in flight */
 	uint64_t open_jobs[MAX_PENDING_FLOWS];
 	int nopen;
@@ -454,11 +457,14 @@ static void on_call_enter(struct correlator *c, const struct sbt_call_enter *r)
 	const struct meta_probe *p = meta_probe(&c->meta, r->probe_id);
 	struct thread *t = thread_of(c, r->h.tgid, r->h.tid);
 	struct frame *f;
-	bool nested_launch = false;
+	bool nested_launch;
 
 	if (!t || r->depth >= SBT_MAX_DEPTH)
 		return;
 	drop_frames(c, t, r->depth); /* whatever is still open here lost its return */
+	/* launchCompute tail-calling launchOperation is one job, as nested */
+	nested_launch = t->tail_launch_depth == r->depth + 1;
+	t->tail_launch_depth = 0;
 	f = &t->frames[r->depth];
 	*f = (struct frame){ .probe = r->probe_id, .ts = r->h.ts, .open = true };
 	t->open_mask |= 1u << r->depth;
@@ -521,6 +527,7 @@ static void on_call_exit(struct correlator *c, const struct sbt_call_exit *r)
 
 	if (!t)
 		return;
+	t->tail_launch_depth = (r->flags & SBT_CALL_TAIL) && mp && launches(mp->role) ? r->depth + 1 : 0;
 	event_init(&e, EV_SLICE, &t->track, 0, mp ? mp->name : "unknown probe", "runtime", 0);
 	f = r->depth < SBT_MAX_DEPTH ? &t->frames[r->depth] : NULL;
 	if ((r->flags & SBT_CALL_UNPAIRED) || !f) {
@@ -554,7 +561,9 @@ static void on_call_exit(struct correlator *c, const struct sbt_call_exit *r)
 	t->open_mask &= ~(1u << r->depth);
 	if (mp && mp->bytes_arg >= 0 && mp->bytes_arg < SBT_MAX_ARGS)
 		arg_u(&e, "bytes", f->args[mp->bytes_arg]);
-	if (r->ret)
+	if (r->flags & SBT_CALL_TAIL)
+		arg_s(&e, "left by", "tail call");
+	else if (r->ret)
 		arg_x(&e, "ret", (uint64_t)r->ret);
 	if (f->job) {
 		arg_u(&e, "correlation", f->job);

@@ -7,6 +7,7 @@
 
 #include "capture.h"
 #include "commands.h"
+#include "log.h"
 #include "format.h"
 #include "meta.h"
 
@@ -54,7 +55,7 @@ int cmd_dump(int argc, char **argv)
 
 	argp_parse(&argp, argc, argv, 0, NULL, &o);
 	if (capture_open(&r, o.file)) {
-		fprintf(stderr, "spyre-bpftrace: cannot read '%s': %s\n", o.file, r.error);
+		sbt_err("cannot read '%s': %s", o.file, r.error);
 		return 1;
 	}
 	meta_init(&m);
@@ -67,11 +68,10 @@ int cmd_dump(int argc, char **argv)
 		}
 	}
 	if (st == CAPTURE_TRUNCATED)
-		fprintf(stderr,
-			"spyre-bpftrace: %s ends inside a record (cut short?); %llu whole records read\n",
+		sbt_err("%s ends inside a record (cut short?); %llu whole records read",
 			o.file, (unsigned long long)r.records);
 	else if (st == CAPTURE_CORRUPT) {
-		fprintf(stderr, "spyre-bpftrace: %s: %s; %llu records read before it\n", o.file,
+		sbt_err("%s: %s; %llu records read before it", o.file,
 			r.error, (unsigned long long)r.records);
 		ret = 1;
 	}

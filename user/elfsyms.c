@@ -30,10 +30,12 @@ static int vaddr_to_offset(Elf *elf, uint64_t vaddr, uint64_t *off)
 	return -1;
 }
 
-static int walk_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, elf_sym_cb cb, void *ctx)
+static int walk_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, int machine, elf_sym_cb cb,
+		       void *ctx)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
-	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
+	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0, filesize = 0;
+	const uint8_t *raw = (const uint8_t *)elf_rawfile(elf, &filesize);
 
 	for (size_t i = 0; data && i < n; i++) {
 		GElf_Sym sym;
@@ -50,7 +52,11 @@ static int walk_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, elf_sym_cb cb, voi
 		name = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (!name || !*name || vaddr_to_offset(elf, sym.st_value, &off))
 			continue;
-		if (cb(name, off, ctx))
+		struct elf_func f = { name, off, sym.st_size, NULL, machine };
+
+		if (raw && off < filesize && sym.st_size <= filesize - off)
+			f.code = raw + off;
+		if (cb(&f, ctx))
 			return 1;
 	}
 	return 0;
@@ -79,13 +85,20 @@ int elf_for_each_function(const char *path, elf_sym_cb cb, void *ctx, char *err,
 		ret = -ENOEXEC;
 		goto out;
 	}
+	GElf_Ehdr eh;
+
+	if (!gelf_getehdr(elf, &eh)) {
+		snprintf(err, errlen, "%s: no ELF header", path);
+		ret = -ENOEXEC;
+		goto out;
+	}
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 
 		if (!gelf_getshdr(scn, &sh) ||
 		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
 			continue;
-		if (walk_symtab(elf, scn, &sh, cb, ctx))
+		if (walk_symtab(elf, scn, &sh, eh.e_machine, cb, ctx))
 			break;
 	}
 out:

@@ -6,8 +6,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A defined function symbol. */
+struct elf_func {
+	const char *name; /* as in the file (mangled) */
+	uint64_t offset; /* file offset of its first byte: where a uprobe goes */
+	uint64_t size; /* st_size, 0 when the symbol does not say */
+	const uint8_t *code; /* its bytes, or NULL when not all in the file */
+	int machine; /* the file's e_machine (EM_X86_64, EM_PPC64, EM_S390) */
+};
+
 /* Return non-zero to stop the walk. */
-typedef int (*elf_sym_cb)(const char *mangled, uint64_t file_offset, void *ctx);
+typedef int (*elf_sym_cb)(const struct elf_func *f, void *ctx);
 
 /* Calls cb for every defined function symbol, converting its address to
  * the file offset a uprobe needs. A symbol present in both tables is

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "log.h"
 #include "hashmap.h"
 #include "inspect.h"
 #include "pb.h"
@@ -687,13 +688,13 @@ int cmd_inspect(int argc, char **argv)
 	argp_parse(&argp, argc, argv, 0, NULL, &file);
 	fd = open(file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st)) {
-		fprintf(stderr, "spyre-bpftrace: cannot read '%s': %s\n", file, strerror(errno));
+		sbt_err("cannot read '%s': %s", file, strerror(errno));
 		return 1;
 	}
 	if (st.st_size > 0) {
 		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (map == MAP_FAILED) {
-			fprintf(stderr, "spyre-bpftrace: cannot map '%s': %s\n", file, strerror(errno));
+			sbt_err("cannot map '%s': %s", file, strerror(errno));
 			close(fd);
 			return 1;
 		}

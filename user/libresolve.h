@@ -1,16 +1,35 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Libraries a command will load, found before it runs, so that -c can
- * attach uprobes ahead of its first instruction: the dynamic loader's list
- * mode (what ldd does) for the libraries it links, plus the Spyre install
- * directories for libraries a framework dlopen()s later.
+ * Where a traced process can get its runtime libraries from, found before
+ * it loads them, so the probes are on those files (uprobes go on the file,
+ * and take effect when it is mapped later):
+ *  - what the dynamic loader links for a command (its list mode, as ldd);
+ *  - the library search path of the process's environment (LD_LIBRARY_PATH)
+ *    and the ld.so cache;
+ *  - the Spyre install tree (/opt/ibm/spyre/{*}/lib);
+ *  - for a Python command, its environment's package directories, where
+ *    torch-spyre keeps the libraries it dlopen()s on import.
+ * Each finder passes every file it sees to the callback with the reason;
+ * the callback decides by name whether it is a runtime library.
  */
 #ifndef SBT_LIBRESOLVE_H
 #define SBT_LIBRESOLVE_H
 
-/* Paths into *paths (malloc'd); returns the count or -errno. */
-int resolve_command_libs(char *const argv[], char ***paths);
-/* Libraries under the Spyre install tree (/opt/ibm/spyre/{*}/lib). */
-int resolve_install_libs(char ***paths);
+typedef void (*lib_found_cb)(const char *path, const char *why, void *ctx);
+
+/* The libraries the dynamic loader links for argv (not run). */
+void libs_of_command(char *const argv[], lib_found_cb cb, void *ctx);
+/* Files in each directory of a ':' list, and depth levels below. */
+void libs_in_dirs(const char *list, int depth, const char *why, lib_found_cb cb, void *ctx);
+/* The ld.so cache (ldconfig -p). */
+void libs_in_ldcache(lib_found_cb cb, void *ctx);
+/* The Spyre install tree. */
+void libs_in_install_tree(lib_found_cb cb, void *ctx);
+/* A Python command (python*, or a script whose #! names python): the
+ * package directories of its interpreter (site-packages, sys.path). */
+void libs_in_python_env(char *const argv[], lib_found_cb cb, void *ctx);
+/* NAME=value from a process's environment (/proc/PID/environ) into buf;
+ * 0, or -1 when not set or not readable. */
+int proc_getenv(int pid, const char *name, char *buf, unsigned long len);
 
 #endif

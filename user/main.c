@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "log.h"
 
 int main(int argc, char **argv)
 {
@@ -11,13 +12,14 @@ int main(int argc, char **argv)
 		const char *name;
 		int (*run)(int, char **);
 	} cmds[] = { { "record", cmd_record }, { "convert", cmd_convert }, { "report", cmd_report },
-		     { "inspect", cmd_inspect }, { "dump", cmd_dump } };
+		     { "inspect", cmd_inspect }, { "dump", cmd_dump },
+		     { "list", cmd_list } };
 
 	if (argc > 1 && argv[1][0] != '-') {
 		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 			if (!strcmp(argv[1], cmds[i].name))
 				return cmds[i].run(argc - 1, argv + 1);
-		fprintf(stderr, "spyre-bpftrace: unknown command '%s'; hint: record, convert, report, inspect or dump (see --help)\n",
+		sbt_err("unknown command '%s'; hint: record, convert, report, inspect, dump or list (see --help)",
 			argv[1]);
 		return 2;
 	}

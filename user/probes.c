@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The built-in probe table and resolving probe specs to sites. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "events.h"
 #include "names.h"
 #include "probes.h"
+#include "retsites.h"
 
 /*
  * The public flex and senlib entry points (../shared/reference). Their
@@ -19,19 +21,19 @@
  * the simulator's names for the release path and unverified on real flex.
  */
 const struct probe_spec sbt_builtin_probes[] = {
-	{ "libflex.so", "flex::RuntimeStream::launchH2D", SBT_ROLE_COPY_IN, 3 },
-	{ "libflex.so", "flex::RuntimeStream::launchD2H", SBT_ROLE_COPY_OUT, 3 },
-	{ "libflex.so", "flex::RuntimeStream::launchCompute", SBT_ROLE_COMPUTE, -1 },
-	{ "libflex.so", "flex::RuntimeStream::launchOperation", SBT_ROLE_LAUNCH, -1 },
-	{ "libflex.so", "flex::RuntimeStream::synchronize", SBT_ROLE_WAIT, -1 },
-	{ "libflex.so", "flex::FlexAllocator::allocate", SBT_ROLE_ALLOC, 1 },
-	{ "libflex.so", "flex::FlexAllocator::deallocate", SBT_ROLE_FREE, -1 },
+	{ "libflex.so", "flex::RuntimeStream::launchH2D", SBT_ROLE_COPY_IN, 3, true },
+	{ "libflex.so", "flex::RuntimeStream::launchD2H", SBT_ROLE_COPY_OUT, 3, true },
+	{ "libflex.so", "flex::RuntimeStream::launchCompute", SBT_ROLE_COMPUTE, -1, true },
+	{ "libflex.so", "flex::RuntimeStream::launchOperation", SBT_ROLE_LAUNCH, -1, true },
+	{ "libflex.so", "flex::RuntimeStream::synchronize", SBT_ROLE_WAIT, -1, true },
+	{ "libflex.so", "flex::FlexAllocator::allocate", SBT_ROLE_ALLOC, 1, true },
+	{ "libflex.so", "flex::FlexAllocator::deallocate", SBT_ROLE_FREE, -1, true },
 	{ "libsenlib*.so", "senlib::ControlBlockInterface::QueueControlBlocksSBF",
-	  SBT_ROLE_SUBMIT, -1 },
+	  SBT_ROLE_SUBMIT, -1, true },
 	{ "libsenlib*.so", "senlib::ResponseBlockInterface::ReceiveResponsesSBF",
-	  SBT_ROLE_COMPLETE, -1 },
-	{ "libsenlib*.so", "senlib::PfIommuMapper::Map", SBT_ROLE_MAP, 2 },
-	{ "libsenlib*.so", "senlib::PfIommuMapper::Unmap", SBT_ROLE_UNMAP, 2 },
+	  SBT_ROLE_COMPLETE, -1, true },
+	{ "libsenlib*.so", "senlib::PfIommuMapper::Map", SBT_ROLE_MAP, 2, true },
+	{ "libsenlib*.so", "senlib::PfIommuMapper::Unmap", SBT_ROLE_UNMAP, 2, true },
 };
 const size_t sbt_n_builtin_probes = sizeof(sbt_builtin_probes) / sizeof(sbt_builtin_probes[0]);
 
@@ -72,6 +74,7 @@ int probe_spec_parse(const char *arg, struct probe_spec *out, char *err, size_t 
 	out->pattern = copy + (colon - arg) + 1;
 	out->role = role;
 	out->bytes_arg = -1;
+	out->role_set = eq != NULL;
 	return 0;
 }
 
@@ -107,13 +110,57 @@ bool probe_set_has_lib(const struct probe_set *ps, const char *libpath)
 	return false;
 }
 
+/* A cold part the compiler split off a function ("f.cold"), copied out. */
+struct cold_part {
+	char *name;
+	struct elf_func f;
+};
+
 struct scan_ctx {
 	struct probe_set *ps;
 	const struct probe_spec *specs;
 	size_t nspecs;
 	const char *lib;
 	int added, error;
+	struct cold_part *cold;
+	size_t ncold;
 };
+
+static int collect_cold(const struct elf_func *f, void *ctx)
+{
+	struct scan_ctx *c = ctx;
+	struct cold_part *grown, *p;
+
+	if (!strstr(f->name, ".cold") || !f->code || !f->size)
+		return 0;
+	grown = realloc(c->cold, (c->ncold + 1) * sizeof(*grown));
+	if (!grown)
+		return c->error = -ENOMEM;
+	c->cold = grown;
+	p = &grown[c->ncold];
+	p->f = *f;
+	p->name = strdup(f->name);
+	p->f.code = malloc(f->size);
+	if (!p->name || !p->f.code) {
+		free(p->name);
+		free((void *)p->f.code);
+		return c->error = -ENOMEM;
+	}
+	memcpy((void *)p->f.code, f->code, f->size);
+	p->f.name = p->name;
+	c->ncold++;
+	return 0;
+}
+
+static const struct elf_func *cold_part_of(const struct scan_ctx *c, const char *sym)
+{
+	size_t n = strlen(sym);
+
+	for (size_t i = 0; i < c->ncold; i++)
+		if (!strncmp(c->cold[i].name, sym, n) && !strcmp(c->cold[i].name + n, ".cold"))
+			return &c->cold[i].f;
+	return NULL;
+}
 
 static bool site_exists(const struct probe_set *ps, const char *lib, uint64_t off)
 {
@@ -123,12 +170,67 @@ static bool site_exists(const struct probe_set *ps, const char *lib, uint64_t of
 	return false;
 }
 
-static int add_site(struct scan_ctx *c, const struct probe_spec *s, const char *sym,
-		    const char *name, uint64_t off)
+/* The role a function gets: the spec's, unless the spec named no role and
+ * a spec that does (a built-in one) matches the same function too. */
+static const struct probe_spec *role_source(const struct scan_ctx *c, const struct probe_spec *s,
+					    const char *plain)
+{
+	if (s->role_set)
+		return s;
+	for (size_t i = 0; i < c->nspecs; i++) {
+		const struct probe_spec *t = &c->specs[i];
+
+		if (t->role_set && !strchr(t->pattern, '(') && probe_spec_wants_lib(t, c->lib) &&
+		    !fnmatch(t->pattern, plain, 0))
+			return t;
+	}
+	return s;
+}
+
+/* Where the function returns, or why it cannot be probed. */
+static int find_returns(const struct scan_ctx *c, struct probe_site *site,
+			const struct elf_func *f)
 {
 	struct probe_set *ps = c->ps;
-	struct probe_site *site;
+	struct ret_site rets[RETSITES_MAX];
+	char why[160];
+	int n = retsites_find(f, cold_part_of(c, f->name), site->name, rets, RETSITES_MAX, why,
+			      sizeof(why));
 
+	if (n >= 0 && ps->max_uprobes && ps->uprobes + 1 + (size_t)n > ps->max_uprobes) {
+		snprintf(why, sizeof(why), "the cap of %zu uprobes per process is reached (--max-probes)",
+			 ps->max_uprobes);
+		n = -1;
+	}
+	if (n < 0)
+		return (site->refused = strdup(why)) ? 0 : -ENOMEM;
+	if (n && !(site->rets = malloc((size_t)n * sizeof(*rets))))
+		return -ENOMEM;
+	memcpy(site->rets, rets, (size_t)n * sizeof(*rets));
+	site->nrets = n;
+	ps->uprobes += 1 + (size_t)n;
+	return 0;
+}
+
+static void site_free(struct probe_site *s)
+{
+	free(s->lib);
+	free(s->name);
+	free(s->symbol);
+	free(s->rets);
+	free(s->refused);
+}
+
+static int add_site(struct scan_ctx *c, const struct probe_spec *s, const struct elf_func *f,
+		    const char *name)
+{
+	const struct probe_spec *r = role_source(c, s, name);
+	struct probe_set *ps = c->ps;
+	struct probe_site *site;
+	int err;
+
+	if (ps->n > SBT_MAX_PROBE_ID)
+		return -E2BIG;
 	if (ps->n == ps->cap) {
 		size_t cap = ps->cap ? ps->cap * 2 : 16;
 		void *p = realloc(ps->sites, cap * sizeof(*ps->sites));
@@ -139,29 +241,29 @@ static int add_site(struct scan_ctx *c, const struct probe_spec *s, const char *
 		ps->cap = cap;
 	}
 	site = &ps->sites[ps->n];
-	*site = (struct probe_site){ .id = (uint32_t)ps->n, .role = s->role,
-				     .bytes_arg = s->bytes_arg, .pattern = s->pattern,
-				     .offset = off };
+	*site = (struct probe_site){ .id = (uint32_t)ps->n, .role = r->role,
+				     .bytes_arg = r->bytes_arg, .pattern = s->pattern,
+				     .offset = f->offset, .size = f->size };
 	site->lib = strdup(c->lib);
 	site->name = strdup(name);
-	site->symbol = strdup(sym);
-	if (!site->lib || !site->name || !site->symbol) {
-		free(site->lib);
-		free(site->name);
-		free(site->symbol);
-		return -ENOMEM;
+	site->symbol = strdup(f->name);
+	err = !site->lib || !site->name || !site->symbol ? -ENOMEM : find_returns(c, site, f);
+	if (err) {
+		site_free(site);
+		return err;
 	}
 	ps->n++;
 	c->added++;
 	return 0;
 }
 
-static int scan_sym(const char *mangled, uint64_t off, void *ctx)
+static int scan_sym(const struct elf_func *f, void *ctx)
 {
 	struct scan_ctx *c = ctx;
 	char *plain = NULL, *full = NULL;
 
-	if (site_exists(c->ps, c->lib, off))
+	/* a cold part is no function of its own: it is decoded with its function */
+	if (site_exists(c->ps, c->lib, f->offset) || strstr(f->name, ".cold"))
 		return 0;
 	for (size_t i = 0; i < c->nspecs && !c->error; i++) {
 		const struct probe_spec *s = &c->specs[i];
@@ -170,17 +272,17 @@ static int scan_sym(const char *mangled, uint64_t off, void *ctx)
 
 		if (!probe_spec_wants_lib(s, c->lib))
 			continue;
-		if (!*name && !(*name = sbt_demangle(mangled, params))) {
+		if (!*name && !(*name = sbt_demangle(f->name, params))) {
 			c->error = -ENOMEM;
 			break;
 		}
 		if (fnmatch(s->pattern, *name, 0))
 			continue;
-		if (!plain && !(plain = sbt_demangle(mangled, false))) {
+		if (!plain && !(plain = sbt_demangle(f->name, false))) {
 			c->error = -ENOMEM;
 			break;
 		}
-		c->error = add_site(c, s, mangled, plain, off);
+		c->error = add_site(c, s, f, plain);
 		break; /* first matching spec wins */
 	}
 	free(plain);
@@ -202,7 +304,14 @@ int probe_set_scan_lib(struct probe_set *ps, const struct probe_spec *specs,
 	if (!(ps->libs[ps->nlibs] = strdup(libpath)))
 		return -ENOMEM;
 	ps->nlibs++;
-	ret = elf_for_each_function(libpath, scan_sym, &c, err, errlen);
+	ret = elf_for_each_function(libpath, collect_cold, &c, err, errlen);
+	if (!ret && !c.error)
+		ret = elf_for_each_function(libpath, scan_sym, &c, err, errlen);
+	for (size_t i = 0; i < c.ncold; i++) {
+		free(c.cold[i].name);
+		free((void *)c.cold[i].f.code);
+	}
+	free(c.cold);
 	if (ret)
 		return ret;
 	if (c.error) {
@@ -214,11 +323,8 @@ int probe_set_scan_lib(struct probe_set *ps, const struct probe_spec *specs,
 
 void probe_set_free(struct probe_set *ps)
 {
-	for (size_t i = 0; i < ps->n; i++) {
-		free(ps->sites[i].lib);
-		free(ps->sites[i].name);
-		free(ps->sites[i].symbol);
-	}
+	for (size_t i = 0; i < ps->n; i++)
+		site_free(&ps->sites[i]);
 	for (size_t i = 0; i < ps->nlibs; i++)
 		free(ps->libs[i]);
 	free(ps->sites);

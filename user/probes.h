@@ -20,11 +20,15 @@ struct probe_spec {
 	const char *pattern;
 	int role; /* enum sbt_role */
 	int bytes_arg; /* argument index holding a byte count (0 = this), -1 none */
+	bool role_set; /* built in, or --probe ...=ROLE: else a built-in role wins */
 };
 
 extern const struct probe_spec sbt_builtin_probes[];
 extern const size_t sbt_n_builtin_probes;
 
+struct ret_site;
+
+/* One probed function: its entry, and where it returns. */
 struct probe_site {
 	uint32_t id;
 	int role, bytes_arg;
@@ -32,7 +36,11 @@ struct probe_site {
 	char *name; /* demangled, without parameters */
 	char *symbol; /* as in the ELF file */
 	const char *pattern; /* the spec's pattern */
-	uint64_t offset;
+	uint64_t offset; /* of the entry */
+	uint64_t size; /* of the body */
+	struct ret_site *rets; /* return sites */
+	int nrets;
+	char *refused; /* why it is not probed, or NULL */
 };
 
 struct probe_set {
@@ -40,7 +48,15 @@ struct probe_set {
 	size_t n, cap;
 	char **libs; /* libraries already scanned */
 	size_t nlibs;
+	size_t uprobes; /* entries and return sites of the functions taken */
+	size_t max_uprobes; /* per process; past it functions are refused (0: no cap) */
 };
+
+/* uprobes one probed function needs in each traced process */
+static inline size_t probe_site_uprobes(const struct probe_site *s)
+{
+	return s->refused ? 0 : 1 + (size_t)s->nrets;
+}
 
 /* Parse --probe LIB:PATTERN[=ROLE] into a spec that owns a copy of the
  * text (free with probe_spec_free). 0, or -1 with err filled. */
@@ -49,7 +65,9 @@ void probe_spec_free(struct probe_spec *s);
 bool probe_spec_wants_lib(const struct probe_spec *s, const char *libpath);
 bool probe_set_has_lib(const struct probe_set *ps, const char *libpath);
 /* Match the specs that want this library against its symbols and add the
- * new sites. Returns how many were added, or -errno with err filled. */
+ * new functions, with their return sites or the reason they are refused.
+ * Returns how many were added (refused ones too), or -errno with err
+ * filled. */
 int probe_set_scan_lib(struct probe_set *ps, const struct probe_spec *specs,
 		       size_t nspecs, const char *libpath, char *err, size_t errlen);
 void probe_set_free(struct probe_set *ps);

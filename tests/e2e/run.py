@@ -19,9 +19,11 @@ import time
 import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TOOL = os.path.join(ROOT, "build", "spyre-bpftrace")
-SIM = os.path.join(ROOT, "build", "spyre-sim-run")
-OUR_PROGS = {"call_enter", "call_exit", "ioctl_enter", "ioctl_exit", "openat_enter",
+# make's OUT: `make e2e` passes it; by hand the tests use build/
+BUILD = os.environ.get("SBT_BUILD", os.path.join(ROOT, "build"))
+TOOL = os.path.join(BUILD, "spyre-bpftrace")
+SIM = os.path.join(BUILD, "spyre-sim-run")
+OUR_PROGS = {"call_enter", "call_return", "ioctl_enter", "ioctl_exit", "openat_enter",
              "openat_exit", "close_enter", "irq_entry", "irq_exit", "iommu_map",
              "iommu_unmap", "dma_map", "dma_unmap", "fork_btf", "fork_raw",
              "task_exit", "task_rename"}
@@ -294,6 +296,21 @@ def run_duration(tmp):
     assert any(e["type"] == "call_enter" for e in events), "no calls captured in 1 s"
 
 
+def run_duration_while_attaching(tmp):
+    """-d shorter than attaching takes: the tracer stops at the deadline, not
+    after every probe; the command, never started, does not run untraced."""
+    t0 = time.time()
+    r = subprocess.run([a for a in tracer(tmp, "-d", "0.001", "--probe", "libsenlib.so:*", "-c",
+                                          long_sim(tmp)) if a != "-q"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, f"tracer exit {r.returncode}: {r.stderr}"
+    assert time.time() - t0 < 10
+    assert "duration elapsed while attaching" in r.stderr, r.stderr
+    _, ends, _ = end_record(os.path.join(tmp, "cap.sbt"))
+    assert len(ends) == 1, "no end record"
+    assert not os.path.exists(os.path.join(tmp, "sim.json")), "the command ran"
+
+
 def run_sigint(tmp):
     cap = os.path.join(tmp, "cap.sbt")
     tr = subprocess.Popen(tracer(tmp, "-c", long_sim(tmp)), stderr=subprocess.PIPE, text=True,
@@ -385,7 +402,7 @@ def run_errors(tmp):
     events, _ = parse_dump(out)
     assert any(e["type"] == "host" for e in events), "capture after the error is not readable"
     # a command that is not there: the tracer says so, no trace of ours left
-    run_error(["-o", out, "-c", "/nonexistent/cmd"], 1, "no Spyre runtime library found")
+    run_error(["-o", out, "-c", "/nonexistent/cmd"], 1, "cannot run '/nonexistent/cmd'")
     run_error(["dump", os.path.join(tmp, "missing.sbt")], 1, "cannot read")
 
 
@@ -406,7 +423,7 @@ def run_probe_option(tmp):
 def run_follows_children(tmp):
     """A -c shell that forks the workload: the child is traced too."""
     sim = " ".join(shlex.quote(a) for a in sim_cmd(tmp, "--jobs", "3", "--threads", "2"))
-    libs = [os.path.join(ROOT, "build", "sim", n) for n in ("libflex.so", "libsenlib.so")]
+    libs = [os.path.join(BUILD, "sim", n) for n in ("libflex.so", "libsenlib.so")]
     # "; true" keeps the shell from exec'ing the workload in place
     r = subprocess.run(tracer(tmp, "--probe", libs[0] + ":flex::*", "--probe",
                               libs[1] + ":senlib::*", "-c", f"sh -c {shlex.quote(sim + '; true')}"),
@@ -500,7 +517,7 @@ def run_verbose_plan(tmp):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "attach plan:" in r.stderr
-    for want in ("runtime    -> uprobe+uretprobe", "ioctl      -> tracepoint syscalls:sys_*_ioctl",
+    for want in ("runtime    -> uprobe per process", "late-libs  -> tracepoint syscalls:sys_*_openat", "ioctl      -> tracepoint syscalls:sys_*_ioctl",
                  "irq        -> raw_tp irq_handler_entry,exit", "fork       -> "):
         assert want in r.stderr, f"plan lacks '{want}':\n{r.stderr}"
     # driver level: each vfio function says what it got, or why nothing
@@ -739,10 +756,221 @@ def run_guest_two_processes(tmp):
     assert row and int(row[0][2]) == maps, f"report's MAP_DMA row {row}, simulators made {maps}"
 
 
+THROW = os.path.join(BUILD, "spyre-sim-throw")
+CXX_FLEX = os.path.join(BUILD, "sim", "cxx", "libflex.so")
+
+
+def run_throw_unchanged(tmp):
+    """A C++ runtime call that throws, caught by its caller: the app does the
+    same traced as untraced (a uretprobe here aborts it with 'terminate
+    called'), each throw is a call without return, and functions that
+    return twice or switch stacks are refused with a reason, not fatal."""
+    plain = subprocess.run([THROW, "9"], capture_output=True, text=True, timeout=30)
+    assert plain.returncode == 0 and "thrown=3" in plain.stdout, plain
+    cap = os.path.join(tmp, "cap.sbt")
+    r = subprocess.run([TOOL, "-v", "-o", cap, "--probe", f"{CXX_FLEX}:flex_sim_*jmp",
+                        "-c", f"{THROW} 9"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, f"tracer exit {r.returncode}: {r.stderr[-2000:]}"
+    assert r.stdout == plain.stdout, f"traced app printed {r.stdout!r}, untraced {plain.stdout!r}"
+    refused = [ln for ln in r.stderr.splitlines() if ln.startswith("  refused")]
+    assert any("flex_sim_setjmp" in ln and "returns twice" in ln for ln in refused), refused
+    assert any("flex_sim_longjmp" in ln and "switches stacks" in ln for ln in refused), refused
+    events, _ = parse_dump(cap)
+    assert not [e for e in events if e["type"] == "probe" and "jmp" in e["name"]], "refused function probed"
+    enters = [e for e in events if e["type"] == "call_enter"]
+    exits = [e for e in events if e["type"] == "call_exit"]
+    h2d = "flex::RuntimeStream::launchH2D"
+    # 9 from main (3 throw), 9 from synchronize (all throw, caught inside it)
+    assert sum(e["name"] == h2d for e in enters) == 18
+    assert sum(e["name"] == h2d for e in exits) == 6, "a launch that threw has a return"
+    syncs = [e for e in exits if e["name"] == "flex::RuntimeStream::synchronize"]
+    assert len(syncs) == 9 and all("unpaired" not in e and e["ret"] == "1" for e in syncs), \
+        "synchronize, which caught a throw inside it, did not return paired with ret 1"
+    trace = json.load(open(os.path.join(tmp, "cap.json")))["traceEvents"]
+    left = [e for e in trace if e.get("name") == "call without return"
+            and e.get("args", {}).get("function") == h2d]
+    assert len(left) == 12, f"{len(left)} launches marked as left without return, 12 threw"
+
+
+def lib_base(pid, path):
+    """Where the file's first page is mapped in pid: {file offset: address}."""
+    maps = []
+    for line in open(f"/proc/{pid}/maps"):
+        f = line.split()
+        if len(f) >= 6 and os.path.realpath(f[5]) == os.path.realpath(path):
+            lo, hi = (int(x, 16) for x in f[0].split("-"))
+            maps.append((int(f[2], 16), lo, hi))
+    return maps
+
+
+def byte_at(pid, path, off):
+    for moff, lo, hi in lib_base(pid, path):
+        if moff <= off < moff + (hi - lo):
+            with open(f"/proc/{pid}/mem", "rb") as m:
+                m.seek(lo + off - moff)
+                return m.read(1)[0]
+    raise AssertionError(f"{path}+{off:#x} not mapped in {pid}")
+
+
+def symbol_offset(path, name):
+    out = subprocess.run(["nm", "-D", path], capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        if line.endswith(" " + name):
+            return int(line.split()[0], 16)
+    raise AssertionError(f"{name} not in {path}")
+
+
+def untraced_runs():
+    out = subprocess.run(["bpftool", "-j", "map", "dump", "name", "untraced_runs"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, f"bpftool cannot read untraced_runs: {out.stderr}"
+    total = 0
+    for entry in json.loads(out.stdout):
+        for v in entry.get("values", []):
+            total += int(v["value"]) if isinstance(v["value"], int) else int.from_bytes(
+                bytes(int(b, 16) for b in v["value"]), "little")
+    return total
+
+
+def run_untraced_process_untouched(tmp):
+    """-p A while B runs the same runtime: B's copy of the library holds no
+    breakpoint (A's does), no probe runs in B, and A is traced in full."""
+    flex = os.path.join(BUILD, "sim", "libflex.so")
+    h2d = symbol_offset(flex, "_ZN4flex13RuntimeStream9launchH2DEPvPKvm")
+    os.makedirs(os.path.join(tmp, "b"))
+    a = subprocess.Popen(sim_cmd(tmp, "--threads", "2", "--jobs", "5", "--wait-stdin"),
+                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    b = subprocess.Popen(sim_cmd(os.path.join(tmp, "b"), "--jobs", "200", "--delay-us", "0",
+                                 "--wait-stdin"), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    cap = os.path.join(tmp, "cap.sbt")
+    tr = subprocess.Popen(tracer(tmp, "-p", str(a.pid)), stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: os.path.exists(cap) and capture_has_probes(cap), 20, "the tracer to attach")
+        wait_for(lambda: lib_base(b.pid, flex), 10, "B to map libflex")
+        with open(flex, "rb") as f:
+            f.seek(h2d)
+            orig = f.read(1)[0]
+        assert byte_at(a.pid, flex, h2d) == 0xCC, "the traced process has no breakpoint: test is blind"
+        assert byte_at(b.pid, flex, h2d) == orig, "the untraced process got a breakpoint"
+        b.stdin.write(b"g")
+        b.stdin.close()
+        assert b.wait(timeout=60) == 0
+        assert byte_at(a.pid, flex, h2d) == 0xCC
+        runs = untraced_runs()
+        assert runs == 0, f"runtime probes ran {runs} times outside the traced process"
+        a.stdin.write(b"g")
+        a.stdin.close()
+        assert a.wait(timeout=60) == 0
+        _, err = tr.communicate(timeout=30)
+        assert tr.returncode == 0, f"tracer exit {tr.returncode}: {err}"
+    finally:
+        for p in (a, b, tr):
+            if p.poll() is None:
+                p.kill()
+    events, _ = parse_dump(cap)
+    check_capture_matches_sim(events, json.load(open(os.path.join(tmp, "sim.json"))))
+    sim_b = json.load(open(os.path.join(tmp, "b", "sim.json")))
+    assert len(sim_b["call_log"]) > 1000, "B made too few calls to tell"
+    assert not [e for e in events if e["tgid"] == sim_b["pid"]], "events of the untraced process"
+
+
+def hidden_runtime(tmp, where):
+    """The workload as a library with the runtime beside it, in a directory
+    no default search covers."""
+    d = os.path.join(tmp, *where)
+    os.makedirs(d)
+    for n in ("libspyre_simrun.so", "libflex.so", "libsenlib.so"):
+        shutil.copy(os.path.join(BUILD, "sim", n), d)
+    return os.path.join(d, "libspyre_simrun.so")
+
+
+def run_python_env_runtime(tmp):
+    """A Python program that dlopen()s the runtime from one of its package
+    directories on import (as torch-spyre does): the tracer finds it there
+    before the program starts, and every call is in the capture."""
+    lib = hidden_runtime(tmp, ("pkgs", "fake_spyre"))
+    args = ["--threads", "2", "--jobs", "3", "--mock-dir", os.path.join(tmp, "mock"), "--json",
+            os.path.join(tmp, "sim.json")]
+    code = ("import ctypes, sys; a = [b'run'] + [x.encode() for x in sys.argv[1:]]; "
+            f"lib = ctypes.CDLL({lib!r}); "
+            "sys.exit(lib.spyre_sim_run_main(len(a), (ctypes.c_char_p * len(a))(*a)))")
+    cmd = " ".join(shlex.quote(x) for x in ["python3", "-c", code, *args])
+    env = dict(os.environ, PYTHONPATH=os.path.join(tmp, "pkgs"))
+    r = subprocess.run([a for a in tracer(tmp, "-v", "-c", cmd) if a != "-q"], capture_output=True,
+                       text=True, timeout=120, env=env)
+    assert r.returncode == 0, f"tracer exit {r.returncode}: {r.stderr[-3000:]}"
+    want = f"library    -> {os.path.join(tmp, 'pkgs', 'fake_spyre', 'libflex.so')} (the Python environment's packages)"
+    assert want in r.stderr, f"-v does not say the runtime came from the Python environment:\n{r.stderr[-3000:]}"
+    assert "found when opened" not in r.stderr, "found late, not before the start"
+    events, _ = parse_dump(os.path.join(tmp, "cap.sbt"))
+    check_capture_matches_sim(events, json.load(open(os.path.join(tmp, "sim.json"))))
+
+
+def run_late_dlopen(tmp):
+    """A launcher that dlopen()s the runtime from a directory nothing could
+    know of: the tracer sees the open, probes the file at once and says in
+    the summary from when on calls are seen. What it captured is exactly
+    the calls each thread made from some point on."""
+    lib = hidden_runtime(tmp, ("hidden",))
+    cmd = " ".join(shlex.quote(x) for x in [os.path.join(BUILD, "spyre-sim-dlopen"), lib,
+                                            "--jobs", "20", "--mock-dir", os.path.join(tmp, "mock"),
+                                            "--json", os.path.join(tmp, "sim.json")])
+    r = subprocess.run([a for a in tracer(tmp, "-v", "-c", cmd) if a != "-q"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, f"tracer exit {r.returncode}: {r.stderr[-3000:]}"
+    assert "watching for one to be loaded" in r.stderr, r.stderr[-2000:]
+    assert f"library    -> {os.path.join(tmp, 'hidden', 'libflex.so')} (opened while traced)" in r.stderr
+    m = re.search(r"(\d+) runtime librar\w+ found when opened: runtime probes in place at most ([\d.]+) ms", r.stderr)
+    assert m and int(m.group(1)) == 2, f"the summary does not say when the probes came:\n{r.stderr[-2000:]}"
+    events, _ = parse_dump(os.path.join(tmp, "cap.sbt"))
+    sim = json.load(open(os.path.join(tmp, "sim.json")))
+    # each function's probes go live at one moment: per thread and function,
+    # the calls captured are the last ones it made, with their byte counts
+    got, want = {}, {}
+    for e in events:
+        if e["type"] == "call_enter":
+            got.setdefault((e["tid"], e["name"]), []).append(num(e["bytes"]) if "bytes" in e else None)
+    for tid, name, nbytes in sim["call_log"]:
+        want.setdefault((tid, name), []).append(nbytes)
+    assert got, "no runtime call captured after the library was probed"
+    for key, calls in got.items():
+        tail = want[key][len(want[key]) - len(calls):]
+        assert [w if g is not None else None for g, w in zip(calls, tail)] == calls, \
+            f"{key}: the captured calls are not the last ones made"
+    # returns are live before their entry: every call seen entering is seen
+    # leaving (a call in flight at that moment shows as a return without entry)
+    trace = json.load(open(os.path.join(tmp, "cap.json")))["traceEvents"]
+    assert not [e for e in trace if e.get("name") == "call without return"], "an entry without its return"
+    print(f"     late dlopen: {sum(map(len, got.values()))} of {len(sim['call_log'])} calls, "
+          f"probes in place {m.group(2)} ms after the open")
+
+
+def run_probe_keeps_builtin_role(tmp):
+    """--probe naming a built-in function without =ROLE keeps its role (a
+    wait stays a wait, so jobs complete); with =ROLE the role is that."""
+    flex = os.path.join(BUILD, "sim", "libflex.so")
+    cmd = " ".join(shlex.quote(a) for a in sim_cmd(tmp, "--jobs", "3"))
+    for spec, role in ((f"{flex}:flex::RuntimeStream::synchronize", "wait"),
+                       (f"{flex}:flex::RuntimeStream::synchronize=user", "user")):
+        r = subprocess.run(tracer(tmp, "--probe", spec, "-c", cmd), capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0, r.stderr
+        events, _ = parse_dump(os.path.join(tmp, "cap.sbt"))
+        probe = [e for e in events if e["type"] == "probe" and e["name"] == "flex::RuntimeStream::synchronize"]
+        assert len(probe) == 1 and probe[0]["role"] == role, f"{spec}: {probe}"
+        assert probe[0]["pattern"] == "flex::RuntimeStream::synchronize", "not the user's spec"
+        CHECKED.discard(os.path.join(tmp, "cap.sbt"))
+        trace = json.load(open(os.path.join(tmp, "cap.json")))["traceEvents"]
+        unfinished = [e for e in trace if e.get("name") == "unfinished job"]
+        # a wait ends the jobs; as a plain user function it ends none
+        assert bool(unfinished) == (role == "user"), f"{spec}: {len(unfinished)} unfinished jobs"
+
+
 TESTS = [
     ("c_multithread_matches_sim", run_c_multithread),
     ("p_attach_matches_sim", run_p_attach),
     ("duration_ends_with_readable_capture", run_duration),
+    ("duration_while_attaching", run_duration_while_attaching),
     ("sigint_flushes_capture", run_sigint),
     ("sigkill_leaves_nothing_behind", run_sigkill_cleanup),
     ("errors_one_line_with_hint", run_errors),
@@ -751,6 +979,11 @@ TESTS = [
     ("loss_is_counted", run_loss_is_counted),
     ("irq_filter", run_irq_filter),
     ("verbose_plan", run_verbose_plan),
+    ("throw_unchanged_by_tracing", run_throw_unchanged),
+    ("untraced_process_untouched", run_untraced_process_untouched),
+    ("python_env_runtime_found_first", run_python_env_runtime),
+    ("late_dlopen_probed_when_opened", run_late_dlopen),
+    ("probe_keeps_builtin_role", run_probe_keeps_builtin_role),
     ("guest_kernel_6_1", run_guest_kernel),
     ("guest_vfio_one_card", run_guest_vfio_one_card),
     ("guest_vfio_two_cards", run_guest_vfio_two_cards),
@@ -768,7 +1001,7 @@ def main():
     elif not os.path.exists("/sys/kernel/btf/vmlinux"):
         reason = "no kernel BTF"
     if not (os.path.exists(TOOL) and os.path.exists(SIM)):
-        print("e2e: build/spyre-bpftrace or build/spyre-sim-run missing; hint: make")
+        print(f"e2e: {TOOL} or {SIM} missing; hint: make")
         return 1
     for name, fn in TESTS:
         if only and name not in only:

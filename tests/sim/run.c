@@ -110,7 +110,12 @@ static void *thread_main(void *arg)
 	return (void *)(long)run_jobs((unsigned int)(long)arg);
 }
 
+#ifdef SIM_RUN_LIB
+/* the workload as a library, for spyre-sim-dlopen */
+__attribute__((visibility("default"))) int spyre_sim_run_main(int argc, char **argv)
+#else
 int main(int argc, char **argv)
+#endif
 {
 	static const struct argp argp = { options, parse, NULL,
 		"Run a Spyre workload on the simulator and print what it did as JSON." };

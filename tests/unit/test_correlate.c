@@ -98,8 +98,8 @@ static struct result run(const char *name, struct synth *s)
 	assert_int_equal(json_close(js), 0);
 
 	/* 1. the model equals the golden file */
-	snprintf(golden, sizeof(golden), "%s/../tests/golden/%s.txt",
-		 getenv("SBT_BUILD") ? getenv("SBT_BUILD") : "build", name);
+	snprintf(golden, sizeof(golden), "%s/tests/golden/%s.txt",
+		 getenv("SBT_SRC") ? getenv("SBT_SRC") : ".", name);
 	if (getenv("SBT_UPDATE_GOLDEN")) {
 		FILE *g = fopen(golden, "w");
 

@@ -205,6 +205,70 @@ static void probe_spec_strings(void **state)
 	assert_int_equal(probe_spec_parse(f, &s, err, sizeof(err)), -1);
 }
 
+/* The built-in table, behind one user spec. */
+static size_t with_builtins(struct probe_spec *specs, struct probe_spec user)
+{
+	specs[0] = user;
+	memcpy(specs + 1, sbt_builtin_probes, sbt_n_builtin_probes * sizeof(*specs));
+	return 1 + sbt_n_builtin_probes;
+}
+
+static void user_spec_refines_builtin(void **state)
+{
+	struct probe_spec specs[64];
+	struct probe_set ps = { 0 };
+	const struct probe_site *s;
+	size_t n;
+
+	(void)state;
+	/* no =ROLE: the built-in role and byte count stay */
+	n = with_builtins(specs, (struct probe_spec){ "libflex.so", "flex::RuntimeStream::*",
+						      SBT_ROLE_USER, -1, false });
+	scan(&ps, specs, n, "sim/libflex.so");
+	s = site_named(&ps, "flex::RuntimeStream::synchronize");
+	assert_non_null(s);
+	assert_int_equal(s->role, SBT_ROLE_WAIT);
+	assert_string_equal(s->pattern, "flex::RuntimeStream::*");
+	s = site_named(&ps, "flex::RuntimeStream::launchH2D");
+	assert_int_equal(s->role, SBT_ROLE_COPY_IN);
+	assert_int_equal(s->bytes_arg, 3);
+	probe_set_free(&ps);
+	/* =ROLE: that role */
+	n = with_builtins(specs, (struct probe_spec){ "libflex.so", "flex::RuntimeStream::synchronize",
+						      SBT_ROLE_USER, -1, true });
+	scan(&ps, specs, n, "sim/libflex.so");
+	assert_int_equal(site_named(&ps, "flex::RuntimeStream::synchronize")->role, SBT_ROLE_USER);
+	probe_set_free(&ps);
+}
+
+/* GCC splits throwing paths into "f.cold": no function of its own, its
+ * returns are f's. Every probed function has its return sites. */
+static void cold_parts_and_return_sites(void **state)
+{
+	struct probe_set ps = { 0 };
+
+	(void)state;
+	assert_int_equal(scan(&ps, sbt_builtin_probes, sbt_n_builtin_probes, "sim/cxx/libflex.so"), 2);
+	for (size_t i = 0; i < ps.n; i++) {
+		assert_null(ps.sites[i].refused);
+		assert_true(ps.sites[i].nrets >= 1);
+		assert_true(ps.sites[i].size > 0);
+	}
+	assert_int_equal(ps.uprobes, 2 + ps.sites[0].nrets + ps.sites[1].nrets);
+	probe_set_free(&ps);
+	/* the cap refuses what does not fit, with the reason */
+	ps.max_uprobes = 4;
+	scan(&ps, sbt_builtin_probes, sbt_n_builtin_probes, "sim/libflex.so");
+	assert_true(ps.uprobes <= 4);
+	for (size_t i = 0, refused = 0; i < ps.n; i++)
+		if (ps.sites[i].refused) {
+			assert_non_null(strstr(ps.sites[i].refused, "--max-probes"));
+			assert_true(++refused <= ps.n);
+		}
+	assert_non_null(ps.sites[ps.n - 1].refused);
+	probe_set_free(&ps);
+}
+
 static void elf_errors(void **state)
 {
 	char err[256];
@@ -225,6 +289,8 @@ int main(void)
 		cmocka_unit_test(library_names),
 		cmocka_unit_test(probe_spec_strings),
 		cmocka_unit_test(elf_errors),
+		cmocka_unit_test(user_spec_refines_builtin),
+		cmocka_unit_test(cold_parts_and_return_sites),
 	};
 
 	return cmocka_run_group_tests_name("probes", tests, NULL, NULL);

@@ -9,13 +9,13 @@ TESTLIB_SRCS := $(wildcard tests/lib/*.c)
 TESTLIB_HDRS := $(wildcard tests/lib/*.h)
 SAN_TESTLIB  := $(patsubst tests/lib/%.c,$(OUT)/obj-san/lib-%.o,$(TESTLIB_SRCS))
 
-$(OUT)/obj-san/lib-%.o: tests/lib/%.c $(TESTLIB_HDRS) $(USER_HDRS) bpf/events.h | $(OUT)/obj-san
+$(OUT)/obj-san/lib-%.o: tests/lib/%.c | $(OUT)/obj-san
 	$(call msg,CC-SAN,$<)
-	$(Q)$(CC) $(UNIT_CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(UNIT_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(OUT)/obj-san/%.o: user/%.c $(USER_HDRS) bpf/events.h $(OUT)/spyre.skel.h | $(OUT)/obj-san
+$(OUT)/obj-san/%.o: user/%.c | $(OUT)/obj-san $(OUT)/spyre.skel.h
 	$(call msg,CC-SAN,$<)
-	$(Q)$(CC) $(UNIT_CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(UNIT_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(OUT)/tests/libcxxdemo.so: tests/unit/cxxdemo.cpp | $(OUT)/tests
 	$(call msg,CXX,$@)
@@ -29,4 +29,4 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(SAN_OBJS) $(SAN_TESTLIB) | $(OUT)/tes
 unit unit-asan: $(UNIT_BINS) $(OUT)/tests/libcxxdemo.so sim
 	@set -e; for t in $(UNIT_BINS); do \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		SBT_BUILD=$(OUT) $$t; done
+		SBT_BUILD=$(abspath $(OUT)) SBT_SRC=$(CURDIR) $$t; done

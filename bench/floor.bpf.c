@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The floor of a probe's cost: programs that do nothing, and programs that
+ * only count, for bench/floor.c to put on the same sites as the tracer. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} hits SEC(".maps");
+
+SEC("uprobe")
+int empty_uprobe(void *ctx)
+{
+	return 0;
+}
+
+SEC("tracepoint")
+int empty_tp(void *ctx)
+{
+	return 0;
+}
+
+SEC("uprobe")
+int count_uprobe(void *ctx)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&hits, &zero);
+
+	if (n)
+		*n += 1;
+	return 0;
+}
+
+SEC("tracepoint")
+int count_tp(void *ctx)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&hits, &zero);
+
+	if (n)
+		*n += 1;
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * bench-floor {empty|count} OBJ -c CMD SITE...: run CMD with BPF programs
+ * that do nothing (the floor: what the trap alone costs) or only count, on
+ * exactly the sites given, attached to CMD's process only, as the tracer
+ * attaches. A SITE is LIB+0xOFFSET (a uprobe, as `spyre-bpftrace list`
+ * prints them) or tp:CATEGORY:NAME. Prints the hits counted.
+ */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <wordexp.h>
+
+int main(int argc, char **argv)
+{
+	struct bpf_program *up, *tp;
+	struct bpf_object *obj;
+	wordexp_t we;
+	int pfd[2], status, nlinks = 0;
+	uint64_t total = 0;
+	pid_t child;
+	char c;
+
+	if (argc < 5 || strcmp(argv[3], "-c")) {
+		fprintf(stderr, "usage: bench-floor {empty|count} OBJ -c CMD SITE...\n");
+		return 2;
+	}
+	obj = bpf_object__open_file(argv[2], NULL);
+	if (!obj || bpf_object__load(obj)) {
+		fprintf(stderr, "bench-floor: cannot load %s\n", argv[2]);
+		return 1;
+	}
+	up = bpf_object__find_program_by_name(obj, !strcmp(argv[1], "count") ? "count_uprobe" : "empty_uprobe");
+	tp = bpf_object__find_program_by_name(obj, !strcmp(argv[1], "count") ? "count_tp" : "empty_tp");
+	if (wordexp(argv[4], &we, WRDE_NOCMD) || pipe(pfd))
+		return 1;
+	child = fork();
+	if (child == 0) {
+		close(pfd[1]);
+		if (read(pfd[0], &c, 1) != 1)
+			_exit(127);
+		execvp(we.we_wordv[0], we.we_wordv);
+		_exit(127);
+	}
+	close(pfd[0]);
+	for (int i = 5; i < argc; i++) {
+		struct bpf_link *l;
+		char *plus = strrchr(argv[i], '+');
+
+		if (!strncmp(argv[i], "tp:", 3)) {
+			char cat[64], name[64];
+
+			if (sscanf(argv[i], "tp:%63[^:]:%63s", cat, name) != 2)
+				return 2;
+			l = bpf_program__attach_tracepoint(tp, cat, name);
+		} else if (plus) {
+			*plus = '\0';
+			l = bpf_program__attach_uprobe(up, false, child, argv[i], strtoull(plus + 1, NULL, 0));
+		} else {
+			return 2;
+		}
+		if (libbpf_get_error(l)) {
+			fprintf(stderr, "bench-floor: cannot attach %s\n", argv[i]);
+			kill(child, SIGKILL);
+			return 1;
+		}
+		nlinks++;
+	}
+	if (write(pfd[1], "g", 1) != 1)
+		return 1;
+	close(pfd[1]);
+	waitpid(child, &status, 0);
+	{
+		int ncpu = libbpf_num_possible_cpus();
+		uint64_t v[ncpu > 0 ? ncpu : 1];
+		uint32_t k = 0;
+
+		if (ncpu > 0 && !bpf_map_lookup_elem(bpf_map__fd(bpf_object__find_map_by_name(obj, "hits")), &k, v))
+			for (int i = 0; i < ncpu; i++)
+				total += v[i];
+	}
+	printf("hits %llu sites %d\n", (unsigned long long)total, nlinks);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
