@@ -89,7 +89,7 @@ include tests/fuzz/fuzz.mk
 test:
 	@scripts/deps.sh
 	@$(MAKE) --no-print-directory all unit-asan
-	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=10
 	@$(MAKE) --no-print-directory e2e
 	@echo "make test: all tiers done"
 
@@ -133,7 +133,7 @@ install: $(TOOL)
 	install -D -m 0755 $(TOOL) $(DESTDIR)$(PREFIX)/bin/spyre-bpftrace
 	install -D -m 0644 docs/spyre-bpftrace.1 $(DESTDIR)$(PREFIX)/share/man/man1/spyre-bpftrace.1
 
--include $(wildcard $(OUT)/obj/*.d $(OUT)/obj-san/*.d)
+-include $(wildcard $(OUT)/obj/*.d $(OUT)/obj-san/*.d $(OUT)/obj-fuzz/*.d)
 
 format:
 	clang-format -i bpf/*.c bpf/*.h user/*.c user/*.h tests/sim/*.c tests/unit/*.c

@@ -49,7 +49,10 @@ static __always_inline void lib_open_enter(__u32 tid, const char *path, int len)
 		goto hit;
 #pragma unroll
 	for (int k = 5; k <= 14; k++)
-		if (len > k && dot_so_at(path, len - k) && path[(len - k + 3) & (SBT_LIB_PATH_LEN - 1)] == '.')
+		if (len > k && dot_so_at(path, len - k) &&
+		    path[(len - k + 3) & (SBT_LIB_PATH_LEN - 1)] == '.' &&
+		    path[(len - k + 4) & (SBT_LIB_PATH_LEN - 1)] >= '0' &&
+		    path[(len - k + 4) & (SBT_LIB_PATH_LEN - 1)] <= '9')
 			goto hit;
 	return;
 hit:

@@ -555,6 +555,21 @@ int attach_find_libraries(struct attacher *a, pid_t pid, char *const *command)
 	return a->interrupted ? -EINTR : 0;
 }
 
+void attach_warn_unmatched(const struct attacher *a, bool later)
+{
+	for (int i = 0; i < a->o->nprobes; i++) {
+		const struct probe_spec *sp = &a->specs[i];
+		bool hit = false;
+
+		for (size_t k = 0; k < a->probes.n && !hit; k++)
+			hit = a->probes.sites[k].pattern == sp->pattern;
+		if (!hit)
+			sbt_warn("--probe '%.200s:%.200s' matched no function%s; hint: spyre-bpftrace "
+				 "list LIB --probe ... shows what a pattern picks", a->o->probes[i].lib,
+				 sp->pattern, later ? " yet (a library loaded later still counts)" : "");
+	}
+}
+
 /* ---- counters ----------------------------------------------------------------- */
 
 static uint64_t sum_percpu(int fd)

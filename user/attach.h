@@ -75,6 +75,9 @@ int attach_find_libraries(struct attacher *a, pid_t pid, char *const *command);
 /* Put the runtime probes of every known library on this process (again:
  * only what it does not have). Returns the uprobes attached, or -errno. */
 int attach_runtime(struct attacher *a, pid_t pid);
+/* Warn of each --probe spec that picked no function (later: one may
+ * still, from a library loaded later). */
+void attach_warn_unmatched(const struct attacher *a, bool later);
 /* A traced process is gone: release its uprobes. */
 void attach_forget(struct attacher *a, pid_t pid);
 /* Uprobes attached over all processes. */

@@ -2,8 +2,8 @@
 /* Writing and reading the raw capture file; format in capture.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,14 +11,23 @@
 
 int capture_create(struct capture_writer *w, const char *path)
 {
+	FILE *f = fopen(path, "wb");
+
+	if (!f) {
+		memset(w, 0, sizeof(*w));
+		return -errno;
+	}
+	return capture_create_file(w, f);
+}
+
+int capture_create_file(struct capture_writer *w, FILE *f)
+{
 	struct sbt_file_header fh = { .version = SBT_FORMAT_VERSION,
 				      .header_size = sizeof(fh) };
 
 	memset(w, 0, sizeof(*w));
 	memcpy(fh.magic, SBT_MAGIC, sizeof(fh.magic));
-	w->f = fopen(path, "wb");
-	if (!w->f)
-		return -errno;
+	w->f = f;
 	/* Large buffer: records arrive in bursts and are small. */
 	setvbuf(w->f, NULL, _IOFBF, 1 << 20);
 	if (fwrite(&fh, sizeof(fh), 1, w->f) != 1) {
@@ -95,6 +104,7 @@ size_t sbt_min_payload(uint16_t type)
 	case SBT_META_END: return P(sbt_meta_end);
 	case SBT_META_DEVICE: return P(sbt_meta_device);
 	case SBT_DRV: return P(sbt_drv);
+	case SBT_LIB_OPEN: return P(sbt_lib_open) - SBT_LIB_PATH_LEN;
 	default: return 0;
 	}
 #undef P
@@ -138,45 +148,67 @@ int capture_open_mem(struct capture_reader *r, const void *data, size_t len)
 	return reader_check_header(r);
 }
 
+/* Files are read through a window, not mapped: a file cut short while it
+ * is read (a capture still being written, a full disk) then ends the read
+ * as a cut-short capture instead of killing the reader with SIGBUS. */
+#define WINDOW (4u << 20)
+#define MAX_RECORD (sizeof(struct sbt_hdr) + 0xffff + 8)
+
+/* Move what is left to the front and read more. */
+static void refill(struct capture_reader *r)
+{
+	size_t left = r->len - r->off;
+	ssize_t n;
+
+	memmove(r->buf, r->buf + r->off, left);
+	r->base += r->off;
+	r->off = 0;
+	r->len = left;
+	while (r->len < WINDOW && !r->eof) {
+		n = read(r->fd, r->buf + r->len, WINDOW - r->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r->eof = true; /* a read error ends the data as a cut would */
+			break;
+		}
+		r->len += (size_t)n;
+	}
+	r->data = r->buf;
+}
+
 int capture_open(struct capture_reader *r, const char *path)
 {
+	const char *why = NULL;
 	struct stat st;
-	int fd;
 
 	memset(r, 0, sizeof(*r));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st)) {
-		snprintf(r->error, sizeof(r->error), "%s", strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r->fd < 0 || fstat(r->fd, &st))
+		why = strerror(errno);
+	else if (!S_ISREG(st.st_mode))
+		why = "not a regular file";
+	else if (!(r->buf = malloc(WINDOW))) /* malloc's alignment: records are 8-aligned */
+		why = "out of memory";
+	if (why) {
+		snprintf(r->error, sizeof(r->error), "%s", why);
+		if (r->fd >= 0)
+			close(r->fd);
+		r->fd = -1;
 		return -1;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(r->error, sizeof(r->error), "not a regular file");
-		close(fd);
-		return -1;
-	}
-	if (st.st_size > 0) {
-		/* read front to back: fault it all in at once, not page by page */
-		r->map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-		if (r->map == MAP_FAILED) {
-			r->map = NULL;
-			snprintf(r->error, sizeof(r->error), "mmap: %s", strerror(errno));
-			close(fd);
-			return -1;
-		}
-		r->map_len = (size_t)st.st_size;
-	}
-	close(fd);
-	r->data = r->map;
-	r->len = r->map_len;
+	refill(r);
 	return reader_check_header(r);
 }
 
 enum capture_status capture_next(struct capture_reader *r, const struct sbt_hdr **rec)
 {
 	const struct sbt_hdr *h;
-	size_t left = r->len - r->off, need;
+	size_t left, need;
+
+	if (r->buf && !r->eof && r->len - r->off < MAX_RECORD)
+		refill(r);
+	left = r->len - r->off;
 
 	if (left == 0)
 		return CAPTURE_END;
@@ -184,14 +216,15 @@ enum capture_status capture_next(struct capture_reader *r, const struct sbt_hdr 
 		return CAPTURE_TRUNCATED;
 	h = (const struct sbt_hdr *)(r->data + r->off);
 	if (h->type == 0) {
-		snprintf(r->error, sizeof(r->error), "record type 0 at offset %zu", r->off);
+		snprintf(r->error, sizeof(r->error), "record type 0 at offset %zu",
+			 (size_t)(r->base + r->off));
 		return CAPTURE_CORRUPT;
 	}
 	need = sbt_min_payload(h->type);
 	if (need && h->size < need) {
 		snprintf(r->error, sizeof(r->error),
 			 "record type %u at offset %zu has %u payload bytes, needs %zu",
-			 h->type, r->off, h->size, need);
+			 h->type, (size_t)(r->base + r->off), h->size, need);
 		return CAPTURE_CORRUPT;
 	}
 	if (sizeof(*h) + h->size > left)
@@ -207,7 +240,9 @@ enum capture_status capture_next(struct capture_reader *r, const struct sbt_hdr 
 
 void capture_close_reader(struct capture_reader *r)
 {
-	if (r->map)
-		munmap(r->map, r->map_len);
+	if (r->buf) {
+		close(r->fd);
+		free(r->buf);
+	}
 	memset(r, 0, sizeof(*r));
 }

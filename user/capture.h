@@ -35,6 +35,8 @@ struct capture_writer {
 
 /* 0 or -errno. Truncates the file and writes the file header. */
 int capture_create(struct capture_writer *w, const char *path);
+/* The same on a stream the writer takes over (closed even on error). */
+int capture_create_file(struct capture_writer *w, FILE *f);
 /* Write one record (hdr.size says how long). 0 or -errno. */
 int capture_write(struct capture_writer *w, const struct sbt_hdr *rec);
 int capture_flush(struct capture_writer *w);
@@ -59,14 +61,18 @@ enum capture_status {
 struct capture_reader {
 	const uint8_t *data;
 	size_t len, off;
-	void *map; /* mmap of the file, if it came from one */
-	size_t map_len;
+	/* a file: read through a window of buf, base its offset in the file */
+	int fd;
+	uint8_t *buf;
+	uint64_t base;
+	bool eof;
 	uint32_t version;
 	uint64_t records, unknown; /* read so far; of types this build does not know */
 	char error[160];
 };
 
-/* Read from a file (mmap). 0, or -1 with r->error set. */
+/* Read from a file (through a window, never mapped). 0, or -1 with
+ * r->error set. A record returned stays valid until the next call. */
 int capture_open(struct capture_reader *r, const char *path);
 /* Read from memory (the fuzzer and tests). 0, or -1 with r->error set. */
 int capture_open_mem(struct capture_reader *r, const void *data, size_t len);

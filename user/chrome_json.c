@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "chrome_json.h"
+#include "utf8.h"
 #include "hashmap.h"
 
 #define DEVICE_PID_BASE 1000000000u
@@ -21,6 +22,7 @@ struct placement {
 };
 
 #define JSON_BUF (1u << 20)
+#define JSON_START (16u << 10)
 
 struct json_writer {
 	FILE *f;
@@ -30,7 +32,7 @@ struct json_writer {
 	uint64_t bytes; /* written to the file */
 	int error;
 	char *buf; /* what is not written yet */
-	size_t len;
+	size_t len, cap; /* cap grows to JSON_BUF: a small trace needs no megabyte */
 };
 
 /* The text is built in a buffer of our own and written a megabyte at a
@@ -45,9 +47,18 @@ static void flush_buf(struct json_writer *w)
 
 static void put(struct json_writer *w, const char *s, size_t n)
 {
-	if (w->len + n > JSON_BUF) {
+	if (w->len + n > w->cap && w->cap < JSON_BUF) {
+		size_t cap = w->cap * 2 > w->len + n ? w->cap * 2 : w->len + n;
+		char *grown = realloc(w->buf, cap < JSON_BUF ? cap : JSON_BUF);
+
+		if (grown) {
+			w->buf = grown;
+			w->cap = cap < JSON_BUF ? cap : JSON_BUF;
+		}
+	}
+	if (w->len + n > w->cap) {
 		flush_buf(w);
-		if (n > JSON_BUF) { /* a huge string: straight through */
+		if (n > w->cap) { /* a huge string: straight through */
 			if (!w->error && fwrite(s, 1, n, w->f) != n)
 				w->error = errno ? errno : EIO;
 			w->bytes += n;
@@ -92,19 +103,30 @@ static void put_hex(struct json_writer *w, uint64_t v)
 	put(w, d + i, sizeof(d) - (size_t)i);
 }
 
-/* A JSON string: runs of plain characters copied whole. */
+/* A JSON string: runs of plain ASCII copied whole, other characters
+ * checked one by one (invalid UTF-8 becomes U+FFFD). */
 static void str(struct json_writer *w, const char *s)
 {
 	PUT(w, "\"");
 	while (s && *s) {
 		size_t n = 0;
 
-		while (s[n] && s[n] != '"' && s[n] != '\\' && (unsigned char)s[n] >= 0x20)
+		while (s[n] && s[n] != '"' && s[n] != '\\' && (unsigned char)s[n] >= 0x20 &&
+		       (unsigned char)s[n] < 0x80)
 			n++;
 		put(w, s, n);
 		s += n;
 		if (!*s)
 			break;
+		if ((unsigned char)*s >= 0x80) {
+			n = utf8_char_len(s);
+			if (n)
+				put(w, s, n);
+			else
+				PUT(w, "\\ufffd");
+			s += n ? n : 1;
+			continue;
+		}
 		if (*s == '"' || *s == '\\') {
 			char esc[2] = { '\\', *s };
 
@@ -131,20 +153,29 @@ static void begin_event(struct json_writer *w)
 
 struct json_writer *json_open(const char *path, char *err, size_t errlen)
 {
+	FILE *f = fopen(path, "w");
+
+	if (!f) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		return NULL;
+	}
+	return json_open_file(f, err, errlen);
+}
+
+struct json_writer *json_open_file(FILE *f, char *err, size_t errlen)
+{
 	struct json_writer *w = calloc(1, sizeof(*w));
 
-	if (!w) {
+	if (w)
+		w->buf = malloc(w->cap = JSON_START);
+	if (!w || !w->buf) {
 		snprintf(err, errlen, "out of memory");
+		if (w)
+			free(w);
+		fclose(f);
 		return NULL;
 	}
-	w->buf = malloc(JSON_BUF);
-	w->f = w->buf ? fopen(path, "w") : NULL;
-	if (!w->f) {
-		snprintf(err, errlen, "%s", w->buf ? strerror(errno) : "out of memory");
-		free(w->buf);
-		free(w);
-		return NULL;
-	}
+	w->f = f;
 	w->first = true;
 	PUT(w, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"spyre-bpftrace\"},"
 	       "\"traceEvents\":[");

@@ -11,6 +11,8 @@
 struct json_writer;
 
 struct json_writer *json_open(const char *path, char *err, size_t errlen);
+/* The same on a stream the writer takes over (closed even on error). */
+struct json_writer *json_open_file(FILE *f, char *err, size_t errlen);
 struct model_sink json_sink(struct json_writer *w);
 int json_flush(struct json_writer *w);
 uint64_t json_bytes(const struct json_writer *w);

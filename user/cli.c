@@ -44,12 +44,15 @@ static const char doc[] =
 	"See spyre-bpftrace(1) and docs/usage.md.";
 
 enum { OPT_PROBE = 1000, OPT_VFIO_PATH, OPT_IRQ, OPT_BUFFER, OPT_FORMAT, OPT_DEVICE, OPT_DRIVER,
-       OPT_MAX_PROBES };
+       OPT_MAX_PROBES, OPT_KEEP_COMMAND };
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process (repeatable)", 0 },
 	{ "command", 'c', "CMD", 0, "Run CMD (split like a shell, no shell) and trace it", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long", 0 },
+	{ "keep-command", OPT_KEEP_COMMAND, NULL, 0,
+	  "When tracing ends before the -c command (-d, Ctrl-C, the tracer killed), leave it "
+	  "running untraced (default: it gets SIGTERM)", 0 },
 	{ "output", 'o', "FILE", 0,
 	  "Output: .pftrace (Perfetto), .json (Chrome JSON) or .sbt (raw capture); default "
 	  "spyre-bpftrace-PID.pftrace or spyre-bpftrace-COMMAND.pftrace", 0 },
@@ -123,7 +126,7 @@ int cli_parse_seconds(const char *s, double *out)
 
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v <= 0)
+	if (errno || end == s || *end || !isfinite(v) || v <= 0 || v > SBT_MAX_SECONDS)
 		return -1;
 	*out = v;
 	return 0;
@@ -183,7 +186,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case 'd':
 		if (cli_parse_seconds(arg, &o->duration))
-			return fail(state, c, "invalid duration '%s'; hint: seconds > 0, e.g. -d 10 or -d 0.5", arg);
+			return fail(state, c, "invalid duration '%s'; hint: seconds > 0 and up to a year "
+					      "(31536000), e.g. -d 10 or -d 0.5", arg);
 		break;
 	case 'o':
 		if (!*arg)
@@ -248,6 +252,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (cli_parse_size(arg, &o->buffer_size) || o->buffer_size < 4096 ||
 		    o->buffer_size > (1ul << 30))
 			return fail(state, c, "invalid --buffer-size '%s'; hint: 4K to 1G, e.g. 64M", arg);
+		break;
+	case OPT_KEEP_COMMAND:
+		o->keep_command = true;
 		break;
 	case OPT_MAX_PROBES: {
 		char *end;

@@ -17,6 +17,7 @@
 #define SBT_MAX_IRQS 64
 #define SBT_DEFAULT_BUFFER (8u << 20)
 #define SBT_DEFAULT_MAX_PROBES 4096
+#define SBT_MAX_SECONDS 31536000.0 /* -d: a year; more is a typo or an overflow */
 
 struct record_opts {
 	pid_t pids[SBT_MAX_PIDS];
@@ -33,6 +34,7 @@ struct record_opts {
 	int nirqs;
 	unsigned long buffer_size;
 	unsigned long max_probes; /* uprobes per traced process */
+	bool keep_command; /* the -c command outlives the tracing */
 	struct devfilter devices; /* --device; Spyre's ids if none given */
 	int driver_mode; /* enum driver_mode (driver.h) */
 	int verbose;

@@ -45,18 +45,14 @@ static error_t convert_parse(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-/* Feeds every record of the capture to the output. 0, or 1 after an error
- * message (what was read so far is still written). */
-static int feed(const char *in, struct output *out)
+/* Feeds every record of the opened capture to the output, and closes it.
+ * 0, or 1 after an error message (what was read so far is still written). */
+static int feed(struct capture_reader *rd, const char *in, struct output *out)
 {
-	struct capture_reader r;
+	struct capture_reader r = *rd;
 	const struct sbt_hdr *h;
 	enum capture_status st;
 
-	if (capture_open(&r, in)) {
-		sbt_err("cannot read '%s': %s", in, r.error);
-		return 1;
-	}
 	while ((st = capture_next(&r, &h)) == CAPTURE_OK)
 		output_add(out, h);
 	if (st == CAPTURE_TRUNCATED)
@@ -96,6 +92,7 @@ static int run(int argc, char **argv, bool report)
 	};
 	struct convert_opts o = { .report = report };
 	enum out_format fmt = FMT_NONE;
+	struct capture_reader in;
 	struct output out;
 	char err[512];
 	int ret;
@@ -109,21 +106,30 @@ static int run(int argc, char **argv, bool report)
 		sbt_err("convert writes .pftrace or .json; hint: -o OUT.pftrace");
 		return 2;
 	}
+	/* the input first: a capture that cannot be read touches no output */
+	if (capture_open(&in, o.in)) {
+		sbt_err("cannot read '%s': %s", o.in, in.error);
+		return 1;
+	}
 	if (output_open(&out, report ? NULL : o.out, fmt, report, err, sizeof(err))) {
 		sbt_err("cannot write '%s': %s", o.out, err);
+		capture_close_reader(&in);
 		output_free(&out);
 		return 1;
 	}
-	ret = feed(o.in, &out);
-	if (output_close(&out)) {
+	ret = feed(&in, o.in, &out);
+	if (correlator_stats(out.corr)->implausible)
+		sbt_warn("%s: %llu records dropped: they could not be true (a damaged capture?)", o.in,
+			 (unsigned long long)correlator_stats(out.corr)->implausible);
+	if (output_close(&out) || output_commit(&out)) {
 		sbt_err("writing '%s' failed: %s", o.out, strerror(out.error));
 		ret = 1;
 	}
 	if (report)
 		output_report(&out, stdout);
-	else
-		sbt_warn("%s %s (%.1f KiB) from %s", output_format_name(fmt),
-			o.out, (double)out.bytes / 1024.0, o.in);
+	else if (!ret)
+		sbt_warn("%s %s (%.1f KiB) from %s", output_format_name(fmt), o.out,
+			 (double)out.bytes / 1024.0, o.in);
 	output_free(&out);
 	return ret;
 }

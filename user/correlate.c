@@ -82,6 +82,8 @@ struct correlator {
 	struct capture_meta meta;
 	struct correlate_stats st;
 	struct hashmap procs, threads, jobs, devices_by_irq;
+	struct hashmap thread_ts; /* tid -> 1 + its newest record's ts, for the sanity checks */
+	uint64_t newest_ts; /* of any record so far */
 	struct thread *last_thread; /* records of one thread come in runs */
 	struct device **devices;
 	int ndevices;
@@ -541,6 +543,13 @@ static void on_call_exit(struct correlator *c, const struct sbt_call_exit *r)
 		emit(c, &m);
 		return;
 	}
+	/* entered before the call open at its depth, or before its caller:
+	 * no lost record explains that, a damaged one does */
+	if ((f->open && r->entry_ts < f->ts) ||
+	    (r->depth && (t->open_mask >> (r->depth - 1) & 1) && r->entry_ts < t->frames[r->depth - 1].ts)) {
+		c->st.implausible++;
+		return;
+	}
 	if (r->depth + 1 < SBT_MAX_DEPTH)
 		drop_frames(c, t, r->depth + 1); /* callees still open lost their returns */
 	/* BPF's entry time is the truth: a frame with another start is a call
@@ -893,8 +902,45 @@ static void on_lost(struct correlator *c, const struct sbt_lost *r)
 	emit(c, &e);
 }
 
+/* A capture damaged on disk can hold records that cannot be true; each is
+ * dropped and counted (the report and convert say how many), never drawn. */
+#define MAX_JUMP_NS (3600ull * 1000000000ull) /* the loader writes a clock every 10 s */
+#define MAX_BACK_NS 1000000000ull /* one thread's records come in order */
+
+static bool implausible(struct correlator *c, const struct sbt_hdr *h)
+{
+	uint64_t start = 0, prev;
+
+	if (c->newest_ts && (h->ts > c->newest_ts + MAX_JUMP_NS || h->ts + MAX_JUMP_NS < c->newest_ts))
+		return true; /* an hour away from everything around it */
+	switch (h->type) {
+	case SBT_CALL_EXIT: start = ((const struct sbt_call_exit *)h)->entry_ts; break;
+	case SBT_IOCTL: start = ((const struct sbt_ioctl *)h)->start_ts; break;
+	case SBT_IRQ: start = ((const struct sbt_irq *)h)->start_ts; break;
+	case SBT_DRV: start = ((const struct sbt_drv *)h)->start_ts; break;
+	default: break;
+	}
+	if (start > h->ts || (start && h->ts - start > MAX_JUMP_NS))
+		return true; /* ends before it begins, or an hour after */
+	/* the thread's own records (an interrupt's tid is whom it interrupted) */
+	if (h->type < SBT_META_CLOCK && h->type != SBT_IRQ && h->type != SBT_DRV) {
+		prev = (uint64_t)(uintptr_t)hm_get(&c->thread_ts, h->tid);
+		if (prev && h->ts + MAX_BACK_NS < prev - 1)
+			return true;
+		if (h->ts + 1 > prev && hm_put(&c->thread_ts, h->tid, (void *)(uintptr_t)(h->ts + 1)))
+			return false; /* out of memory: check less, drop nothing */
+	}
+	return false;
+}
+
 int correlator_add(struct correlator *c, const struct sbt_hdr *h)
 {
+	if (implausible(c, h)) {
+		c->st.implausible++;
+		return 0;
+	}
+	if (h->ts > c->newest_ts)
+		c->newest_ts = h->ts;
 	/* calls, ioctls, interrupts and DMA carry no names for the metadata */
 	if (h->type >= SBT_TASK_NEW && meta_add(&c->meta, h))
 		return -ENOMEM;
@@ -1059,6 +1105,7 @@ void correlator_free(struct correlator *c)
 	hm_free_values(&c->threads);
 	hm_free_values(&c->jobs);
 	hm_free(&c->devices_by_irq);
+	hm_free(&c->thread_ts);
 	strtab_free(&c->names);
 	for (int i = 0; i < c->ndevices; i++)
 		free(c->devices[i]);

@@ -30,6 +30,7 @@ struct correlate_stats {
 	uint64_t unpaired_returns; /* a return whose entry was not seen */
 	uint64_t unmatched_completions; /* an interrupt with no job in flight */
 	uint64_t lost;
+	uint64_t implausible; /* records dropped: they could not be true (a damaged capture) */
 	uint64_t first_ts, last_ts;
 };
 

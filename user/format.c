@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "utf8.h"
 #include "names.h"
 
 struct out {
@@ -241,7 +242,11 @@ int sbt_format_record(const struct sbt_hdr *h, const struct capture_meta *m, cha
 
 	if (len)
 		buf[0] = '\0';
-	put(&o, "%-16s %7u/%-7u [%03u] %llu.%09llu: %s", meta_thread_name(m, h->tid), h->tgid,
+	char comm[4 * SBT_COMM_LEN];
+
+	/* the traced program names its threads: any bytes, shown as valid text */
+	utf8_sanitize(meta_thread_name(m, h->tid), comm, sizeof(comm));
+	put(&o, "%-16s %7u/%-7u [%03u] %llu.%09llu: %s", comm, h->tgid,
 	    h->tid, h->cpu, (unsigned long long)(h->ts / 1000000000ULL),
 	    (unsigned long long)(h->ts % 1000000000ULL), sbt_type_name(h->type));
 	switch (h->type) {
@@ -281,6 +286,14 @@ int sbt_format_record(const struct sbt_hdr *h, const struct capture_meta *m, cha
 		put(&o, " addr=0x%llx phys=0x%llx size=%llu dir=%u",
 		    (unsigned long long)q->addr, (unsigned long long)q->phys,
 		    (unsigned long long)q->size, q->dir);
+		break;
+	}
+	case SBT_LIB_OPEN: {
+		const struct sbt_lib_open *l = (const void *)h;
+		size_t room = h->size - (sizeof(*l) - sizeof(*h) - sizeof(l->path));
+
+		put(&o, " fd=%d", l->fd);
+		put_str(&o, "path", l->path, room < sizeof(l->path) ? room : sizeof(l->path));
 		break;
 	}
 	case SBT_TASK_NEW:

@@ -128,7 +128,7 @@ static void check_iid(struct inspector *in, int table, uint64_t iid, const char 
 /* InternedData: remember every iid defined. */
 static void read_interned(struct inspector *in, const uint8_t *p, size_t n)
 {
-	struct pb_reader r = { p, p + n, 0 }, e;
+	struct pb_reader r = pb_reader_of(p, n), e;
 	const uint8_t *d;
 	size_t len;
 	uint64_t v;
@@ -140,7 +140,7 @@ static void read_interned(struct inspector *in, const uint8_t *p, size_t n)
 
 		if (f < 1 || f > 3 || t != PB_LEN)
 			continue;
-		e = (struct pb_reader){ d, d + len, 0 };
+		e = pb_reader_of(d, len);
 		while (pb_next(&e, &ef, &et, &v, &d, &len) > 0)
 			if (ef == 1 && et == PB_VARINT)
 				iid = v;
@@ -153,7 +153,7 @@ static void read_interned(struct inspector *in, const uint8_t *p, size_t n)
 
 static void read_descriptor(struct inspector *in, const uint8_t *p, size_t n)
 {
-	struct pb_reader r = { p, p + n, 0 }, sub;
+	struct pb_reader r = pb_reader_of(p, n), sub;
 	uint64_t v, uuid = 0, parent = 0;
 	const uint8_t *d, *name = NULL;
 	size_t len, name_len = 0;
@@ -171,7 +171,7 @@ static void read_descriptor(struct inspector *in, const uint8_t *p, size_t n)
 		else if (f == 8 && t == PB_LEN)
 			counter = true;
 		else if ((f == 3 || f == 4) && t == PB_LEN) { /* process / thread name */
-			sub = (struct pb_reader){ d, d + len, 0 };
+			sub = pb_reader_of(d, len);
 			while (pb_next(&sub, &sf, &st, &v, &d, &len) > 0)
 				if (st == PB_LEN && ((f == 3 && sf == 6) || (f == 4 && sf == 5)))
 					name = d, name_len = len;
@@ -226,7 +226,7 @@ static void use_flow(struct inspector *in, uint64_t id, uint64_t ts, bool term)
 static void read_track_event(struct inspector *in, const uint8_t *p, size_t n, uint64_t ts,
 			     uint64_t flags, uint64_t def_track)
 {
-	struct pb_reader r = { p, p + n, 0 }, sub;
+	struct pb_reader r = pb_reader_of(p, n), sub;
 	uint64_t v, type = 0, track = 0;
 	bool uses_iids = false, has_name = false;
 	const uint8_t *d;
@@ -242,7 +242,7 @@ static void read_track_event(struct inspector *in, const uint8_t *p, size_t n, u
 		case 23: has_name = true; break;
 		case 3: check_iid(in, 0, v, "category"); uses_iids = true; break;
 		case 4:
-			sub = (struct pb_reader){ d, d + len, 0 };
+			sub = pb_reader_of(d, len);
 			while (pb_next(&sub, &sf, &st, &v, &d, &len) > 0)
 				if (sf == 1 && st == PB_VARINT) {
 					check_iid(in, 2, v, "annotation name");
@@ -304,7 +304,7 @@ static struct seq_state *seq_of(struct inspector *in, uint64_t id)
 
 static void read_defaults(struct seq_state *q, const uint8_t *p, size_t n)
 {
-	struct pb_reader r = { p, p + n, 0 }, sub;
+	struct pb_reader r = pb_reader_of(p, n), sub;
 	const uint8_t *d;
 	size_t len;
 	uint64_t v;
@@ -315,7 +315,7 @@ static void read_defaults(struct seq_state *q, const uint8_t *p, size_t n)
 		if (f == 58 && t == PB_VARINT)
 			q->def_clock = (uint32_t)v;
 		else if (f == 11 && t == PB_LEN) {
-			sub = (struct pb_reader){ d, d + len, 0 };
+			sub = pb_reader_of(d, len);
 			while (pb_next(&sub, &sf, &st, &v, &d, &len) > 0)
 				if (sf == 11 && st == PB_VARINT)
 					q->def_track = v;
@@ -349,7 +349,7 @@ static bool packet_time(struct inspector *in, struct seq_state *q, uint32_t cloc
 
 static void read_clock(struct inspector *in, struct seq_state *q, const uint8_t *p, size_t n)
 {
-	struct pb_reader r = { p, p + n, 0 }, c;
+	struct pb_reader r = pb_reader_of(p, n), c;
 	const uint8_t *d;
 	size_t len;
 	uint64_t v;
@@ -366,7 +366,7 @@ static void read_clock(struct inspector *in, struct seq_state *q, const uint8_t 
 
 		if (f != 1 || t != PB_LEN)
 			continue;
-		c = (struct pb_reader){ d, d + len, 0 };
+		c = pb_reader_of(d, len);
 		while (pb_next(&c, &cf, &ct, &v, &d, &len) > 0) {
 			if (cf == 1)
 				id = v;
@@ -404,9 +404,9 @@ static void read_clock(struct inspector *in, struct seq_state *q, const uint8_t 
 
 static void read_packet(struct inspector *in, const uint8_t *p, size_t n)
 {
-	struct pb_reader r = { p, p + n, 0 };
-	const uint8_t *d, *te = NULL, *idata = NULL, *desc = NULL, *clock = NULL, *defs = NULL;
-	size_t len, te_len = 0, id_len = 0, desc_len = 0, clock_len = 0, defs_len = 0;
+	struct pb_reader r = pb_reader_of(p, n);
+	const uint8_t *d = NULL, *te = NULL, *idata = NULL, *desc = NULL, *clock = NULL, *defs = NULL;
+	size_t len = 0, te_len = 0, id_len = 0, desc_len = 0, clock_len = 0, defs_len = 0;
 	uint64_t v, ts = 0, flags = 0, seq = 0, boot = 0;
 	uint32_t f, clock_id = 0;
 	bool has_ts = false;
@@ -414,6 +414,14 @@ static void read_packet(struct inspector *in, const uint8_t *p, size_t n)
 	int t;
 
 	while (pb_next(&r, &f, &t, &v, &d, &len) > 0) {
+		/* d and len are the field's only if it has a length: a varint
+		 * where a message belongs is no message (fuzzing found a stale
+		 * pointer read as one) */
+		if (t != PB_LEN && (f == 59 || f == 11 || f == 12 || f == 60 || f == 6)) {
+			violation(in, "packet %u: field %u of wire type %d where a message belongs",
+				  in->packet, f, t);
+			continue;
+		}
 		switch (f) {
 		case 8: ts = v; has_ts = true; break;
 		case 58: clock_id = (uint32_t)v; break;
@@ -621,7 +629,7 @@ static void free_seq(uint64_t key, void *val, void *ctx)
 int inspect_buffer(const uint8_t *data, size_t len, struct inspect_result *res)
 {
 	struct inspector in = { .res = res };
-	struct pb_reader r = { data, data + len, 0 };
+	struct pb_reader r = pb_reader_of(data, len);
 	const uint8_t *d;
 	size_t plen;
 	uint64_t v;
@@ -640,6 +648,8 @@ int inspect_buffer(const uint8_t *data, size_t len, struct inspect_result *res)
 	}
 	if (ret < 0)
 		violation(&in, "the file ends inside packet %u (or is not a Perfetto trace)", in.packet + 1);
+	else if (!res->packets)
+		violation(&in, "not a Perfetto trace: no packets (%zu bytes)", len);
 	check_overlaps(&in); /* before check_slices sorts the events */
 	check_slices(&in);
 	hm_each(&in.flows, check_flow, &in);
@@ -658,6 +668,44 @@ static const char inspect_doc[] =
 	"\n"
 	"EXAMPLES:\n"
 	"  spyre-bpftrace inspect run.pftrace";
+
+#define MAX_SPECIAL (64u << 20) /* bytes read from a file of no size (/proc, devices) */
+
+/* Up to want bytes (more if a regular file grew), or fewer at its end. */
+static int read_all(int fd, size_t want, uint8_t **out, size_t *len)
+{
+	size_t cap = want ? want : 4096, n = 0;
+	uint8_t *buf = malloc(cap);
+	ssize_t got;
+
+	if (!buf)
+		return -1;
+	while ((got = read(fd, buf + n, cap - n)) != 0) {
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			free(buf);
+			return -1;
+		}
+		n += (size_t)got;
+		if (n == cap) {
+			uint8_t *grown;
+
+			if (cap >= MAX_SPECIAL && cap >= want)
+				break;
+			grown = realloc(buf, cap * 2);
+			if (!grown) {
+				free(buf);
+				return -1;
+			}
+			buf = grown;
+			cap *= 2;
+		}
+	}
+	*out = buf;
+	*len = n;
+	return 0;
+}
 
 static error_t inspect_parse(int key, char *arg, struct argp_state *state)
 {
@@ -682,7 +730,8 @@ int cmd_inspect(int argc, char **argv)
 	struct inspect_result res = { .out = stdout };
 	const char *file = NULL;
 	struct stat st;
-	void *map = NULL;
+	uint8_t *data = NULL;
+	size_t len = 0;
 	int fd;
 
 	argp_parse(&argp, argc, argv, 0, NULL, &file);
@@ -691,17 +740,17 @@ int cmd_inspect(int argc, char **argv)
 		sbt_err("cannot read '%s': %s", file, strerror(errno));
 		return 1;
 	}
-	if (st.st_size > 0) {
-		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (map == MAP_FAILED) {
-			sbt_err("cannot map '%s': %s", file, strerror(errno));
-			close(fd);
-			return 1;
-		}
+	/* read, not mapped: a file cut while read ends short instead of
+	 * killing us with SIGBUS; /proc files (size 0) and devices read too,
+	 * up to a bound */
+	if (read_all(fd, S_ISREG(st.st_mode) ? (size_t)st.st_size : MAX_SPECIAL, &data, &len)) {
+		sbt_err("cannot read '%s': %s", file, strerror(errno));
+		close(fd);
+		return 1;
 	}
 	close(fd);
 	printf("%s:\n", file);
-	inspect_buffer(map, map ? (size_t)st.st_size : 0, &res);
+	inspect_buffer(data, len, &res);
 	if (res.violations > MAX_SHOWN)
 		printf("  ... and %llu more violations\n",
 		       (unsigned long long)(res.violations - MAX_SHOWN));
@@ -719,7 +768,6 @@ int cmd_inspect(int argc, char **argv)
 	else
 		printf("  ok: framing, sequence flags and interning, tracks, slice nesting, flows, "
 		       "timestamps\n");
-	if (map)
-		munmap(map, (size_t)st.st_size);
+	free(data);
 	return res.violations ? 1 : 0;
 }

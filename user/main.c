@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* spyre-bpftrace: pick the subcommand, in the manner of perf. */
+#include <argp.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -8,6 +9,8 @@
 
 int main(int argc, char **argv)
 {
+	/* usage errors exit 2, as docs/usage.md says (argp's default is 64) */
+	argp_err_exit_status = 2;
 	static const struct {
 		const char *name;
 		int (*run)(int, char **);

@@ -57,10 +57,13 @@ int output_open(struct output *o, const char *path, enum out_format fmt, bool wi
 {
 	struct model_sink sinks[2];
 	int n = 0, ret;
+	FILE *f = NULL;
 
 	memset(o, 0, sizeof(*o));
 	o->fmt = path ? fmt : FMT_NONE;
 	o->path = path;
+	if (path && !(f = outfile_create(&o->file, path, err, errlen)))
+		return -EIO;
 	if (with_report) {
 		o->rep = report_new();
 		if (!o->rep)
@@ -69,18 +72,18 @@ int output_open(struct output *o, const char *path, enum out_format fmt, bool wi
 	}
 	switch (o->fmt) {
 	case FMT_SBT:
-		if ((ret = capture_create(&o->cap, path))) {
+		if ((ret = capture_create_file(&o->cap, f))) {
 			snprintf(err, errlen, "%s", strerror(-ret));
 			return ret;
 		}
 		break;
 	case FMT_PERFETTO:
-		if (!(o->pf = perfetto_open(path, err, errlen)))
+		if (!(o->pf = perfetto_open_file(f, err, errlen)))
 			return -EIO;
 		sinks[n++] = perfetto_sink(o->pf);
 		break;
 	case FMT_JSON:
-		if (!(o->js = json_open(path, err, errlen)))
+		if (!(o->js = json_open_file(f, err, errlen)))
 			return -EIO;
 		sinks[n++] = json_sink(o->js);
 		break;
@@ -125,12 +128,20 @@ uint64_t output_bytes(const struct output *o)
 					      : o->js ? json_bytes(o->js) : 0;
 }
 
+int output_commit(struct output *o)
+{
+	int ret = o->file.path ? outfile_commit(&o->file) : 0;
+
+	if (ret && !o->error)
+		o->error = -ret;
+	return ret;
+}
+
 int output_close(struct output *o)
 {
 	int ret = 0;
 
 	correlator_finish(o->corr);
-	o->bytes = output_bytes(o);
 	if (o->fmt == FMT_SBT)
 		ret = capture_close(&o->cap);
 	if (o->pf)
@@ -141,6 +152,8 @@ int output_close(struct output *o)
 	o->js = NULL;
 	if (ret && !o->error)
 		o->error = -ret;
+	/* what reached the disk, not what was handed to it */
+	o->bytes = o->file.path ? outfile_size(&o->file) : 0;
 	return -o->error;
 }
 
@@ -156,5 +169,6 @@ void output_free(struct output *o)
 		output_close(o);
 	correlator_free(o->corr);
 	report_free(o->rep);
+	outfile_release(&o->file); /* never committed: the old file stays */
 	memset(o, 0, sizeof(*o));
 }

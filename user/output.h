@@ -13,6 +13,7 @@
 #include "capture.h"
 #include "chrome_json.h"
 #include "correlate.h"
+#include "outfile.h"
 #include "perfetto.h"
 #include "report.h"
 
@@ -31,14 +32,21 @@ struct output {
 	struct json_writer *js;
 	struct report *rep;
 	struct correlator *corr;
+	struct outfile file;
 	int error; /* first write error (errno) */
-	uint64_t bytes; /* written, once closed */
+	uint64_t bytes; /* on disk, once closed */
 };
 
 /* path NULL: no file, the report only. with_report: also build the report
- * (record and report print it; convert does not). 0, or -errno with err. */
+ * (record and report print it; convert does not). The file is written
+ * under a temporary name (outfile.h) until output_commit. 0, or -errno
+ * with err. */
 int output_open(struct output *o, const char *path, enum out_format fmt, bool with_report,
 		char *err, size_t errlen);
+/* The run is worth keeping: the file takes its name (replacing what was
+ * there). Before it, output_free leaves an existing file untouched. 0 or
+ * -errno. */
+int output_commit(struct output *o);
 void output_add(struct output *o, const struct sbt_hdr *h);
 void output_flush(struct output *o);
 uint64_t output_bytes(const struct output *o);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "pb.h"
+#include "utf8.h"
 
 int pb_reserve_slow(struct pb *b, size_t n)
 {
@@ -61,8 +62,15 @@ void pb_bytes(struct pb *b, uint32_t field, const void *data, size_t len)
 	b->len += len;
 }
 
+/* protobuf strings must be UTF-8: an invalid byte becomes U+FFFD */
 void pb_str(struct pb *b, uint32_t field, const char *s)
 {
+	char fixed[1024];
+
+	if (!utf8_valid(s)) {
+		pb_bytes(b, field, fixed, utf8_sanitize(s, fixed, sizeof(fixed)));
+		return;
+	}
 	pb_bytes(b, field, s, strlen(s));
 }
 
@@ -106,6 +114,9 @@ int pb_next(struct pb_reader *r, uint32_t *field, int *type, uint64_t *value,
 
 	if (r->p >= r->end)
 		return 0;
+	/* a field without a length has no data: callers never see a stale one */
+	*data = NULL;
+	*len = 0;
 	if (get_varint(r, &k) || (k >> 3) == 0 || (k >> 3) > 0x1fffffff)
 		goto bad;
 	*field = (uint32_t)(k >> 3);

@@ -109,6 +109,15 @@ struct pb_reader {
 	const uint8_t *p, *end;
 	int error;
 };
+
+/* A reader over n bytes at p (p may be NULL when n is 0: a field with no
+ * data, or an empty file). */
+static inline struct pb_reader pb_reader_of(const uint8_t *p, size_t n)
+{
+	struct pb_reader r = { p, p ? p + n : p, 0 };
+
+	return r;
+}
 /* Next field: 1 with field/type and the value (varint or fixed) or the
  * bytes (len) set; 0 at the end; -1 on malformed input. */
 int pb_next(struct pb_reader *r, uint32_t *field, int *type, uint64_t *value,

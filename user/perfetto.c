@@ -104,20 +104,28 @@ struct perfetto_writer {
 
 struct perfetto_writer *perfetto_open(const char *path, char *err, size_t errlen)
 {
+	FILE *f = fopen(path, "wb");
+
+	if (!f) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		return NULL;
+	}
+	return perfetto_open_file(f, err, errlen);
+}
+
+struct perfetto_writer *perfetto_open_file(FILE *f, char *err, size_t errlen)
+{
 	struct perfetto_writer *w = calloc(1, sizeof(*w));
 
 	if (!w) {
 		snprintf(err, errlen, "out of memory");
+		fclose(f);
 		return NULL;
 	}
-	w->f = fopen(path, "wb");
-	if (!w->f) {
-		snprintf(err, errlen, "%s", strerror(errno));
-		free(w);
-		return NULL;
-	}
+	w->f = f;
 	w->next_seq = SEQ_MAIN + 1;
-	if (pb_reserve(&w->out, OUT_BUF)) {
+	/* it grows as packets come, to OUT_BUF at most between writes */
+	if (pb_reserve(&w->out, 16 << 10)) {
 		snprintf(err, errlen, "out of memory");
 		fclose(w->f);
 		free(w);

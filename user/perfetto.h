@@ -13,6 +13,8 @@ struct perfetto_writer;
 
 /* NULL with err filled when the file cannot be created. */
 struct perfetto_writer *perfetto_open(const char *path, char *err, size_t errlen);
+/* The same on a stream the writer takes over (closed even on error). */
+struct perfetto_writer *perfetto_open_file(FILE *f, char *err, size_t errlen);
 struct model_sink perfetto_sink(struct perfetto_writer *w);
 /* Write out what is buffered (whole packets only). 0 or -errno. */
 int perfetto_flush(struct perfetto_writer *w);

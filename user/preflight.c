@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <stdbool.h>
 #include <linux/capability.h>
 #include <stdio.h>
 #include <string.h>
@@ -51,10 +52,63 @@ int sbt_check_btf(const char *path, char *err, size_t errlen)
 	return -1;
 }
 
+/* Tgid and whether it is a kernel thread, from /proc/PID/status; -1 gone. */
+static int pid_status(const char *root, pid_t pid, pid_t *tgid, bool *kthread)
+{
+	char path[128], line[256];
+	FILE *f;
+	int found = 0;
+
+	snprintf(path, sizeof(path), "%s/%d/status", root, pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	*kthread = false;
+	while (fgets(line, sizeof(line), f)) {
+		int v;
+
+		if (sscanf(line, "Tgid: %d", &v) == 1) {
+			*tgid = v;
+			found = 1;
+		} else if (sscanf(line, "Kthread: %d", &v) == 1) {
+			*kthread = v == 1;
+		}
+	}
+	fclose(f);
+	return found ? 0 : -1;
+}
+
+int sbt_resolve_pid(const char *proc_root, pid_t *pid, char *note, size_t notelen, char *err,
+		    size_t errlen)
+{
+	char exe[128], link[16];
+	pid_t tgid = 0;
+	bool kthread;
+
+	note[0] = '\0';
+	if (*pid <= 0 || pid_status(proc_root, *pid, &tgid, &kthread)) {
+		snprintf(err, errlen, "no such process: %d; hint: check the PID with ps or pgrep",
+			 *pid);
+		return -1;
+	}
+	/* kernels before 6.0 have no Kthread line: a kernel thread has no exe */
+	snprintf(exe, sizeof(exe), "%s/%d/exe", proc_root, *pid);
+	if (kthread || (readlink(exe, link, sizeof(link)) < 0 && errno == ENOENT)) {
+		snprintf(err, errlen, "PID %d is a kernel thread: it runs no runtime library; hint: "
+			 "give the PID of the job's process (pgrep -f)", *pid);
+		return -1;
+	}
+	if (tgid != *pid) {
+		snprintf(note, notelen, "PID %d is a thread of process %d: tracing the process", *pid,
+			 tgid);
+		*pid = tgid;
+	}
+	return 0;
+}
+
 int sbt_check_pid(pid_t pid, char *err, size_t errlen)
 {
-	if (proc_exists(pid))
-		return 0;
-	snprintf(err, errlen, "no such process: %d; hint: check the PID with ps or pgrep", pid);
-	return -1;
+	char note[128];
+
+	return sbt_resolve_pid("/proc", &pid, note, sizeof(note), err, errlen);
 }

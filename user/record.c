@@ -58,12 +58,16 @@ struct recorder {
 	uint64_t missed_total; /* of lost_total, probe runs the kernel skipped */
 };
 
-static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t stop_requested, status_requested;
 
+/* SIGINT, SIGTERM, SIGHUP (the terminal went away): end the recording
+ * cleanly; SIGUSR1: print a status line, as dd does. */
 static void on_signal(int sig)
 {
-	(void)sig;
-	stop_requested = 1;
+	if (sig == SIGUSR1)
+		status_requested = 1;
+	else
+		stop_requested = 1;
 }
 
 static void add_tgid(struct recorder *r, pid_t pid)
@@ -260,6 +264,12 @@ static const char *run_loop(struct recorder *r)
 		now = sbt_now_boottime();
 		check_lost(r);
 		show_status(r, false);
+		if (status_requested) {
+			status_requested = 0;
+			fprintf(stderr, "spyre-bpftrace: %.1f s, %llu events, %llu lost, %.1f KiB written\n",
+				(double)(now - r->start_ts) / 1e9, (unsigned long long)r->records,
+				(unsigned long long)r->lost_total, (double)output_bytes(&r->out) / 1024.0);
+		}
 		if (now >= next_clock) {
 			metaw_clock(&r->mw);
 			next_clock = now + CLOCK_EVERY_MS * 1000000ull;
@@ -349,11 +359,16 @@ static int preflight(struct record_opts *o)
 		sbt_err("%s", err);
 		return -1;
 	}
-	for (int i = 0; i < o->npids; i++)
-		if (sbt_check_pid(o->pids[i], err, sizeof(err))) {
+	for (int i = 0; i < o->npids; i++) {
+		char note[160];
+
+		if (sbt_resolve_pid("/proc", &o->pids[i], note, sizeof(note), err, sizeof(err))) {
 			sbt_err("%s", err);
 			return -1;
 		}
+		if (note[0])
+			sbt_warn("%s", note);
+	}
 	return 0;
 }
 
@@ -381,8 +396,15 @@ static int attach_runtime_probes(struct recorder *r)
 	if (r->wl.pid > 0 && !r->at.interrupted &&
 	    (err = attach_find_libraries(&r->at, r->wl.pid, r->wl.argv)) < 0 && err != -EINTR)
 		return err;
+	if (!r->at.interrupted)
+		attach_warn_unmatched(&r->at, o->command != NULL);
 	if (r->at.interrupted || attach_nfunctions(&r->at))
 		return 0;
+	for (int i = 0; i < o->npids; i++)
+		if (!proc_exists(o->pids[i])) {
+			sbt_err("PID %d exited while its probes were being attached", o->pids[i]);
+			return -ESRCH;
+		}
 	if (o->command) {
 		/* a framework may dlopen() it later: BPF sees the open */
 		sbt_warn("no Spyre runtime library found yet for '%s' (looked for libflex.so, "
@@ -407,6 +429,7 @@ static int setup(struct recorder *r)
 			strerror(-err));
 		return err;
 	}
+	r->wl.keep = o->keep_command;
 	if (o->command && (err = workload_spawn(&r->wl, o->command)))
 		return err;
 
@@ -531,11 +554,16 @@ int cmd_record(int argc, char **argv)
 	setrlimit(RLIMIT_MEMLOCK, &rl); /* kernels before 5.11 charge BPF maps here */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
 	r.start_ts = sbt_now_boottime();
-	if (setup(&r)) {
-		/* keep what there is: the file stays readable */
+	/* the output takes its name once the run is set up: a run that fails
+	 * before leaves an existing file as it was */
+	if (setup(&r) || output_commit(&r.out)) {
+		if (r.out.error)
+			sbt_err("cannot write '%s': %s", r.out_path, strerror(r.out.error));
 		output_close(&r.out);
 		cleanup(&r);
 		cli_free_record(&o);

@@ -264,6 +264,10 @@ void report_print(FILE *out, const struct report *r, const struct correlate_stat
 	for (uint64_t i = 0; i < r->errs.n && i < MAX_ERRS; i++)
 		fprintf(out, "  %-54s %7llu\n", strtab_str(&r->errs, i + 1),
 			(unsigned long long)r->err_counts[i]);
+	if (st->implausible)
+		fprintf(out, "\n# WARNING: %llu records dropped: they could not be true (ending before "
+			     "they begin, or an hour away from the rest); a damaged capture?\n",
+			(unsigned long long)st->implausible);
 	if (st->unfinished_calls || st->unfinished_jobs || st->unpaired_returns ||
 	    st->unmatched_completions)
 		fprintf(out, "\n# unmatched: %llu calls and %llu jobs unfinished at the end, %llu returns "

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <wordexp.h>
@@ -36,6 +37,7 @@ int workload_spawn(struct workload *w, const char *command)
 {
 	wordexp_t *we = calloc(1, sizeof(*we));
 	int pfd[2], ret;
+	pid_t tracer;
 
 	w->go_fd = -1;
 	if (!we) {
@@ -64,6 +66,7 @@ int workload_spawn(struct workload *w, const char *command)
 		sbt_err("cannot start '%s': pipe: %s", command, strerror(errno));
 		return ret;
 	}
+	tracer = getpid();
 	w->pid = fork();
 	if (w->pid < 0) {
 		ret = -errno;
@@ -76,6 +79,9 @@ int workload_spawn(struct workload *w, const char *command)
 	if (w->pid == 0) {
 		char c;
 
+		/* dies with the tracer, so it never runs on untraced unasked */
+		if (!w->keep && (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() != tracer))
+			_exit(127);
 		close(pfd[1]);
 		/* EOF instead of a byte: the tracer gave up; do not run untraced */
 		if (read(pfd[0], &c, 1) != 1)
@@ -114,7 +120,7 @@ void workload_end(struct workload *w)
 		close(w->go_fd); /* an unstarted child sees EOF and exits */
 		w->go_fd = -1;
 	}
-	if (w->pid > 0 && !w->reaped) {
+	if (w->pid > 0 && !w->reaped && !w->keep) {
 		workload_reap(w, false);
 		if (!w->reaped)
 			kill(w->pid, SIGTERM);

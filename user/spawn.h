@@ -18,6 +18,7 @@ struct workload {
 	int go_fd; /* write end: one byte lets it exec */
 	int status;
 	bool reaped;
+	bool keep; /* --keep-command: left running when tracing ends first */
 	void *we; /* the wordexp_t behind argv */
 };
 
@@ -27,7 +28,8 @@ int workload_spawn(struct workload *w, const char *command);
 void workload_start(struct workload *w);
 /* Collect its exit status, waiting or not. */
 void workload_reap(struct workload *w, bool wait);
-/* Not started: it exits on its own. Started and still running: SIGTERM. */
+/* Not started: it exits on its own. Started and still running: SIGTERM,
+ * unless kept. (If the tracer dies, the kernel sends the SIGTERM.) */
 void workload_end(struct workload *w);
 
 #endif

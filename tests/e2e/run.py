@@ -355,7 +355,7 @@ def run_sigkill_cleanup(tmp):
         os.kill(tr.pid, signal.SIGKILL)
         tr.wait(timeout=10)
     finally:
-        kill_session(tr)  # the command the tracer started lives on: end it
+        kill_session(tr)  # the -c command dies with the tracer (signals test); be sure
     wait_for(lambda: our_bpf_objects() == (set(), [], []), 10,
              "our BPF programs, links and uprobes to go away")
     # a capture cut by a crash still reads back up to its last whole record
@@ -392,18 +392,191 @@ def run_errors(tmp):
         run_error(["-p", "1", "-o", out], 1, "not permitted to load BPF programs",
                   env_prefix=("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                               "--inh-caps=-all", "--bounding-set=-all"))
-    # a process with no runtime library: clear error, capture left readable
+    # a process with no runtime library: clear error, and an existing output
+    # stays as it was (the run never started)
+    with open(out, "w") as f:
+        f.write("keep me")
     sleeper = subprocess.Popen(["sleep", "30"])
     try:
         run_error(["-p", str(sleeper.pid), "-o", out], 1, "no Spyre runtime library in the maps")
     finally:
         sleeper.kill()
         sleeper.wait()
-    events, _ = parse_dump(out)
-    assert any(e["type"] == "host" for e in events), "capture after the error is not readable"
+    assert open(out).read() == "keep me", "a failed run wiped the existing output"
+    assert not [f for f in os.listdir(tmp) if f.startswith(".e.sbt.")], "temporary file left"
+    run_error(["-p", "2", "-o", out], 1, "PID 2 is a kernel thread")
+    run_error(["-d", "1e300", "-p", "1"], 2, "invalid duration '1e300'")
+    run_error(["-d", "18446744074", "-p", "1"], 2, "invalid duration")
+    run_error(["--no-such-flag", "-p", "1"], 2, "unrecognized option")
     # a command that is not there: the tracer says so, no trace of ours left
     run_error(["-o", out, "-c", "/nonexistent/cmd"], 1, "cannot run '/nonexistent/cmd'")
     run_error(["dump", os.path.join(tmp, "missing.sbt")], 1, "cannot read")
+
+
+def run_output_files_safe(tmp):
+    """Outputs are never written through a symlink, are 0600 whatever the
+    umask, and a convert of a missing input leaves the output as it was."""
+    victim = os.path.join(tmp, "victim.txt")
+    with open(victim, "w") as f:
+        f.write("victim")
+    cap = os.path.join(tmp, "cap.sbt")
+    os.symlink(victim, cap)
+    cmd = " ".join(shlex.quote(a) for a in sim_cmd(tmp, "--jobs", "1"))
+    old = os.umask(0o022)
+    try:
+        r = subprocess.run(tracer(tmp, "-c", cmd), capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        pf = os.path.join(tmp, "out.pftrace")
+        r = subprocess.run([TOOL, "convert", cap, "-o", pf], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    finally:
+        os.umask(old)
+    assert open(victim).read() == "victim", "wrote through the symlink"
+    for path in (cap, pf):
+        st = os.lstat(path)
+        assert not os.path.islink(path) and (st.st_mode & 0o777) == 0o600, \
+            f"{path}: mode {st.st_mode & 0o777:o}, want 600, a regular file"
+    with open(pf, "rb") as f:
+        before = f.read()
+    r = subprocess.run([TOOL, "convert", os.path.join(tmp, "typo.sbt"), "-o", pf],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "cannot read" in r.stderr, r
+    assert "Perfetto trace" not in r.stderr, "a success line after the error"
+    assert open(pf, "rb").read() == before, "a failed convert changed the existing output"
+
+
+def run_inspect_rejects_non_traces(tmp):
+    empty = os.path.join(tmp, "empty.pftrace")
+    open(empty, "w").close()
+    for path in (empty, "/dev/null", "/dev/zero", "/proc/self/maps"):
+        r = subprocess.run([TOOL, "inspect", path], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1, f"inspect {path}: exit {r.returncode}: {r.stdout[-300:]}"
+        assert "FAILED" in r.stdout, r.stdout
+
+
+NAMED_WORKER = r"""
+import ctypes, sys, threading
+lib = ctypes.CDLL(sys.argv[1])
+libc = ctypes.CDLL(None)
+go = threading.Event()
+rc = []
+def worker():
+    libc.prctl(15, b"dev\xff\xfe\xe2\x82", 0, 0, 0)  # PR_SET_NAME: invalid, and cut short
+    print(threading.get_native_id(), flush=True)
+    go.wait()
+    a = [b"run"] + [x.encode() for x in sys.argv[2:]]
+    rc.append(lib.spyre_sim_run_main(len(a), (ctypes.c_char_p * len(a))(*a)))
+t = threading.Thread(target=worker)
+t.start()
+sys.stdin.read(1)
+go.set()
+t.join()
+sys.exit(rc[0])
+"""
+
+
+def run_thread_tid_and_names(tmp):
+    """-p given a thread id traces its process (and says so); a thread that
+    named itself with invalid UTF-8 leaves both outputs valid."""
+    lib = os.path.join(BUILD, "sim", "libspyre_simrun.so")
+    py = subprocess.Popen(["python3", "-c", NAMED_WORKER, lib, "--jobs", "3", "--mock-dir",
+                           os.path.join(tmp, "mock"), "--json", os.path.join(tmp, "sim.json")],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    cap = os.path.join(tmp, "cap.sbt")
+    tr = None
+    try:
+        tid = int(py.stdout.readline())
+        assert tid != py.pid
+        tr = subprocess.Popen([a for a in tracer(tmp, "-p", str(tid)) if a != "-q"],
+                              stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: os.path.exists(cap) and capture_has_probes(cap), 20, "the tracer to attach")
+        py.stdin.write(b"g")
+        py.stdin.close()
+        assert py.wait(timeout=60) == 0
+        _, err = tr.communicate(timeout=30)
+    finally:
+        for p in (py, tr):
+            if p and p.poll() is None:
+                p.kill()
+    assert tr.returncode == 0, err
+    assert f"PID {tid} is a thread of process {py.pid}: tracing the process" in err, err
+    events, _ = parse_dump(cap)  # converts, inspects and protoc-decodes the .pftrace
+    check_capture_matches_sim(events, json.load(open(os.path.join(tmp, "sim.json"))))
+    raw = open(os.path.join(tmp, "cap.json"), "rb").read()
+    trace = json.loads(raw.decode("utf-8"))  # strict: raises on any invalid byte
+    names = [e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "thread_name"]
+    assert "dev\ufffd\ufffd\ufffd\ufffd" in names, f"the worker's name, replaced: {names}"
+
+
+def run_signals(tmp):
+    """SIGHUP (the terminal closed) ends the recording as SIGTERM does;
+    SIGUSR1 prints a status line and goes on; SIGKILL of the tracer takes
+    the -c command with it."""
+    cap = os.path.join(tmp, "cap.sbt")
+    tr = subprocess.Popen([a for a in tracer(tmp, "-c", long_sim(tmp)) if a != "-q"],
+                          stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        wait_for(lambda: os.path.exists(cap) and capture_has_probes(cap), 20, "attach")
+        tr.send_signal(signal.SIGUSR1)
+        time.sleep(0.5)
+        assert tr.poll() is None, "SIGUSR1 ended the tracer"
+        tr.send_signal(signal.SIGHUP)
+        _, err = tr.communicate(timeout=20)
+    finally:
+        kill_session(tr)
+    assert tr.returncode == 0, f"exit {tr.returncode} after SIGHUP: {err}"
+    assert re.search(r"spyre-bpftrace: [\d.]+ s, \d+ events, \d+ lost, [\d.]+ KiB written", err), err
+    assert "interrupted" in err and len(end_record(cap)[1]) == 1, "no clean end after SIGHUP"
+    tr = subprocess.Popen(tracer(tmp, "-c", long_sim(tmp)), stderr=subprocess.DEVNULL,
+                          start_new_session=True)
+    try:
+        wait_for(lambda: capture_has_probes(cap), 20, "attach")
+        child = [int(p) for p in os.listdir("/proc") if p.isdigit() and
+                 open(f"/proc/{p}/stat").read().split(") ")[1].split()[1] == str(tr.pid)]
+        assert child, "no -c child found"
+        os.kill(tr.pid, signal.SIGKILL)
+        tr.wait(timeout=10)
+        wait_for(lambda: not all(os.path.exists(f"/proc/{c}") and
+                                 open(f"/proc/{c}/stat").read().split(") ")[1][0] != "Z"
+                                 for c in child), 10, "the -c command to die with the tracer")
+    finally:
+        kill_session(tr)
+
+
+def run_probe_matches_nothing(tmp):
+    cmd = " ".join(shlex.quote(a) for a in sim_cmd(tmp, "--jobs", "1"))
+    r = subprocess.run([a for a in tracer(tmp, "--probe", "libnothere.so:foo*", "--probe",
+                                          "libflex.so:zzz*", "-c", cmd) if a != "-q"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    for spec in ("libnothere.so:foo*", "libflex.so:zzz*"):
+        assert f"--probe '{spec}' matched no function" in r.stderr, r.stderr
+
+
+def run_damaged_capture(tmp):
+    """A capture whose call ends before it begins (one field damaged):
+    convert drops that record, counts it, warns, and writes a valid trace."""
+    cmd = " ".join(shlex.quote(a) for a in sim_cmd(tmp, "--jobs", "2"))
+    r = subprocess.run(tracer(tmp, "-c", cmd), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    cap = os.path.join(tmp, "cap.sbt")
+    data = bytearray(open(cap, "rb").read())
+    off, damaged = 16, 0
+    while off + 24 <= len(data):
+        rtype, size = int.from_bytes(data[off:off + 2], "little"), int.from_bytes(data[off + 2:off + 4], "little")
+        if rtype == 2 and not damaged:  # call_exit: entry_ts after its own ts
+            ts = int.from_bytes(data[off + 16:off + 24], "little")
+            data[off + 32:off + 40] = (ts + 10**9).to_bytes(8, "little")
+            damaged = 1
+        off += (24 + size + 7) & ~7
+    bad = os.path.join(tmp, "bad.sbt")
+    open(bad, "wb").write(data)
+    pf = os.path.join(tmp, "bad.pftrace")
+    r = subprocess.run([TOOL, "convert", bad, "-o", pf], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "1 records dropped: they could not be true" in r.stderr, r.stderr
+    r = subprocess.run([TOOL, "inspect", pf], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout
 
 
 def run_probe_option(tmp):
@@ -984,6 +1157,12 @@ TESTS = [
     ("python_env_runtime_found_first", run_python_env_runtime),
     ("late_dlopen_probed_when_opened", run_late_dlopen),
     ("probe_keeps_builtin_role", run_probe_keeps_builtin_role),
+    ("output_files_safe", run_output_files_safe),
+    ("inspect_rejects_non_traces", run_inspect_rejects_non_traces),
+    ("thread_id_and_bad_names", run_thread_tid_and_names),
+    ("signals_hup_usr1_kill", run_signals),
+    ("probe_matching_nothing_warns", run_probe_matches_nothing),
+    ("damaged_capture_dropped_and_counted", run_damaged_capture),
     ("guest_kernel_6_1", run_guest_kernel),
     ("guest_vfio_one_card", run_guest_vfio_one_card),
     ("guest_vfio_two_cards", run_guest_vfio_two_cards),

@@ -1,25 +1,55 @@
-# Fuzzing the capture reader and all it feeds, with libFuzzer (clang).
-FUZZ_SRCS   := capture meta format names correlate hashmap strtab pb perfetto report histogram
-FUZZ_FLAGS  := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+# Fuzzing with libFuzzer (clang): the capture reader and all it feeds
+# (correlation, report, Perfetto and Chrome JSON writers), inspect, the
+# command line and probe-spec parsers, and the return-site decoder.
+# `make fuzz FUZZ_SECONDS=N` runs each target N seconds (make test: 10).
+FUZZ_TARGETS := capture inspect cli retsites
+FUZZ_CFLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
                -std=gnu11 -D_GNU_SOURCE -DSBT_VERSION='"$(VERSION)"' -I$(OUT) -Ibpf -Iuser -Itests/lib
 FUZZ_SECONDS ?= 60
+FUZZ_OBJS   := $(patsubst user/%.c,$(OUT)/obj-fuzz/%.o,$(LIB_SRCS)) $(OUT)/obj-fuzz/lib-json_check.o
 
-$(OUT)/fuzz/fuzz_capture: tests/fuzz/fuzz_capture.c $(patsubst %,user/%.c,$(FUZZ_SRCS)) \
-		$(USER_HDRS) bpf/events.h | $(OUT)/fuzz
+# the library, instrumented for coverage once, linked into every target
+$(OUT)/obj-fuzz/%.o: user/%.c | $(OUT)/obj-fuzz $(OUT)/spyre.skel.h
+	$(call msg,CC-FUZZ,$<)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(DEPFLAGS) -c $< -o $@
+
+$(OUT)/obj-fuzz/lib-%.o: tests/lib/%.c | $(OUT)/obj-fuzz
+	$(call msg,CC-FUZZ,$<)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(DEPFLAGS) -c $< -o $@
+
+$(OUT)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS) | $(OUT)/fuzz
 	$(call msg,FUZZ,$@)
-	$(Q)$(CLANG) $(FUZZ_FLAGS) $< $(patsubst %,user/%.c,$(FUZZ_SRCS)) -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJS) -o $@ $(LDLIBS)
 
 $(OUT)/fuzz/seeds: tests/fuzz/seeds.c tests/lib/synth.c user/capture.c | $(OUT)/fuzz
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -g -std=gnu11 $(WARN) -D_GNU_SOURCE -Ibpf -Iuser -Itests/lib $^ -o $@
 
-$(OUT)/fuzz:
+$(OUT)/fuzz $(OUT)/obj-fuzz:
 	$(Q)mkdir -p $@
 
-# make fuzz: FUZZ_SECONDS (60) of fuzzing from the seeds; crashes land in build/fuzz/
-fuzz: $(OUT)/fuzz/fuzz_capture $(OUT)/fuzz/seeds
-	$(Q)mkdir -p $(OUT)/fuzz/corpus
-	$(Q)$(OUT)/fuzz/seeds $(OUT)/fuzz/corpus
-	$(Q)cd $(OUT)/fuzz && ./fuzz_capture -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
-		-print_final_stats=1 corpus 2>&1 | grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|==|SUMMARY|Done)" ; \
-		test $${PIPESTATUS[0]} -eq 0 && echo "fuzz: no crash in $(FUZZ_SECONDS) s"
+# Seeds: synthetic captures; their Perfetto conversions for inspect; a few
+# command lines; a few function bodies (push rbp ... ret, a tail jump).
+fuzz-seeds: $(OUT)/fuzz/seeds $(TOOL)
+	$(Q)mkdir -p $(addprefix $(OUT)/fuzz/corpus-,$(FUZZ_TARGETS))
+	$(Q)$(OUT)/fuzz/seeds $(OUT)/fuzz/corpus-capture
+	$(Q)for f in $(OUT)/fuzz/corpus-capture/*; do \
+		$(TOOL) convert $$f -o $(OUT)/fuzz/corpus-inspect/$$(basename $$f).pftrace >/dev/null 2>&1 || true; done
+	$(Q)printf -- '-p\0001234\0-d\0005\0--probe\0libflex.so:flex::*=wait' > $(OUT)/fuzz/corpus-cli/p
+	$(Q)printf -- '-c\000./app --x\0--device\0000:3a:00.0\0--vfio-path\0/tmp/m/*' > $(OUT)/fuzz/corpus-cli/c
+	$(Q)printf '\x06\x55\x48\x89\xe5\x5d\xc3\x90\xe9\x00\x10\x00\x00\xc3' > $(OUT)/fuzz/corpus-retsites/a
+	$(Q)printf '\x03\x85\xff\x0f\x84\xf8\x0f\x00\x00\xc3\xff\xe0\xff\x24\xc5\x00\x10\x00\x00' > $(OUT)/fuzz/corpus-retsites/b
+
+# make fuzz: each target FUZZ_SECONDS from its corpus; crashes land in build/fuzz/
+fuzz: $(addprefix $(OUT)/fuzz/fuzz_,$(FUZZ_TARGETS)) fuzz-seeds
+	$(Q)set -e; for t in $(FUZZ_TARGETS); do \
+		cd $(abspath $(OUT))/fuzz; \
+		ASAN_OPTIONS=detect_leaks=1 ./fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+			-print_final_stats=1 corpus-$$t > fuzz_$$t.log 2>&1 || \
+			{ tail -40 fuzz_$$t.log; echo "fuzz: $$t crashed; the input is in $(OUT)/fuzz"; exit 1; }; \
+		runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' fuzz_$$t.log); \
+		cov=$$(grep -o 'cov: [0-9]*' fuzz_$$t.log | tail -1); \
+		echo "fuzz: $$t: no crash, $$runs inputs in $(FUZZ_SECONDS) s ($$((runs / $(FUZZ_SECONDS)))/s), $$cov edges"; \
+	done
+
+.PHONY: fuzz-seeds

@@ -173,6 +173,39 @@ static void bad_files(void **state)
 	assert_int_equal(capture_open(&r, "/tmp"), -1);
 }
 
+/* A file cut short while it is read (a capture still being written, a
+ * full disk): the reader ends at the cut, as a cut-short capture. Mapped,
+ * this was SIGBUS. Records span more than the read window, so the cut
+ * comes after the open. */
+static void cut_while_read(void **state)
+{
+	char path[] = "/tmp/sbt-cut-XXXXXX";
+	int fd = mkstemp(path);
+	struct capture_writer w;
+	struct capture_reader r;
+	const struct sbt_hdr *rec;
+	struct sbt_call_enter e = { .h = { .type = SBT_CALL_ENTER, .size = sizeof(e) - sizeof(e.h),
+					   .tgid = 1, .tid = 1, .ts = 1 } };
+	uint64_t n = 0, total = (12u << 20) / sizeof(e);
+	enum capture_status st;
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(capture_create(&w, path), 0);
+	for (uint64_t i = 0; i < total; i++)
+		assert_int_equal(capture_write(&w, &e.h), 0);
+	assert_int_equal(capture_close(&w), 0);
+	assert_int_equal(capture_open(&r, path), 0);
+	assert_int_equal(truncate(path, (6u << 20) + 5), 0);
+	while ((st = capture_next(&r, &rec)) == CAPTURE_OK)
+		n++;
+	assert_int_equal(st, CAPTURE_TRUNCATED);
+	assert_true(n >= ((4u << 20) - 16) / sizeof(e) && n < total);
+	capture_close_reader(&r);
+	unlink(path);
+}
+
 static void unwritable(void **state)
 {
 	struct capture_writer w;
@@ -190,6 +223,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(cut_at_every_byte, setup, teardown),
 		cmocka_unit_test(bad_files),
 		cmocka_unit_test(unwritable),
+		cmocka_unit_test(cut_while_read),
 	};
 
 	return cmocka_run_group_tests_name("capture", tests, NULL, NULL);
