@@ -39,7 +39,7 @@ SAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize
 .DELETE_ON_ERROR:
 PREFIX     ?= /usr/local
 
-.PHONY: all deps test unit unit-asan e2e bench demo clean format vmlinux sim install fuzz
+.PHONY: all deps test unit unit-asan e2e bench demo clean format vmlinux sim install fuzz valgrind
 all: $(TOOL) sim
 
 # The Debian packages: checked by the commands that set up a fresh machine
@@ -95,6 +95,10 @@ test:
 
 e2e: all
 	@SBT_BUILD=$(abspath $(OUT)) python3 tests/e2e/run.py
+
+# every command once under valgrind's memcheck (not part of make test: slow)
+valgrind: all
+	@SBT_BUILD=$(abspath $(OUT)) tests/valgrind.sh
 
 $(OUT)/bench/gen-capture: bench/gen_capture.c tests/lib/synth.c user/capture.c | $(OUT)/bench
 	$(call msg,CC,$@)

@@ -578,6 +578,9 @@ static uint64_t sum_percpu(int fd)
 	uint64_t vals[ncpu > 0 ? ncpu : 1], sum = 0;
 	uint32_t key = 0;
 
+	/* the kernel fills it; zeroed so that valgrind, which cannot see
+	 * that, has nothing to say */
+	memset(vals, 0, sizeof(vals));
 	if (ncpu <= 0 || bpf_map_lookup_elem(fd, &key, vals))
 		return UINT64_MAX;
 	for (int i = 0; i < ncpu; i++)
