@@ -24,11 +24,21 @@ struct placement {
 #define JSON_BUF (1u << 20)
 #define JSON_START (16u << 10)
 
+#define MAX_CARDS 64
+#define MAX_CLOCKS 2 /* the first and the latest */
+
 struct json_writer {
 	FILE *f;
 	bool first;
 	struct hashmap places; /* track id -> placement */
-	struct hashmap flows; /* flow ids already started */
+	struct hashmap flows; /* flow id -> its leg: FLOW_TO_JOB, FLOW_TO_END */
+	struct {
+		int rank;
+		char name[64], ids[16]; /* ids: "vvvv:dddd" once a driver event said */
+	} cards[MAX_CARDS]; /* for deviceProperties */
+	int ncards;
+	struct sbt_meta_clock clocks[MAX_CLOCKS];
+	int nclocks;
 	uint64_t bytes; /* written to the file */
 	int error;
 	char *buf; /* what is not written yet */
@@ -177,8 +187,8 @@ struct json_writer *json_open_file(FILE *f, char *err, size_t errlen)
 	}
 	w->f = f;
 	w->first = true;
-	PUT(w, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"spyre-bpftrace\"},"
-	       "\"traceEvents\":[");
+	/* the cards and the clocks are known at the end: they follow the events */
+	PUT(w, "{\"schemaVersion\":1,\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
 	return w;
 }
 
@@ -197,7 +207,7 @@ static void meta_event(struct json_writer *w, const char *what, uint32_t pid, ui
 	put_u64(w, pid);
 	PUT(w, ",\"tid\":");
 	put_u64(w, tid);
-	PUT(w, ",\"args\":{");
+	PUT(w, ",\"ts\":0,\"args\":{"); /* aiu-trace-analyzer wants ts on every event */
 	str(w, key);
 	PUT(w, ":");
 	if (sval)
@@ -232,6 +242,10 @@ static void on_track(void *ctx, const struct model_track *t)
 		break;
 	case TRACK_DEVICE:
 		*p = (struct placement){ DEVICE_PID_BASE + (uint32_t)t->rank, 0 };
+		if (w->ncards < MAX_CARDS) {
+			w->cards[w->ncards].rank = t->rank;
+			snprintf(w->cards[w->ncards++].name, sizeof(w->cards[0].name), "%s", t->name);
+		}
 		meta_event(w, "process_name", p->pid, 0, "name", t->name, 0);
 		meta_event(w, "process_sort_index", p->pid, 0, "sort_index", NULL, 1000 + t->rank);
 		break;
@@ -288,23 +302,57 @@ static void args(struct json_writer *w, const struct model_event *e)
 	PUT(w, "}");
 }
 
-static void flow(struct json_writer *w, const char *ph, uint64_t id, const struct placement *p,
+/*
+ * A job's flow runs launch -> job -> the wait or interrupt that ended it.
+ * Chrome JSON readers such as aiu-trace-analyzer take only s and f, so it
+ * is two flows: launch -> job as kineto writes its "ac2g" (id: the job's
+ * correlation), and job -> end (id: FLOW_END_IDS + correlation).
+ */
+enum { FLOW_TO_JOB = 1, FLOW_TO_END = 2 };
+#define FLOW_END_IDS (1ull << 40)
+
+static void flow(struct json_writer *w, bool start, uint64_t id, int leg, const struct placement *p,
 		 uint64_t ts)
 {
 	begin_event(w);
 	PUT(w, "{\"ph\":");
-	str(w, ph);
-	PUT(w, ",\"name\":\"job\",\"cat\":\"flow\",\"id\":");
-	put_u64(w, id);
+	put(w, start ? "\"s\"" : "\"f\"", 3);
+	if (leg == FLOW_TO_JOB)
+		PUT(w, ",\"name\":\"ac2g\",\"cat\":\"ac2g\",\"id\":");
+	else
+		PUT(w, ",\"name\":\"job end\",\"cat\":\"flow\",\"id\":");
+	put_u64(w, leg == FLOW_TO_JOB ? id : FLOW_END_IDS + id);
 	PUT(w, ",\"pid\":");
 	put_u64(w, p->pid);
 	PUT(w, ",\"tid\":");
 	put_u64(w, p->tid);
 	ts_us(w, "ts", ts);
-	if (ph[0] == 's')
+	if (start)
 		PUT(w, "}");
 	else
 		PUT(w, ",\"bp\":\"e\"}");
+}
+
+/* A driver event names its card's vendor:device: remembered for deviceProperties. */
+static void note_card_ids(struct json_writer *w, const struct model_event *e)
+{
+	const char *dev = NULL;
+	uint64_t vendor = 0, device = 0;
+
+	for (int i = 0; i < e->nargs; i++) {
+		if (!strcmp(e->args[i].name, "device") && e->args[i].type == ARG_STR)
+			dev = e->args[i].s;
+		else if (!strcmp(e->args[i].name, "vendor"))
+			vendor = e->args[i].u;
+		else if (!strcmp(e->args[i].name, "device_id"))
+			device = e->args[i].u;
+	}
+	if (!dev || !vendor)
+		return;
+	for (int i = 0; i < w->ncards; i++)
+		if (!strncmp(w->cards[i].name, "PCI ", 4) && !strcmp(w->cards[i].name + 4, dev))
+			snprintf(w->cards[i].ids, sizeof(w->cards[i].ids), "%04x:%04x",
+				 (unsigned)vendor & 0xffff, (unsigned)device & 0xffff);
 }
 
 static void on_event(void *ctx, const struct model_event *e)
@@ -332,7 +380,8 @@ static void on_event(void *ctx, const struct model_event *e)
 		PUT(w, "{\"ph\":\"i\",\"name\":");
 	str(w, e->name);
 	PUT(w, ",\"cat\":");
-	str(w, e->cat ? e->cat : "");
+	/* runtime calls under the name the Spyre tools (and kineto) give them */
+	str(w, !e->cat ? "" : !strcmp(e->cat, "runtime") ? "cuda_runtime" : e->cat);
 	PUT(w, ",\"pid\":");
 	put_u64(w, p->pid);
 	PUT(w, ",\"tid\":");
@@ -344,23 +393,80 @@ static void on_event(void *ctx, const struct model_event *e)
 		PUT(w, ",\"s\":\"t\"");
 	args(w, e);
 	PUT(w, "}");
+	if (e->cat && !strcmp(e->cat, "driver"))
+		note_card_ids(w, e);
 	/* flow events at the slice's start bind to it */
 	for (int i = 0; i < e->nflows; i++) {
-		bool started = hm_get(&w->flows, e->flows[i]) != NULL;
+		uintptr_t leg = (uintptr_t)hm_get(&w->flows, e->flows[i]);
 
-		if (!started && hm_put(&w->flows, e->flows[i], (void *)1))
+		if (!leg) { /* the launch */
+			flow(w, true, e->flows[i], FLOW_TO_JOB, p, e->ts);
+			leg = FLOW_TO_JOB;
+		} else if (leg == FLOW_TO_JOB) { /* the job: ends one leg, starts the next */
+			flow(w, false, e->flows[i], FLOW_TO_JOB, p, e->ts);
+			flow(w, true, e->flows[i], FLOW_TO_END, p, e->ts);
+			leg = FLOW_TO_END;
+		}
+		if (hm_put(&w->flows, e->flows[i], (void *)leg))
 			w->error = ENOMEM;
-		flow(w, started ? "t" : "s", e->flows[i], p, e->ts);
 	}
 	for (int i = 0; i < e->nterm; i++) {
-		if (hm_del(&w->flows, e->term_flows[i]))
-			flow(w, "f", e->term_flows[i], p, e->ts);
+		uintptr_t leg = (uintptr_t)hm_del(&w->flows, e->term_flows[i]);
+
+		if (leg)
+			flow(w, false, e->term_flows[i], (int)leg, p, e->ts);
 	}
+}
+
+static void on_clock(void *ctx, const struct sbt_meta_clock *c)
+{
+	struct json_writer *w = ctx;
+
+	w->clocks[w->nclocks < MAX_CLOCKS ? w->nclocks++ : MAX_CLOCKS - 1] = *c;
+}
+
+/* After the events: the cards (kineto's deviceProperties) and the clock
+ * snapshots, so the file alone can be aligned with another trace: ts is
+ * CLOCK_BOOTTIME in microseconds. */
+static void trailer(struct json_writer *w)
+{
+	PUT(w, "\n],\"deviceProperties\":[");
+	for (int i = 0; i < w->ncards; i++) {
+		const char *n = w->cards[i].name;
+
+		if (i)
+			PUT(w, ",");
+		PUT(w, "{\"id\":");
+		put_u64(w, (uint64_t)(w->cards[i].rank - 1));
+		PUT(w, ",\"name\":");
+		str(w, n);
+		PUT(w, ",\"pciAddress\":");
+		str(w, strncmp(n, "PCI ", 4) ? "" : n + 4);
+		PUT(w, ",\"vendorDevice\":");
+		str(w, w->cards[i].ids);
+		PUT(w, "}");
+	}
+	PUT(w, "],\"otherData\":{\"producer\":\"spyre-bpftrace\",\"clock\":\"BOOTTIME\","
+	       "\"clock_snapshots\":[");
+	for (int i = 0; i < w->nclocks; i++) {
+		if (i)
+			PUT(w, ",");
+		PUT(w, "{\"boottime_ns\":");
+		put_u64(w, w->clocks[i].boottime);
+		PUT(w, ",\"monotonic_ns\":");
+		put_u64(w, w->clocks[i].monotonic);
+		PUT(w, ",\"realtime_ns\":");
+		put_u64(w, w->clocks[i].realtime);
+		PUT(w, ",\"spread_ns\":");
+		put_u64(w, w->clocks[i].spread_ns);
+		PUT(w, "}");
+	}
+	PUT(w, "]}}\n");
 }
 
 struct model_sink json_sink(struct json_writer *w)
 {
-	return (struct model_sink){ w, on_track, on_event, NULL, NULL };
+	return (struct model_sink){ w, on_track, on_event, on_clock, NULL };
 }
 
 int json_flush(struct json_writer *w)
@@ -382,7 +488,7 @@ int json_close(struct json_writer *w)
 
 	if (!w)
 		return 0;
-	PUT(w, "\n]}\n");
+	trailer(w);
 	json_flush(w);
 	if (fclose(w->f) && !w->error)
 		w->error = errno;

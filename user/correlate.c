@@ -17,7 +17,8 @@ _Static_assert(SBT_MAX_DEPTH <= 32, "open frames are a 32-bit mask");
 
 static const char *const engine_names[ENGINE_MAX] = { "H2D DMA", "Compute", "D2H DMA" };
 /* the in-process Spyre profiler's names, so existing tools read them */
-static const char *const job_names[ENGINE_MAX] = { "Memcpy HtoD", "Compute", "Memcpy DtoH" };
+/* as kineto-spyre names them, which aiu-trace-analyzer's TORCH dialect reads */
+static const char *const job_names[ENGINE_MAX] = { "Memcpy (HtoD)", "Compute", "Memcpy (DtoH)" };
 static const char *const job_cats[ENGINE_MAX] = { "gpu_memcpy", "kernel", "gpu_memcpy" };
 
 struct job {

@@ -27,6 +27,7 @@
 #include "output.h"
 #include "preflight.h"
 #include "procfs.h"
+#include "reorder.h"
 #include "spawn.h"
 #include "spyre.skel.h"
 
@@ -49,6 +50,7 @@ struct recorder {
 	struct output out;
 	struct workload wl;
 	struct ring_buffer *rb;
+	struct reorder held; /* records in the order things happened (reorder.h) */
 	char out_path[4096];
 	uint64_t records; /* BPF records received */
 	pid_t tgids[MAX_TGIDS];
@@ -183,7 +185,8 @@ static int on_record(void *ctx, void *data, size_t size)
 		name_irq(r, ((struct sbt_irq *)h)->irq);
 	if (h->type == SBT_IOCTL && ((struct sbt_ioctl *)h)->fd_kind == SBT_FD_GROUP)
 		metaw_group_fd(&r->mw, (pid_t)h->tgid, ((struct sbt_ioctl *)h)->fd);
-	output_add(&r->out, h);
+	if (reorder_add(&r->held, h))
+		output_add(&r->out, h); /* out of memory: as it came */
 	if (h->type == SBT_TASK_NEW && (((struct sbt_task *)h)->flags & 1)) {
 		add_tgid(r, (pid_t)h->tgid);
 		attach_late(r, h);
@@ -193,6 +196,20 @@ static int on_record(void *ctx, void *data, size_t size)
 		attach_forget(&r->at, (pid_t)h->tgid);
 	}
 	return 0;
+}
+
+static void emit_held(void *ctx, const struct sbt_hdr *h)
+{
+	output_add(&((struct recorder *)ctx)->out, h);
+}
+
+/* Hand on what began long enough ago that nothing earlier can still come. */
+static void release_held(struct recorder *r, bool all)
+{
+	uint64_t now = sbt_now_boottime();
+
+	reorder_release(&r->held, all ? UINT64_MAX : now > REORDER_WINDOW_NS ? now - REORDER_WINDOW_NS : 0,
+			emit_held, r);
 }
 
 static void check_lost(struct recorder *r)
@@ -262,6 +279,7 @@ static const char *run_loop(struct recorder *r)
 			return "error";
 		}
 		now = sbt_now_boottime();
+		release_held(r, false);
 		check_lost(r);
 		show_status(r, false);
 		if (status_requested) {
@@ -335,6 +353,7 @@ static void finish(struct recorder *r, const char *why)
 	/* what is still in the ring buffer, then the final counters */
 	if (r->rb)
 		ring_buffer__consume(r->rb);
+	release_held(r, true);
 	check_lost(r);
 	metaw_thread_names(&r->mw, r->tgids, r->ntgids);
 	metaw_clock(&r->mw);
@@ -488,6 +507,7 @@ static int setup(struct recorder *r)
 static void cleanup(struct recorder *r)
 {
 	ring_buffer__free(r->rb);
+	reorder_free(&r->held);
 	attach_close(&r->at);
 	workload_end(&r->wl); /* -d elapsed or setup failed: end the command we started */
 	output_free(&r->out);

@@ -87,8 +87,49 @@ def check_trace_outputs(cap):
         assert d.returncode == 0, f"protoc cannot decode the trace: {d.stderr}"
         unknown = [ln for ln in d.stdout.splitlines() if re.match(r"^\s*\d+:", ln)]
         assert not unknown, f"fields protoc does not know (wrong wire type?): {unknown[:3]}"
-    with open(f"{base}.json") as f:
-        return json.load(f)
+    with open(f"{base}.json", encoding="utf-8") as f:
+        trace = json.load(f)
+    check_aiu_rules(trace)
+    return trace
+
+
+AIU_PHASES = {"X", "B", "E", "i", "C", "M", "s", "f"}
+
+
+def check_aiu_rules(trace):
+    """What IBM's aiu-trace-analyzer needs to read a Chrome JSON trace in its
+    TORCH dialect (../shared/reference/aiu-trace-analyzer.md), held against
+    every JSON the e2e tests write."""
+    assert isinstance(trace.get("deviceProperties"), list), "no deviceProperties: not the TORCH dialect"
+    assert trace.get("schemaVersion") == 1
+    assert trace["otherData"]["clock_snapshots"], "no clock snapshot to align the file with"
+    streams = {}
+    for e in trace["traceEvents"]:
+        assert "ts" in e, f"event without ts: {e}"
+        assert e["ph"] in AIU_PHASES, f"phase {e['ph']} stops aiu-trace-analyzer: {e}"
+        if e["ph"] == "f":
+            assert e.get("bp") == "e", f"flow end without bp e: {e}"
+        if e.get("cat") == "gpu_memcpy" and e["ph"] == "X":
+            assert re.fullmatch(r"[Mm]emcpy \((HtoD|DtoH)\)", e["name"]), f"copy named {e['name']}"
+        if e["ph"] == "X" and e.get("name") == "Compute":
+            assert e["cat"] == "kernel", e
+        if "correlation" in e.get("args", {}):
+            assert isinstance(e["args"]["correlation"], int), e
+        if e["ph"] == "X":
+            streams.setdefault((e["pid"], e["tid"]), []).append(
+                (round(float(e["ts"]), 4), round(float(e["ts"]) + float(e["dur"]), 4), e["name"]))
+    runtime = [e for e in trace["traceEvents"] if e["ph"] == "X" and e.get("cat") == "cuda_runtime"]
+    assert all("::" in e["name"] for e in runtime), "runtime calls without their demangled names"
+    # its overlap pass: each (pid, tid) one stream; a slice that does not nest
+    for key, spans in streams.items():
+        spans.sort(key=lambda x: (x[0], -x[1]))
+        stack = []
+        for start, end, name in spans:
+            while stack and stack[-1][1] <= start:
+                stack.pop()
+            assert not stack or end <= stack[-1][1], \
+                f"{key}: {name} [{start}, {end}] partly overlaps {stack[-1][2]} {stack[-1][:2]}"
+            stack.append((start, end, name))
 
 
 def sim_cmd(tmp, *args):
@@ -202,19 +243,25 @@ def run_c_multithread(tmp):
     # the timeline: one device job per launch the simulator made, per engine,
     # with the bytes it copied, each linked launch -> job -> synchronize
     trace = json.load(open(os.path.join(tmp, "cap.json")))["traceEvents"]
-    jobs = [e for e in trace if e["ph"] == "X" and e["name"] in ("Memcpy HtoD", "Memcpy DtoH", "Compute")]
-    for name, key in (("Memcpy HtoD", "h2d"), ("Compute", "compute"), ("Memcpy DtoH", "d2h")):
+    jobs = [e for e in trace if e["ph"] == "X" and e["name"] in ("Memcpy (HtoD)", "Memcpy (DtoH)", "Compute")]
+    for name, key in (("Memcpy (HtoD)", "h2d"), ("Compute", "compute"), ("Memcpy (DtoH)", "d2h")):
         got = sum(1 for e in jobs if e["name"] == name)
         assert got == sim["jobs_done"][key], f"{got} {name} jobs in the trace, simulator ran {sim['jobs_done'][key]}"
-    h2d_bytes = sorted(e["args"]["bytes"] for e in jobs if e["name"] == "Memcpy HtoD")
+    h2d_bytes = sorted(e["args"]["bytes"] for e in jobs if e["name"] == "Memcpy (HtoD)")
     sim_h2d = sorted(b for _, n, b in sim["call_log"] if n == "flex::RuntimeStream::launchH2D")
     assert h2d_bytes == sim_h2d, "H2D job bytes differ from the simulator's copies"
+    # launch -> job (kineto's ac2g, id = correlation), job -> wait
     flows = {}
     for e in trace:
         if e["ph"] in ("s", "t", "f"):
-            flows.setdefault(e["id"], []).append(e["ph"])
-    assert len(flows) == len(jobs), f"{len(flows)} flows for {len(jobs)} jobs"
-    assert all(v == ["s", "t", "f"] for v in flows.values()), "a flow is not launch -> job -> wait"
+            flows.setdefault((e["cat"], e["id"]), []).append((e["ph"], e["ts"]))
+    by_corr = {e["args"]["correlation"]: e for e in jobs}
+    assert len(flows) == 2 * len(jobs), f"{len(flows)} flows for {len(jobs)} jobs"
+    for (cat, fid), ends in flows.items():
+        assert [ph for ph, _ in ends] == ["s", "f"], f"flow {cat} {fid}: {ends}"
+        job = by_corr[fid if cat == "ac2g" else fid - (1 << 40)]
+        # the job is where the first leg ends and the second begins
+        assert ends[1 if cat == "ac2g" else 0][1] == job["ts"], f"flow {cat} {fid} misses its job"
     # jobs on one lane never partly overlap (inspect checks the same on the .pftrace)
     lanes = {}
     for e in jobs:
@@ -826,7 +873,7 @@ def run_guest_vfio_one_card(tmp):
     out = guest_vfio(tmp, 1, runs=(("auto", "fentry/fexit"), ("kprobe", "kprobe/kretprobe")))
     # parse_dump converted each capture: auto.json is the Chrome JSON
     trace = json.load(open(os.path.join(out, "auto.json")))["traceEvents"]
-    jobs = [e for e in trace if e["ph"] == "X" and e["name"] in ("Memcpy HtoD", "Memcpy DtoH", "Compute")]
+    jobs = [e for e in trace if e["ph"] == "X" and e["name"] in ("Memcpy (HtoD)", "Memcpy (DtoH)", "Compute")]
     assert jobs and all(e["args"]["completed_by"] == "interrupt" for e in jobs), \
         "with one card per process, every job ends at its completion interrupt"
     # each completion interrupt comes before the synchronize it released returns
@@ -918,7 +965,7 @@ def run_guest_two_processes(tmp):
         irqs = [ln.split()[-1] for ln in section.splitlines() if ln.strip().startswith("interrupts")]
         assert irqs == [str(d["irqs"])], f"{d['bdf']}: interrupts {irqs}, simulator {d['irqs']}"
     trace = json.load(open(os.path.join(out, "two.json")))["traceEvents"]
-    jobs = [e for e in trace if e["ph"] == "X" and e["name"] in ("Memcpy HtoD", "Memcpy DtoH", "Compute")]
+    jobs = [e for e in trace if e["ph"] == "X" and e["name"] in ("Memcpy (HtoD)", "Memcpy (DtoH)", "Compute")]
     assert len(jobs) == sum(sum(s["devices"][0][k] for k in ("h2d", "compute", "d2h")) for s in sims.values())
     assert all(e["args"]["completed_by"] == "interrupt" for e in jobs), "a job not ended by its card's interrupt"
     assert "unmatched" not in report.stdout or " 0 interrupts with no job" in report.stdout, report.stdout

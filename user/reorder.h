@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Records in the order things happened, not the order CPUs reserved them.
+ * An interrupt's record is written when its handler returns, but the
+ * handler already woke the thread waiting on the card (the eventfd), which
+ * can return from its wait and have that return recorded first on another
+ * CPU: the job would look ended by the wait, and the interrupt would find
+ * no job. The loader holds records a short window and hands them on sorted
+ * by when they began (an interrupt by its handler's entry); one thread's
+ * records keep their order (their times only grow).
+ */
+#ifndef SBT_REORDER_H
+#define SBT_REORDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "events.h"
+
+#define REORDER_WINDOW_NS (20ull * 1000000) /* far more than a handler runs */
+
+struct reorder {
+	struct reorder_item {
+		uint64_t key, seq;
+		struct sbt_hdr *rec;
+	} *items; /* sorted by (key, seq) from head */
+	size_t head, n, cap;
+	uint64_t seq;
+};
+
+/* Copy a record in. 0 or -ENOMEM. */
+int reorder_add(struct reorder *q, const struct sbt_hdr *h);
+/* Hand on, in order, every record that began before `before`. */
+void reorder_release(struct reorder *q, uint64_t before,
+		     void (*emit)(void *ctx, const struct sbt_hdr *h), void *ctx);
+void reorder_free(struct reorder *q);
+
+#endif
