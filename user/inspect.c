@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,6 +23,7 @@
 #include "hashmap.h"
 #include "inspect.h"
 #include "pb.h"
+#include "spill.h"
 
 #define MAX_SHOWN 20
 #define HOUR_NS 3600000000000ull
@@ -65,8 +65,10 @@ struct inspector {
 	struct hashmap seqs; /* sequence id -> seq_state */
 	struct seq_state *cur; /* the sequence of the packet being read */
 	struct hashmap tracks, flows;
-	struct ev *evs;
-	size_t nevs, cap;
+	/* every event, and every declared slice, sorted on the way out: on disk
+	 * past a bound, so a trace of any length is checked in bounded memory */
+	struct spill evs, pairs;
+	struct hashmap pending; /* track -> 1 + time of its BEGIN, if its last event */
 	uint64_t min_clock, max_clock;
 	uint32_t packet;
 };
@@ -100,20 +102,30 @@ static struct track *track_of(struct inspector *in, uint64_t uuid, bool create)
 	return t;
 }
 
+struct pair {
+	uint64_t track, b, e;
+};
+
+#define HELD_ITEMS (256u << 10) /* events (24 bytes) and slices held in memory */
+
+/* A BEGIN whose very next event on its track, in file order, is an END is a
+ * declared slice (our writer emits every slice so): paired here, in file
+ * order, checked for overlaps at the end. */
 static void add_ev(struct inspector *in, struct ev e)
 {
-	if (in->nevs == in->cap) {
-		size_t cap = in->cap ? in->cap * 2 : 4096;
-		struct ev *p = realloc(in->evs, cap * sizeof(*p));
+	uintptr_t begin = (uintptr_t)hm_del(&in->pending, e.track);
 
-		if (!p) {
-			violation(in, "out of memory holding %zu events", in->nevs);
-			return;
-		}
-		in->evs = p;
-		in->cap = cap;
+	if (begin && e.type == 2) {
+		struct pair p = { e.track, begin - 1, e.ts };
+
+		if (e.ts < begin - 1)
+			violation(in, "track %llu: a slice ends before it begins",
+				  (unsigned long long)e.track);
+		spill_add(&in->pairs, &p);
 	}
-	in->evs[in->nevs++] = e;
+	if (e.type == 1)
+		hm_put(&in->pending, e.track, (void *)(uintptr_t)(e.ts + 1));
+	spill_add(&in->evs, &e);
 }
 
 static void check_iid(struct inspector *in, int table, uint64_t iid, const char *what)
@@ -197,6 +209,21 @@ static void read_descriptor(struct inspector *in, const uint8_t *p, size_t n)
 		snprintf(tr->name, sizeof(tr->name), "#%llu", (unsigned long long)uuid);
 }
 
+static void check_flow(uint64_t id, void *val, void *ctx)
+{
+	struct inspector *in = ctx;
+	struct flow_use *u = val;
+
+	if (u->uses < 2 && in->res->drop_marks)
+		in->res->dangling_flows++; /* its other end was in lost records */
+	else if (u->uses < 2)
+		violation(in, "flow %llu has only one event", (unsigned long long)id);
+	else if (u->terms && !u->origins)
+		violation(in, "flow %llu ends but never starts", (unsigned long long)id);
+	else if (u->terms && u->term_ts < u->first_ts)
+		violation(in, "flow %llu ends before it starts", (unsigned long long)id);
+}
+
 static void use_flow(struct inspector *in, uint64_t id, uint64_t ts, bool term)
 {
 	struct flow_use *u = hm_get(&in->flows, id);
@@ -214,6 +241,13 @@ static void use_flow(struct inspector *in, uint64_t id, uint64_t ts, bool term)
 	if (term) {
 		u->terms++;
 		u->term_ts = ts;
+		/* complete, and ended last: checked now and forgotten, so memory
+		 * holds only the flows still open (an id is free again after its
+		 * end, as in Perfetto) */
+		if (u->origins && u->uses >= 2 && ts >= u->last_origin_ts) {
+			check_flow(id, u, in);
+			free(hm_del(&in->flows, id));
+		}
 	} else {
 		u->origins++;
 		if (ts > u->last_origin_ts)
@@ -496,50 +530,62 @@ static const char *track_name(struct inspector *in, uint64_t uuid)
 /* Per track, in time order (file order among equal times, as the viewer
  * sorts): every END closes an open slice, every slice ends; counters and
  * slices on the right kinds of track; timestamps near the clock snapshots. */
-static void check_slices(struct inspector *in)
+struct slice_walk {
+	struct inspector *in;
+	bool any;
+	uint64_t track;
+	struct track *tr;
+	size_t depth;
+};
+
+static void end_track(struct slice_walk *w)
 {
-	size_t i = 0;
+	if (w->any && w->depth)
+		violation(w->in, "track %s: %zu slices never end", track_name(w->in, w->track), w->depth);
+}
 
-	if (in->nevs)
-		qsort(in->evs, in->nevs, sizeof(*in->evs), cmp_ev);
-	while (i < in->nevs) {
-		uint64_t track = in->evs[i].track;
-		struct track *tr = hm_get(&in->tracks, track);
-		size_t depth = 0;
+static void walk_event(const void *item, void *ctx)
+{
+	struct slice_walk *w = ctx;
+	struct inspector *in = w->in;
+	const struct ev *e = item;
+	struct track *tr;
 
+	if (!w->any || e->track != w->track) {
+		end_track(w);
+		*w = (struct slice_walk){ in, true, e->track, hm_get(&in->tracks, e->track), 0 };
+		tr = w->tr;
 		if (!tr || (!tr->name[0] && !tr->parent && !tr->counter))
 			violation(in, "events on track %llu, which no descriptor describes",
-				  (unsigned long long)track);
-		for (; i < in->nevs && in->evs[i].track == track; i++) {
-			const struct ev *e = &in->evs[i];
-
-			if (e->type == 4 && tr && !tr->counter)
-				violation(in, "track %s: counter value on a track that is not a counter",
-					  tr->name);
-			if ((e->type == 1 || e->type == 3) && tr && tr->counter)
-				violation(in, "track %s: slice on a counter track", tr->name);
-			if (in->min_clock &&
-			    (e->ts + HOUR_NS < in->min_clock || e->ts > in->max_clock + HOUR_NS))
-				violation(in, "track %s: timestamp %llu more than an hour outside the clock snapshots",
-					  track_name(in, track), (unsigned long long)e->ts);
-			if (e->type == 1) {
-				depth++;
-			} else if (e->type == 2) {
-				if (!depth)
-					violation(in, "track %s: slice end at %llu with no slice open",
-						  track_name(in, track), (unsigned long long)e->ts);
-				else
-					depth--;
-			}
-		}
-		if (depth)
-			violation(in, "track %s: %zu slices never end", track_name(in, track), depth);
+				  (unsigned long long)e->track);
+	}
+	tr = w->tr;
+	if (e->type == 4 && tr && !tr->counter)
+		violation(in, "track %s: counter value on a track that is not a counter", tr->name);
+	if ((e->type == 1 || e->type == 3) && tr && tr->counter)
+		violation(in, "track %s: slice on a counter track", tr->name);
+	if (in->min_clock && (e->ts + HOUR_NS < in->min_clock || e->ts > in->max_clock + HOUR_NS))
+		violation(in, "track %s: timestamp %llu more than an hour outside the clock snapshots",
+			  track_name(in, e->track), (unsigned long long)e->ts);
+	if (e->type == 1) {
+		w->depth++;
+	} else if (e->type == 2) {
+		if (!w->depth)
+			violation(in, "track %s: slice end at %llu with no slice open",
+				  track_name(in, e->track), (unsigned long long)e->ts);
+		else
+			w->depth--;
 	}
 }
 
-struct pair {
-	uint64_t track, b, e;
-};
+static void check_slices(struct inspector *in)
+{
+	struct slice_walk w = { .in = in };
+
+	if (spill_each(&in->evs, walk_event, &w))
+		violation(in, "cannot sort the events: %s", strerror(in->evs.error));
+	end_track(&w);
+}
 
 static int cmp_pair(const void *a, const void *b)
 {
@@ -552,67 +598,49 @@ static int cmp_pair(const void *a, const void *b)
 	return x->e > y->e ? -1 : x->e < y->e; /* the outer one first */
 }
 
-/* A BEGIN whose very next event on its track, in file order, is an END is a
- * declared slice (our writer emits every slice so). Declared slices on a
- * track must nest or be disjoint: a partial overlap is what the viewer
- * silently draws wrong, since an END closes whatever slice is innermost. */
-static void check_overlaps(struct inspector *in)
+/* Declared slices on a track must nest or be disjoint: a partial overlap is
+ * what the viewer silently draws wrong, since an END closes whatever slice
+ * is innermost. Walked sorted by track, start, outer first. */
+struct overlap_walk {
+	struct inspector *in;
+	uint64_t track;
+	uint64_t *ends; /* of the slices open around this one */
+	size_t depth, cap;
+};
+
+static void walk_pair(const void *item, void *ctx)
 {
-	struct hashmap pending = { 0 }; /* track -> index + 1 of its BEGIN, if last */
-	struct pair *pairs = malloc((in->nevs + 1) * sizeof(*pairs));
-	uint64_t *ends = malloc((in->nevs + 1) * sizeof(*ends));
-	size_t n = 0, depth = 0;
+	struct overlap_walk *w = ctx;
+	const struct pair *p = item;
 
-	if (!pairs || !ends) {
-		violation(in, "out of memory checking overlaps");
-		goto out;
-	}
-	/* in->evs is still in file order here */
-	for (size_t i = 0; i < in->nevs; i++) {
-		const struct ev *e = &in->evs[i];
-		uintptr_t begin = (uintptr_t)hm_del(&pending, e->track);
+	if (p->track != w->track)
+		w->depth = 0;
+	w->track = p->track;
+	while (w->depth && w->ends[w->depth - 1] <= p->b)
+		w->depth--;
+	if (w->depth && p->e > w->ends[w->depth - 1])
+		violation(w->in, "track %s: slice [%llu, %llu] partly overlaps one ending at %llu",
+			  track_name(w->in, p->track), (unsigned long long)p->b,
+			  (unsigned long long)p->e, (unsigned long long)w->ends[w->depth - 1]);
+	if (w->depth == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 64;
+		uint64_t *grown = realloc(w->ends, cap * sizeof(*grown));
 
-		if (begin && e->type == 2) {
-			if (e->ts < in->evs[begin - 1].ts)
-				violation(in, "track %s: a slice ends before it begins",
-					  track_name(in, e->track));
-			pairs[n++] = (struct pair){ e->track, in->evs[begin - 1].ts, e->ts };
-		}
-		if (e->type == 1 && hm_put(&pending, e->track, (void *)(i + 1)))
-			goto out;
+		if (!grown)
+			return;
+		w->ends = grown;
+		w->cap = cap;
 	}
-	if (n)
-		qsort(pairs, n, sizeof(*pairs), cmp_pair);
-	for (size_t i = 0; i < n; i++) {
-		if (i && pairs[i].track != pairs[i - 1].track)
-			depth = 0;
-		while (depth && ends[depth - 1] <= pairs[i].b)
-			depth--;
-		if (depth && pairs[i].e > ends[depth - 1])
-			violation(in, "track %s: slice [%llu, %llu] partly overlaps one ending at %llu",
-				  track_name(in, pairs[i].track), (unsigned long long)pairs[i].b,
-				  (unsigned long long)pairs[i].e, (unsigned long long)ends[depth - 1]);
-		ends[depth++] = pairs[i].e;
-	}
-out:
-	hm_free(&pending);
-	free(pairs);
-	free(ends);
+	w->ends[w->depth++] = p->e;
 }
 
-static void check_flow(uint64_t id, void *val, void *ctx)
+static void check_overlaps(struct inspector *in)
 {
-	struct inspector *in = ctx;
-	struct flow_use *u = val;
+	struct overlap_walk w = { .in = in };
 
-	if (u->uses < 2 && in->res->drop_marks)
-		in->res->dangling_flows++; /* its other end was in lost records */
-	else if (u->uses < 2)
-		violation(in, "flow %llu has only one event", (unsigned long long)id);
-	else if (u->terms && !u->origins)
-		violation(in, "flow %llu ends but never starts", (unsigned long long)id);
-	else if (u->terms && u->term_ts < u->first_ts)
-		violation(in, "flow %llu ends before it starts", (unsigned long long)id);
+	if (spill_each(&in->pairs, walk_pair, &w))
+		violation(in, "cannot sort the slices: %s", strerror(in->pairs.error));
+	free(w.ends);
 }
 
 static void free_seq(uint64_t key, void *val, void *ctx)
@@ -626,9 +654,52 @@ static void free_seq(uint64_t key, void *val, void *ctx)
 	free(q);
 }
 
+static void inspect_begin(struct inspector *in, struct inspect_result *res)
+{
+	*in = (struct inspector){ .res = res };
+	spill_init(&in->evs, sizeof(struct ev), HELD_ITEMS, cmp_ev);
+	spill_init(&in->pairs, sizeof(struct pair), HELD_ITEMS, cmp_pair);
+}
+
+static int inspect_end(struct inspector *in, size_t bytes, bool cut)
+{
+	struct inspect_result *res = in->res;
+
+	if (cut)
+		violation(in, "the file ends inside packet %u (or is not a Perfetto trace)", in->packet + 1);
+	else if (!res->packets)
+		violation(in, "not a Perfetto trace: no packets (%zu bytes)", bytes);
+	check_overlaps(in);
+	check_slices(in);
+	hm_each(&in->flows, check_flow, in);
+
+	hm_each(&in->seqs, free_seq, NULL);
+	hm_free(&in->seqs);
+	hm_free_values(&in->tracks);
+	hm_free_values(&in->flows);
+	hm_free(&in->pending);
+	spill_free(&in->evs);
+	spill_free(&in->pairs);
+	return res->violations ? -1 : 0;
+}
+
+/* One top-level field of the file: a packet, or the end of the checks. */
+static bool top_field(struct inspector *in, uint32_t f, int t, const uint8_t *d, size_t len,
+		      size_t at)
+{
+	in->packet++;
+	if (f != 1 || t != PB_LEN) {
+		violation(in, "at byte %zu: field %u of wire type %d where a packet belongs", at, f, t);
+		return false;
+	}
+	in->res->packets++;
+	read_packet(in, d, len);
+	return true;
+}
+
 int inspect_buffer(const uint8_t *data, size_t len, struct inspect_result *res)
 {
-	struct inspector in = { .res = res };
+	struct inspector in;
 	struct pb_reader r = pb_reader_of(data, len);
 	const uint8_t *d;
 	size_t plen;
@@ -636,30 +707,124 @@ int inspect_buffer(const uint8_t *data, size_t len, struct inspect_result *res)
 	uint32_t f;
 	int t, ret;
 
-	while ((ret = pb_next(&r, &f, &t, &v, &d, &plen)) > 0) {
-		in.packet++;
-		if (f != 1 || t != PB_LEN) {
-			violation(&in, "at byte %zu: field %u of wire type %d where a packet belongs",
-				  (size_t)(d - data), f, t);
+	inspect_begin(&in, res);
+	while ((ret = pb_next(&r, &f, &t, &v, &d, &plen)) > 0)
+		if (!top_field(&in, f, t, d, plen, (size_t)(r.p - data)))
+			break;
+	return inspect_end(&in, len, ret < 0);
+}
+
+#define MAX_PACKET (64u << 20)
+
+/* The framing of a top-level field at p (n bytes there): 1 when it is all
+ * there (hdr: the bytes of its key and length; a field without a length is
+ * 1 with len 0, for the caller to reject), 0 when more bytes are needed,
+ * -1 when it is no protobuf field at all. */
+static int top_frame(const uint8_t *p, size_t n, uint32_t *f, int *t, size_t *hdr, uint64_t *len)
+{
+	uint64_t v[2] = { 0, 0 };
+	size_t i = 0;
+
+	*hdr = 0;
+	*len = 0;
+	for (int k = 0; k < 2; k++) {
+		for (int shift = 0;; shift += 7) {
+			if (shift > 63)
+				return -1;
+			if (i == n)
+				return 0;
+			v[k] |= (uint64_t)(p[i] & 0x7f) << shift;
+			if (!(p[i++] & 0x80))
+				break;
+		}
+		if (k == 0) {
+			if ((v[0] >> 3) == 0 || (v[0] >> 3) > 0x1fffffff)
+				return -1;
+			*f = (uint32_t)(v[0] >> 3);
+			*t = (int)(v[0] & 7);
+			if (*t != PB_LEN) {
+				*hdr = i;
+				*len = 0;
+				return 1;
+			}
+		}
+	}
+	*hdr = i;
+	*len = v[1];
+	return v[1] <= n - i ? 1 : 0; /* 0 with hdr and len set: the body is to come */
+}
+
+/* The file read through a window, packet by packet: memory stays bounded
+ * whatever its length, and a file cut while read just ends. */
+int inspect_fd(int fd, struct inspect_result *res)
+{
+	size_t cap = 1u << 20, len = 0, off = 0, total = 0;
+	uint8_t *buf = malloc(cap);
+	struct inspector in;
+	bool eof = false, cut = false;
+
+	inspect_begin(&in, res);
+	if (!buf) {
+		violation(&in, "out of memory");
+		return inspect_end(&in, 0, false);
+	}
+	for (;;) {
+		uint32_t f;
+		int t, got;
+		size_t hdr, need;
+		uint64_t plen;
+
+		got = top_frame(buf + off, len - off, &f, &t, &hdr, &plen);
+		if (got < 0) {
+			violation(&in, "at byte %zu: no packet field (or not a Perfetto trace)", total + off);
 			break;
 		}
-		res->packets++;
-		read_packet(&in, d, plen);
-	}
-	if (ret < 0)
-		violation(&in, "the file ends inside packet %u (or is not a Perfetto trace)", in.packet + 1);
-	else if (!res->packets)
-		violation(&in, "not a Perfetto trace: no packets (%zu bytes)", len);
-	check_overlaps(&in); /* before check_slices sorts the events */
-	check_slices(&in);
-	hm_each(&in.flows, check_flow, &in);
+		if (got > 0) { /* a whole field in the window */
+			if (!top_field(&in, f, t, buf + off + hdr, (size_t)plen, total + off))
+				break;
+			off += hdr + (size_t)plen;
+			continue;
+		}
+		if (hdr && plen > MAX_PACKET) {
+			violation(&in, "at byte %zu: a packet of %llu bytes (more than %u MiB)",
+				  total + off, (unsigned long long)plen, MAX_PACKET >> 20);
+			break;
+		}
+		if (eof) {
+			cut = off < len;
+			break;
+		}
+		/* read more: what is left to the front, then the rest of the window,
+		 * grown when one packet is larger than it */
+		need = len - off;
+		memmove(buf, buf + off, need);
+		total += off;
+		len = need;
+		off = 0;
+		if (len == cap) {
+			uint8_t *grown = cap < MAX_PACKET ? realloc(buf, cap * 2) : NULL;
 
-	hm_each(&in.seqs, free_seq, NULL);
-	hm_free(&in.seqs);
-	hm_free_values(&in.tracks);
-	hm_free_values(&in.flows);
-	free(in.evs);
-	return res->violations ? -1 : 0;
+			if (!grown) {
+				violation(&in, "a packet larger than %u MiB", MAX_PACKET >> 20);
+				break;
+			}
+			buf = grown;
+			cap *= 2;
+		}
+		while (len < cap) {
+			ssize_t n = read(fd, buf + len, cap - len);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				eof = true;
+				break;
+			}
+			len += (size_t)n;
+		}
+	}
+	free(buf);
+	return inspect_end(&in, total + len, cut);
 }
 
 static const char inspect_doc[] =
@@ -668,44 +833,6 @@ static const char inspect_doc[] =
 	"\n"
 	"EXAMPLES:\n"
 	"  spyre-bpftrace inspect run.pftrace";
-
-#define MAX_SPECIAL (64u << 20) /* bytes read from a file of no size (/proc, devices) */
-
-/* Up to want bytes (more if a regular file grew), or fewer at its end. */
-static int read_all(int fd, size_t want, uint8_t **out, size_t *len)
-{
-	size_t cap = want ? want : 4096, n = 0;
-	uint8_t *buf = malloc(cap);
-	ssize_t got;
-
-	if (!buf)
-		return -1;
-	while ((got = read(fd, buf + n, cap - n)) != 0) {
-		if (got < 0) {
-			if (errno == EINTR)
-				continue;
-			free(buf);
-			return -1;
-		}
-		n += (size_t)got;
-		if (n == cap) {
-			uint8_t *grown;
-
-			if (cap >= MAX_SPECIAL && cap >= want)
-				break;
-			grown = realloc(buf, cap * 2);
-			if (!grown) {
-				free(buf);
-				return -1;
-			}
-			buf = grown;
-			cap *= 2;
-		}
-	}
-	*out = buf;
-	*len = n;
-	return 0;
-}
 
 static error_t inspect_parse(int key, char *arg, struct argp_state *state)
 {
@@ -730,8 +857,6 @@ int cmd_inspect(int argc, char **argv)
 	struct inspect_result res = { .out = stdout };
 	const char *file = NULL;
 	struct stat st;
-	uint8_t *data = NULL;
-	size_t len = 0;
 	int fd;
 
 	argp_parse(&argp, argc, argv, 0, NULL, &file);
@@ -740,17 +865,11 @@ int cmd_inspect(int argc, char **argv)
 		sbt_err("cannot read '%s': %s", file, strerror(errno));
 		return 1;
 	}
-	/* read, not mapped: a file cut while read ends short instead of
-	 * killing us with SIGBUS; /proc files (size 0) and devices read too,
-	 * up to a bound */
-	if (read_all(fd, S_ISREG(st.st_mode) ? (size_t)st.st_size : MAX_SPECIAL, &data, &len)) {
-		sbt_err("cannot read '%s': %s", file, strerror(errno));
-		close(fd);
-		return 1;
-	}
-	close(fd);
 	printf("%s:\n", file);
-	inspect_buffer(data, len, &res);
+	/* read, not mapped: a file cut while read ends short instead of killing
+	 * us with SIGBUS; /proc files (size 0) and devices read too */
+	inspect_fd(fd, &res);
+	close(fd);
 	if (res.violations > MAX_SHOWN)
 		printf("  ... and %llu more violations\n",
 		       (unsigned long long)(res.violations - MAX_SHOWN));
@@ -768,6 +887,5 @@ int cmd_inspect(int argc, char **argv)
 	else
 		printf("  ok: framing, sequence flags and interning, tracks, slice nesting, flows, "
 		       "timestamps\n");
-	free(data);
 	return res.violations ? 1 : 0;
 }

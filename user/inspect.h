@@ -16,5 +16,7 @@ struct inspect_result {
 
 /* 0 when the trace is valid, -1 on any violation. */
 int inspect_buffer(const uint8_t *data, size_t len, struct inspect_result *res);
+/* The same on a file read in a window: memory bounded whatever its length. */
+int inspect_fd(int fd, struct inspect_result *res);
 
 #endif

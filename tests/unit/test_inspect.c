@@ -227,6 +227,50 @@ static void hand_made_violations(void **state)
 	pb_free(&p);
 }
 
+/* Past what inspect holds in memory, events and slices go to sorted runs
+ * on disk and are merged: a long trace read from a file gets the same
+ * verdicts, a partial overlap at its very end included. */
+static void long_trace_from_file(void **state)
+{
+	const int n = 300000; /* slices: 600,000 events, more than one run */
+	struct inspect_result r = { .out = NULL };
+	char err[128];
+	struct perfetto_writer *w;
+	struct model_sink s;
+	FILE *f;
+
+	(void)state;
+	for (int bad = 0; bad < 2; bad++) {
+		snprintf(path, sizeof(path), "/tmp/sbt-inspect-long-%d.pftrace", getpid());
+		w = perfetto_open(path, err, sizeof(err));
+		assert_non_null(w);
+		s = perfetto_sink(w);
+		s.track(s.ctx, &lane);
+		for (int i = 0; i < n; i++) {
+			struct model_event e = { .kind = EV_SLICE, .track = &lane, .ts = 1000 + 100ull * i,
+						 .dur = 50, .name = "job", .cat = "c" };
+
+			s.event(s.ctx, &e);
+		}
+		if (bad) { /* starts inside the last slice, ends after it */
+			struct model_event e = { .kind = EV_SLICE, .track = &lane,
+						 .ts = 1000 + 100ull * (n - 1) + 10, .dur = 100,
+						 .name = "late", .cat = "c", .depth = 1 };
+
+			s.event(s.ctx, &e);
+		}
+		assert_int_equal(perfetto_close(w), 0);
+		f = fopen(path, "rb");
+		assert_non_null(f);
+		memset(&r, 0, sizeof(r));
+		inspect_fd(fileno(f), &r);
+		fclose(f);
+		unlink(path);
+		assert_int_equal(r.slices, (uint64_t)n + (uint64_t)bad);
+		assert_int_equal(r.violations, (uint64_t)bad);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -235,6 +279,7 @@ int main(void)
 		cmocka_unit_test(counter_on_slice_track_is_found),
 		cmocka_unit_test(dangling_flow_is_found),
 		cmocka_unit_test(hand_made_violations),
+		cmocka_unit_test(long_trace_from_file),
 	};
 
 	return cmocka_run_group_tests_name("inspect", tests, NULL, NULL);
