@@ -149,6 +149,26 @@ void libs_in_install_tree(lib_found_cb cb, void *ctx)
 	globfree(&g);
 }
 
+bool sbt_which(const char *cmd, char *path, size_t len)
+{
+	const char *env = getenv("PATH");
+	char *copy, *save = NULL;
+	bool found = false;
+
+	if (strchr(cmd, '/')) {
+		snprintf(path, len, "%s", cmd);
+		return !access(cmd, X_OK);
+	}
+	copy = strdup(env ? env : "/usr/local/bin:/usr/bin:/bin");
+	for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir && !found;
+	     dir = strtok_r(NULL, ":", &save)) {
+		snprintf(path, len, "%s/%s", dir, cmd);
+		found = !access(path, X_OK);
+	}
+	free(copy);
+	return found;
+}
+
 /* The interpreter a command runs: argv[0] itself when it is python*, or
  * the one its #! line names. */
 static bool python_of(const char *cmd, char *interp, size_t len)
@@ -162,23 +182,8 @@ static bool python_of(const char *cmd, char *interp, size_t len)
 		snprintf(interp, len, "%s", cmd);
 		return true;
 	}
-	if (strchr(cmd, '/')) {
-		snprintf(path, sizeof(path), "%s", cmd);
-	} else {
-		/* on PATH */
-		const char *env = getenv("PATH");
-		char *copy = strdup(env ? env : "/usr/bin:/bin"), *save = NULL, *dir;
-		bool found = false;
-
-		for (dir = copy ? strtok_r(copy, ":", &save) : NULL; dir && !found;
-		     dir = strtok_r(NULL, ":", &save)) {
-			snprintf(path, sizeof(path), "%s/%s", dir, cmd);
-			found = !access(path, X_OK);
-		}
-		free(copy);
-		if (!found)
-			return false;
-	}
+	if (!sbt_which(cmd, path, sizeof(path)))
+		return false;
 	f = fopen(path, "r");
 	if (!f)
 		return false;

@@ -15,7 +15,13 @@
 #ifndef SBT_LIBRESOLVE_H
 #define SBT_LIBRESOLVE_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 typedef void (*lib_found_cb)(const char *path, const char *why, void *ctx);
+
+/* Where execvp would find cmd (a path, or on PATH): true with path set. */
+bool sbt_which(const char *cmd, char *path, size_t len);
 
 /* The libraries the dynamic loader links for argv (not run). */
 void libs_of_command(char *const argv[], lib_found_cb cb, void *ctx);

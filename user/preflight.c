@@ -106,9 +106,3 @@ int sbt_resolve_pid(const char *proc_root, pid_t *pid, char *note, size_t notele
 	return 0;
 }
 
-int sbt_check_pid(pid_t pid, char *err, size_t errlen)
-{
-	char note[128];
-
-	return sbt_resolve_pid("/proc", &pid, note, sizeof(note), err, errlen);
-}

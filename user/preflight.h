@@ -12,7 +12,6 @@
 uint64_t sbt_effective_caps(void);
 int sbt_check_privileges(uid_t euid, uint64_t caps, char *err, size_t errlen);
 int sbt_check_btf(const char *vmlinux_btf_path, char *err, size_t errlen);
-int sbt_check_pid(pid_t pid, char *err, size_t errlen);
 /* -p PID: it must be a user process; a thread id becomes its process's id
  * (with a note saying so). proc_root is "/proc" but for tests. 0, or -1
  * with err filled. */

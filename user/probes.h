@@ -52,11 +52,6 @@ struct probe_set {
 	size_t max_uprobes; /* per process; past it functions are refused (0: no cap) */
 };
 
-/* uprobes one probed function needs in each traced process */
-static inline size_t probe_site_uprobes(const struct probe_site *s)
-{
-	return s->refused ? 0 : 1 + (size_t)s->nrets;
-}
 
 /* Parse --probe LIB:PATTERN[=ROLE] into a spec that owns a copy of the
  * text (free with probe_spec_free). 0, or -1 with err filled. */

@@ -11,32 +11,15 @@
 #include <unistd.h>
 #include <wordexp.h>
 
+#include "libresolve.h"
 #include "log.h"
 #include "spawn.h"
-
-/* Can argv0 be run, as execvp would find it? */
-static bool runnable(const char *argv0)
-{
-	const char *path = getenv("PATH");
-	char *copy, *save = NULL, buf[4096];
-	bool ok = false;
-
-	if (strchr(argv0, '/'))
-		return !access(argv0, X_OK);
-	copy = strdup(path ? path : "/usr/local/bin:/usr/bin:/bin");
-	for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir && !ok;
-	     dir = strtok_r(NULL, ":", &save)) {
-		snprintf(buf, sizeof(buf), "%s/%s", dir, argv0);
-		ok = !access(buf, X_OK);
-	}
-	free(copy);
-	return ok;
-}
 
 int workload_spawn(struct workload *w, const char *command)
 {
 	wordexp_t *we = calloc(1, sizeof(*we));
 	int pfd[2], ret;
+	char path[4096];
 	pid_t tracer;
 
 	w->go_fd = -1;
@@ -56,7 +39,7 @@ int workload_spawn(struct workload *w, const char *command)
 	w->we = we;
 	w->argv = we->we_wordv;
 	w->argc = (int)we->we_wordc;
-	if (!runnable(w->argv[0])) {
+	if (!sbt_which(w->argv[0], path, sizeof(path))) {
 		sbt_err("cannot run '%s': %s; hint: give a path or a command on PATH", w->argv[0],
 			strerror(errno ? errno : ENOENT));
 		return -ENOENT;

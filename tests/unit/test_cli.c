@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Option parsing of `record`, and the preflight checks behind each error. */
 #include <argp.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -187,9 +188,23 @@ static void device_filters(void **state)
 	rmdir(dir);
 }
 
+/* a thread that says its id, then waits to be told to end */
+static void *sleeper(void *arg)
+{
+	pid_t *tid = arg;
+
+	__atomic_store_n(tid, gettid(), __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(tid, __ATOMIC_SEQ_CST))
+		usleep(1000);
+	return NULL;
+}
+
 static void preflight_errors(void **state)
 {
 	const uint64_t all = 1ull << 39 | 1ull << 38 | 1ull << 21;
+	char note[160];
+	pthread_t th;
+	pid_t pid, tid = 0;
 
 	(void)state;
 	assert_int_equal(sbt_check_privileges(0, 0, err, sizeof(err)), 0);
@@ -199,9 +214,30 @@ static void preflight_errors(void **state)
 	assert_int_equal(sbt_check_btf("/proc/self/status", err, sizeof(err)), 0);
 	expect_error(sbt_check_btf("/nonexistent/btf/vmlinux", err, sizeof(err)),
 		     "kernel BTF not available (/nonexistent/btf/vmlinux: No such file or directory)");
-	assert_int_equal(sbt_check_pid(1, err, sizeof(err)), 0);
-	expect_error(sbt_check_pid(4194303, err, sizeof(err)), "no such process: 4194303");
-	expect_error(sbt_check_pid(-5, err, sizeof(err)), "no such process");
+	pid = 1;
+	assert_int_equal(sbt_resolve_pid("/proc", &pid, note, sizeof(note), err, sizeof(err)), 0);
+	assert_int_equal(pid, 1);
+	assert_string_equal(note, "");
+	pid = 4194303;
+	expect_error(sbt_resolve_pid("/proc", &pid, note, sizeof(note), err, sizeof(err)),
+		     "no such process: 4194303");
+	pid = -5;
+	expect_error(sbt_resolve_pid("/proc", &pid, note, sizeof(note), err, sizeof(err)),
+		     "no such process");
+	/* kthreadd, a kernel thread */
+	pid = 2;
+	expect_error(sbt_resolve_pid("/proc", &pid, note, sizeof(note), err, sizeof(err)),
+		     "PID 2 is a kernel thread");
+	/* a thread of ours: its process, with a note */
+	pthread_create(&th, NULL, sleeper, &tid);
+	while (!__atomic_load_n(&tid, __ATOMIC_SEQ_CST))
+		;
+	pid = tid;
+	assert_int_equal(sbt_resolve_pid("/proc", &pid, note, sizeof(note), err, sizeof(err)), 0);
+	assert_int_equal(pid, getpid());
+	assert_non_null(strstr(note, "is a thread of process"));
+	__atomic_store_n(&tid, 0, __ATOMIC_SEQ_CST);
+	pthread_join(th, NULL);
 }
 
 int main(void)
