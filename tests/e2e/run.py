@@ -1133,7 +1133,7 @@ def run_late_dlopen(tmp):
     the calls each thread made from some point on."""
     lib = hidden_runtime(tmp, ("hidden",))
     cmd = " ".join(shlex.quote(x) for x in [os.path.join(BUILD, "spyre-sim-dlopen"), lib,
-                                            "--jobs", "20", "--mock-dir", os.path.join(tmp, "mock"),
+                                            "--jobs", "60", "--mock-dir", os.path.join(tmp, "mock"),
                                             "--json", os.path.join(tmp, "sim.json")])
     r = subprocess.run([a for a in tracer(tmp, "-v", "-c", cmd) if a != "-q"], capture_output=True,
                        text=True, timeout=120)
