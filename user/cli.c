@@ -22,6 +22,7 @@ static const char doc[] =
 	"       spyre-bpftrace report IN.sbt\n"
 	"       spyre-bpftrace inspect TRACE.pftrace\n"
 	"       spyre-bpftrace dump IN.sbt\n"
+	"       spyre-bpftrace list LIB...\n"
 	"\n"
 	"EXAMPLES:\n"
 	"  spyre-bpftrace -p 1234              # trace PID 1234 until Ctrl-C, into\n"
@@ -39,6 +40,7 @@ static const char doc[] =
 	"  spyre-bpftrace report run.sbt       # the summary of a capture\n"
 	"  spyre-bpftrace inspect run.pftrace  # check a Perfetto trace\n"
 	"  spyre-bpftrace dump run.sbt         # one event per line\n"
+	"  spyre-bpftrace list ./libflex.so    # what a library's probes would be\n"
 	"\v"
 	"Needs root (or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN) and a kernel with BTF. "
 	"See spyre-bpftrace(1) and docs/usage.md.";
@@ -47,7 +49,7 @@ enum { OPT_PROBE = 1000, OPT_VFIO_PATH, OPT_IRQ, OPT_BUFFER, OPT_FORMAT, OPT_DEV
        OPT_MAX_PROBES, OPT_KEEP_COMMAND };
 
 static const struct argp_option options[] = {
-	{ "pid", 'p', "PID", 0, "Trace this process (repeatable)", 0 },
+	{ "pid", 'p', "PID", 0, "Trace this process (repeatable; a thread id means its process)", 0 },
 	{ "command", 'c', "CMD", 0, "Run CMD (split like a shell, no shell) and trace it", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long", 0 },
 	{ "keep-command", OPT_KEEP_COMMAND, NULL, 0,
@@ -76,7 +78,9 @@ static const struct argp_option options[] = {
 	  "it are refused (default 4096)", 0 },
 	{ "buffer-size", OPT_BUFFER, "SIZE", 0,
 	  "Ring buffer size, e.g. 64M (default 8M; rounded up to a power of two)", 0 },
-	{ "verbose", 'v', NULL, 0, "Print the attach plan and libbpf warnings", 0 },
+	{ "verbose", 'v', NULL, 0,
+	  "Print the attach plan, each runtime library and why, each function's return sites "
+	  "or why it was refused, and libbpf warnings (-vv: debug)", 0 },
 	{ "quiet", 'q', NULL, 0, "No live status line and no summary", 0 },
 	{ 0 }
 };
