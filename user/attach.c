@@ -136,31 +136,18 @@ static int configure(struct attacher *a)
 
 int attach_open(struct attacher *a, const struct record_opts *o)
 {
+	int bad;
+
 	a->o = o;
 	a->nspecs = sbt_n_builtin_probes + (size_t)o->nprobes;
-	a->specs = calloc(a->nspecs, sizeof(*a->specs));
+	a->specs = probe_specs_table(o->probes, o->nprobes, a->real_libs, &bad);
 	if (!a->specs) {
 		sbt_err("out of memory");
 		return -ENOMEM;
 	}
-	/* user probes first: a user role wins over the built-in one */
-	memcpy(a->specs, o->probes, (size_t)o->nprobes * sizeof(*a->specs));
-	memcpy(a->specs + o->nprobes, sbt_builtin_probes, sbt_n_builtin_probes * sizeof(*a->specs));
-	/* a library named by path is matched by its real path, as found */
-	for (int i = 0; i < o->nprobes; i++) {
-		char real[PATH_MAX];
-
-		if (!strchr(o->probes[i].lib, '/'))
-			continue;
-		if (!realpath(o->probes[i].lib, real)) {
-			sbt_err("--probe: cannot read '%s': %s", o->probes[i].lib, strerror(errno));
-			return -errno;
-		}
-		if (!(a->real_libs[i] = strdup(real))) {
-			sbt_err("out of memory");
-			return -ENOMEM;
-		}
-		a->specs[i].lib = a->real_libs[i];
+	if (bad >= 0) {
+		sbt_err("--probe: cannot read '%s': %s", o->probes[bad].lib, strerror(errno));
+		return -errno;
 	}
 	a->probes.max_uprobes = o->max_probes;
 
@@ -258,21 +245,40 @@ bool attach_any_traced(struct attacher *a)
 
 /* ---- kernel programs ------------------------------------------------------- */
 
-static int keep_link(struct bpf_link ***links, size_t *n, struct bpf_link *link)
+/* Keep a link that attached; the error of one that did not. */
+static int link_keep(struct link_set *ls, struct bpf_link *link)
 {
-	struct bpf_link **grown;
 	int err = libbpf_get_error(link);
 
 	if (err)
 		return err;
-	grown = realloc(*links, (*n + 1) * sizeof(*grown));
-	if (!grown) {
-		bpf_link__destroy(link);
-		return -ENOMEM;
+	if (ls->n == ls->cap) {
+		size_t cap = ls->cap ? ls->cap * 2 : 64;
+		struct bpf_link **grown = realloc(ls->v, cap * sizeof(*grown));
+
+		if (!grown) {
+			bpf_link__destroy(link);
+			return -ENOMEM;
+		}
+		ls->v = grown;
+		ls->cap = cap;
 	}
-	*links = grown;
-	grown[(*n)++] = link;
+	ls->v[ls->n++] = link;
 	return 0;
+}
+
+/* Destroy the links kept since there were n. */
+static void link_drop_to(struct link_set *ls, size_t n)
+{
+	while (ls->n > n)
+		bpf_link__destroy(ls->v[--ls->n]);
+}
+
+static void link_free(struct link_set *ls)
+{
+	link_drop_to(ls, 0);
+	free(ls->v);
+	memset(ls, 0, sizeof(*ls));
 }
 
 static bool is_runtime_prog(const struct attacher *a, const struct bpf_program *p)
@@ -300,7 +306,7 @@ int attach_kernel(struct attacher *a)
 		} else {
 			link = bpf_program__attach(p);
 		}
-		err = keep_link(&a->links, &a->nlinks, link);
+		err = link_keep(&a->links, link);
 		if (err) {
 			sbt_err("cannot attach %s (%s): %s; hint: run with -v for the attach plan",
 				bpf_program__name(p), what, strerror(-err));
@@ -336,23 +342,6 @@ static struct attached_proc *proc_of(struct attacher *a, pid_t pid, bool create)
 	return &grown[a->nprocs++];
 }
 
-static int proc_keep(struct attached_proc *ap, struct bpf_link *link)
-{
-	if (ap->nlinks == ap->cap) {
-		size_t cap = ap->cap ? ap->cap * 2 : 64;
-		struct bpf_link **grown = realloc(ap->links, cap * sizeof(*grown));
-
-		if (!grown) {
-			bpf_link__destroy(link);
-			return -ENOMEM;
-		}
-		ap->links = grown;
-		ap->cap = cap;
-	}
-	ap->links[ap->nlinks++] = link;
-	return 0;
-}
-
 static struct bpf_link *uprobe(struct bpf_program *prog, pid_t pid, const char *lib,
 			       uint64_t off, uint64_t cookie)
 {
@@ -361,20 +350,13 @@ static struct bpf_link *uprobe(struct bpf_program *prog, pid_t pid, const char *
 	return bpf_program__attach_uprobe_opts(prog, pid, lib, off, &opts);
 }
 
-static int keep_uprobe(struct attached_proc *ap, struct bpf_link *link)
-{
-	int err = libbpf_get_error(link);
-
-	return err ? err : proc_keep(ap, link);
-}
-
 /* One function on one process: its entry and every return site, or none
  * of them (a function whose returns cannot all be seen is refused). The
  * returns go first: from the moment its entry is live, each call that is
  * seen entering is seen leaving. */
 static int attach_function(struct attacher *a, struct attached_proc *ap, struct probe_site *s)
 {
-	size_t first = ap->nlinks;
+	size_t first = ap->links.n;
 	uint64_t at = s->offset;
 	int err = 0;
 
@@ -382,18 +364,19 @@ static int attach_function(struct attacher *a, struct attached_proc *ap, struct 
 		const struct ret_site *r = &s->rets[i];
 
 		at = r->offset;
-		err = keep_uprobe(ap, uprobe(a->skel->progs.call_return, ap->pid, s->lib, r->offset,
-					     SBT_COOKIE(s->id, r->kind, r->reg, s->size)));
+		err = link_keep(&ap->links,
+				uprobe(a->skel->progs.call_return, ap->pid, s->lib, r->offset,
+				       SBT_COOKIE(s->id, r->kind, r->reg, s->size)));
 	}
 	if (!err) {
 		at = s->offset;
-		err = keep_uprobe(ap, uprobe(a->skel->progs.call_enter, ap->pid, s->lib, s->offset,
-					     SBT_COOKIE(s->id, SBT_SITE_ENTRY, 0, 0)));
+		err = link_keep(&ap->links,
+				uprobe(a->skel->progs.call_enter, ap->pid, s->lib, s->offset,
+				       SBT_COOKIE(s->id, SBT_SITE_ENTRY, 0, 0)));
 	}
 	if (!err)
 		return 0;
-	while (ap->nlinks > first)
-		bpf_link__destroy(ap->links[--ap->nlinks]);
+	link_drop_to(&ap->links, first);
 	if (err == -ESRCH || err == -ENOMEM)
 		return err; /* the process is gone, or we are out of memory: not the function's fault */
 	if (asprintf(&s->refused, "the kernel refused a uprobe at +0x%llx: %s",
@@ -415,7 +398,7 @@ int attach_runtime(struct attacher *a, pid_t pid)
 		sbt_err("out of memory");
 		return -ENOMEM;
 	}
-	before = ap->nlinks;
+	before = ap->links.n;
 	for (; ap->done < a->probes.n; ap->done++) {
 		struct probe_site *s = &a->probes.sites[ap->done];
 
@@ -431,7 +414,7 @@ int attach_runtime(struct attacher *a, pid_t pid)
 			return err;
 		}
 	}
-	return (int)(ap->nlinks - before);
+	return (int)(ap->links.n - before);
 }
 
 void attach_forget(struct attacher *a, pid_t pid)
@@ -440,9 +423,7 @@ void attach_forget(struct attacher *a, pid_t pid)
 
 	if (!ap)
 		return;
-	for (size_t i = 0; i < ap->nlinks; i++)
-		bpf_link__destroy(ap->links[i]);
-	free(ap->links);
+	link_free(&ap->links);
 	*ap = a->procs[--a->nprocs];
 }
 
@@ -451,7 +432,7 @@ size_t attach_nuprobes(const struct attacher *a)
 	size_t n = 0;
 
 	for (size_t i = 0; i < a->nprocs; i++)
-		n += a->procs[i].nlinks;
+		n += a->procs[i].links.n;
 	return n;
 }
 
@@ -623,9 +604,7 @@ void attach_close(struct attacher *a)
 	while (a->nprocs)
 		attach_forget(a, a->procs[0].pid);
 	free(a->procs);
-	for (size_t i = 0; i < a->nlinks; i++)
-		bpf_link__destroy(a->links[i]);
-	free(a->links);
+	link_free(&a->links);
 	spyre_bpf__destroy(a->skel);
 	probe_set_free(&a->probes);
 	free(a->specs);

@@ -21,12 +21,17 @@
 
 struct bpf_link;
 
+/* Links the attacher owns and destroys. */
+struct link_set {
+	struct bpf_link **v;
+	size_t n, cap;
+};
+
 /* The runtime probes of one traced process. */
 struct attached_proc {
 	pid_t pid;
 	size_t done; /* functions of the probe set attached here: [0, done) */
-	struct bpf_link **links;
-	size_t nlinks, cap;
+	struct link_set links;
 };
 
 struct attacher {
@@ -41,8 +46,7 @@ struct attacher {
 	size_t nspecs;
 	char *real_libs[SBT_MAX_USER_PROBES]; /* --probe libraries named by path, resolved */
 	struct probe_set probes;
-	struct bpf_link **links; /* kernel programs */
-	size_t nlinks;
+	struct link_set links; /* kernel programs */
 	struct attached_proc *procs;
 	size_t nprocs;
 	/* told of each function found in a library, refused ones too */

@@ -99,19 +99,15 @@ int cmd_list(int argc, char **argv)
 	struct probe_set ps = { 0 };
 	struct probe_spec *specs;
 	size_t n;
-	int ret = 0;
+	int ret = 0, bad;
 
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
 		return 2;
 	n = (size_t)o.nspecs + sbt_n_builtin_probes;
-	specs = calloc(n, sizeof(*specs));
+	/* a --probe path that does not resolve is matched as given */
+	specs = probe_specs_table(o.specs, o.nspecs, o.real, &bad);
 	if (!specs)
 		return 1;
-	memcpy(specs, o.specs, (size_t)o.nspecs * sizeof(*specs));
-	memcpy(specs + o.nspecs, sbt_builtin_probes, sbt_n_builtin_probes * sizeof(*specs));
-	for (int i = 0; i < o.nspecs; i++)
-		if (strchr(specs[i].lib, '/') && (o.real[i] = realpath(specs[i].lib, NULL)))
-			specs[i].lib = o.real[i];
 	for (int i = 0; i < o.nlibs; i++) {
 		char err[512], *real = realpath(o.libs[i], NULL);
 		size_t first = ps.n;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,26 @@ void probe_spec_free(struct probe_spec *s)
 {
 	free((char *)s->lib); /* the pattern lives in the same allocation */
 	s->lib = s->pattern = NULL;
+}
+
+struct probe_spec *probe_specs_table(const struct probe_spec *user, int n, char **real, int *bad)
+{
+	struct probe_spec *t = calloc((size_t)n + sbt_n_builtin_probes, sizeof(*t));
+
+	*bad = -1;
+	if (!t)
+		return NULL;
+	memcpy(t, user, (size_t)n * sizeof(*t));
+	memcpy(t + n, sbt_builtin_probes, sbt_n_builtin_probes * sizeof(*t));
+	for (int i = 0; i < n; i++) {
+		if (!strchr(t[i].lib, '/'))
+			continue;
+		if ((real[i] = realpath(t[i].lib, NULL)))
+			t[i].lib = real[i];
+		else if (*bad < 0)
+			*bad = i;
+	}
+	return t;
 }
 
 bool probe_spec_wants_lib(const struct probe_spec *s, const char *libpath)

@@ -57,6 +57,13 @@ struct probe_set {
  * text (free with probe_spec_free). 0, or -1 with err filled. */
 int probe_spec_parse(const char *arg, struct probe_spec *out, char *err, size_t errlen);
 void probe_spec_free(struct probe_spec *s);
+/* The table the scans match against: the n user specs first (a user role
+ * wins), then the built-in ones. A user library named by path is matched
+ * by its real path: resolved into real[i] (malloc'd, for the caller to
+ * free). Returns the table, or NULL when out of memory; *bad is the index
+ * of a path that could not be resolved (left as given, errno says why),
+ * or -1. */
+struct probe_spec *probe_specs_table(const struct probe_spec *user, int n, char **real, int *bad);
 bool probe_spec_wants_lib(const struct probe_spec *s, const char *libpath);
 bool probe_set_has_lib(const struct probe_set *ps, const char *libpath);
 /* Match the specs that want this library against its symbols and add the
