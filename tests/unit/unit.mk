@@ -8,6 +8,9 @@ UNIT_CFLAGS = -O1 -g -std=gnu11 $(WARN) -D_GNU_SOURCE -DSBT_VERSION='"$(VERSION)
 TESTLIB_SRCS := $(wildcard tests/lib/*.c)
 TESTLIB_HDRS := $(wildcard tests/lib/*.h)
 SAN_TESTLIB  := $(patsubst tests/lib/%.c,$(OUT)/obj-san/lib-%.o,$(TESTLIB_SRCS))
+# kept (not intermediate): make would delete them after a link, and then
+# not rebuild them when a header they include changes
+.SECONDARY: $(SAN_TESTLIB)
 
 $(OUT)/obj-san/lib-%.o: tests/lib/%.c | $(OUT)/obj-san
 	$(call msg,CC-SAN,$<)
