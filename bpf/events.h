@@ -46,6 +46,7 @@ enum sbt_type {
 	SBT_LOST = 70, /* records the ring buffer could not take */
 	SBT_META_END = 71, /* capture closed cleanly: final counters */
 	SBT_META_DEVICE = 72, /* a process drives the card at this PCI address */
+	SBT_META_NSPID = 73, /* a traced thread's ids inside its pid namespace */
 	SBT_TYPE_MAX,
 };
 
@@ -357,6 +358,17 @@ struct sbt_meta_device {
 	__u32 pid;
 	__u16 vendor, device; /* PCI ids, 0 if unknown */
 	char bdf[16]; /* 0000:01:00.0 */
+};
+
+/* Written for threads of a process that lives in a pid namespace below
+ * the tracer's (a container): the ids it calls itself by, which are what
+ * an in-process profiler (kineto) writes down. BPF writes it for each new
+ * thread, the loader for the threads there when it attached. */
+struct sbt_meta_nspid {
+	struct sbt_hdr h; /* tgid/tid: as the tracer sees them */
+	__u32 ns_tgid, ns_tid; /* in the innermost namespace */
+	__u32 level; /* namespaces below the tracer's */
+	__u32 pad;
 };
 
 struct sbt_meta_end {

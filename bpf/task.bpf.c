@@ -34,6 +34,30 @@ static __always_inline void emit_task(__u16 type, __u32 tgid, __u32 tid,
 		sbt_submit(r);
 }
 
+/* A task in a pid namespace below ours (a container): the ids it has
+ * there, which an in-process profiler writes down. Read now, as /proc may
+ * be gone by the time the loader looks. */
+static __always_inline void emit_nspid(struct task_struct *child, __u32 tgid, __u32 tid)
+{
+	struct pid *tp = BPF_CORE_READ(child, thread_pid);
+	struct pid *lp = BPF_CORE_READ(child, group_leader, thread_pid);
+	unsigned int level = BPF_CORE_READ(tp, level);
+	struct sbt_meta_nspid *r;
+
+	if (!level || level >= 32)
+		return;
+	r = sbt_reserve(sizeof(*r), SBT_META_NSPID);
+	if (!r)
+		return;
+	r->h.tgid = tgid;
+	r->h.tid = tid;
+	r->ns_tid = BPF_CORE_READ(tp, numbers[level].nr);
+	r->ns_tgid = BPF_CORE_READ(lp, numbers[level].nr);
+	r->level = level;
+	r->pad = 0;
+	sbt_submit(r);
+}
+
 static __always_inline int on_fork(struct task_struct *parent,
 				   struct task_struct *child)
 {
@@ -46,6 +70,7 @@ static __always_inline int on_fork(struct task_struct *parent,
 		return 0;
 	if (new_proc)
 		bpf_map_update_elem(&traced, &ctgid, &one, BPF_ANY);
+	emit_nspid(child, ctgid, cpid);
 	emit_task(SBT_TASK_NEW, ctgid, cpid, ptgid, new_proc, child->comm);
 	return 0;
 }

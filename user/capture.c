@@ -103,6 +103,7 @@ size_t sbt_min_payload(uint16_t type)
 	case SBT_LOST: return P(sbt_lost);
 	case SBT_META_END: return P(sbt_meta_end);
 	case SBT_META_DEVICE: return P(sbt_meta_device);
+	case SBT_META_NSPID: return P(sbt_meta_nspid);
 	case SBT_DRV: return P(sbt_drv);
 	case SBT_LIB_OPEN: return P(sbt_lib_open) - SBT_LIB_PATH_LEN;
 	default: return 0;
@@ -198,7 +199,15 @@ int capture_open(struct capture_reader *r, const char *path)
 		return -1;
 	}
 	refill(r);
-	return reader_check_header(r);
+	if (reader_check_header(r)) { /* not a capture: nothing left open */
+		char why_not[sizeof(r->error)];
+
+		memcpy(why_not, r->error, sizeof(why_not));
+		capture_close_reader(r);
+		memcpy(r->error, why_not, sizeof(why_not));
+		return -1;
+	}
+	return 0;
 }
 
 enum capture_status capture_next(struct capture_reader *r, const struct sbt_hdr **rec)

@@ -230,6 +230,12 @@ static void fmt_meta(struct out *o, const struct sbt_hdr *h)
 		put_str(o, "bdf", d->bdf, sizeof(d->bdf));
 		break;
 	}
+	case SBT_META_NSPID: {
+		const struct sbt_meta_nspid *n = (const void *)h;
+
+		put(o, " ns_pid=%u ns_tid=%u level=%u", n->ns_tgid, n->ns_tid, n->level);
+		break;
+	}
 	default:
 		put(o, " size=%u", h->size);
 	}

@@ -93,6 +93,23 @@ static void thread_name_cb(pid_t pid, pid_t tid, void *ctx)
 	proc_comm(pid, tid, t.comm, sizeof(t.comm));
 	if (t.comm[0])
 		metaw_put(ctx, &t.h, SBT_THREAD_NAME, sizeof(t));
+	metaw_nspid(ctx, pid, tid);
+}
+
+void metaw_nspid(struct meta_writer *m, pid_t pid, pid_t tid)
+{
+	struct sbt_meta_nspid n = { 0 };
+	pid_t ns_tgid, ns_tid;
+	int level = proc_ns_ids(pid, tid, &ns_tgid, &ns_tid);
+
+	if (level <= 0)
+		return;
+	n.h.tgid = (uint32_t)pid;
+	n.h.tid = (uint32_t)tid;
+	n.ns_tgid = (uint32_t)ns_tgid;
+	n.ns_tid = (uint32_t)ns_tid;
+	n.level = (uint32_t)level;
+	metaw_put(m, &n.h, SBT_META_NSPID, sizeof(n));
 }
 
 void metaw_thread_names(struct meta_writer *m, const pid_t *pids, int n)

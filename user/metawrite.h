@@ -34,6 +34,8 @@ void metaw_clock(struct meta_writer *m);
 void metaw_proc(struct meta_writer *m, pid_t pid, char *const *argv);
 void metaw_probe(struct meta_writer *m, const struct probe_site *s);
 void metaw_thread_names(struct meta_writer *m, const pid_t *pids, int n);
+/* The thread's ids in its pid namespace, when that is not ours (a container). */
+void metaw_nspid(struct meta_writer *m, pid_t pid, pid_t tid);
 /* Name an interrupt once; false if it was named already. */
 bool metaw_irq(struct meta_writer *m, int irq, const char *name);
 /* A process used this VFIO group fd: with one device in the group, the

@@ -27,6 +27,7 @@ const char *sbt_type_name(uint16_t type)
 		[SBT_META_PROBE] = "probe", [SBT_META_IRQ] = "irq_info",
 		[SBT_THREAD_NAME] = "thread_name", [SBT_LOST] = "lost",
 		[SBT_META_END] = "end", [SBT_META_DEVICE] = "device",
+		[SBT_META_NSPID] = "nspid",
 		[SBT_DRV] = "driver", [SBT_LIB_OPEN] = "lib_open",
 	};
 

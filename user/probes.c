@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "demangle.h"
 #include "elfsyms.h"
@@ -125,9 +126,17 @@ bool probe_spec_wants_lib(const struct probe_spec *s, const char *libpath)
 
 bool probe_set_has_lib(const struct probe_set *ps, const char *libpath)
 {
-	for (size_t i = 0; i < ps->nlibs; i++)
+	struct stat want, have;
+	bool known = !stat(libpath, &want);
+
+	for (size_t i = 0; i < ps->nlibs; i++) {
 		if (!strcmp(ps->libs[i], libpath))
 			return true;
+		/* the same file by another path (a bind mount, a container's root) */
+		if (known && !stat(ps->libs[i], &have) && have.st_dev == want.st_dev &&
+		    have.st_ino == want.st_ino)
+			return true;
+	}
 	return false;
 }
 

@@ -80,6 +80,58 @@ void proc_comm(pid_t pid, pid_t tid, char *buf, size_t len)
 	fclose(f);
 }
 
+/* The last number of a "Key:\t1\t2\t3" line of status, and how many came before it. */
+static int last_of(const char *line, pid_t *last)
+{
+	int n = -1;
+	char *end;
+
+	for (const char *p = strchr(line, ':') + 1;; p = end) {
+		long v = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		*last = (pid_t)v;
+		n++;
+	}
+	return n;
+}
+
+int proc_ns_ids(pid_t pid, pid_t tid, pid_t *ns_tgid, pid_t *ns_tid)
+{
+	char fn[64], line[256];
+	int level = -1;
+	FILE *f;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/task/%d/status", pid, tid);
+	f = fopen(fn, "re");
+	if (!f)
+		return -1;
+	*ns_tgid = pid;
+	*ns_tid = tid;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "NStgid:", 7))
+			last_of(line, ns_tgid);
+		else if (!strncmp(line, "NSpid:", 6))
+			level = last_of(line, ns_tid);
+	}
+	fclose(f);
+	return level < 0 ? 0 : level; /* no NSpid line: a kernel without namespaces */
+}
+
+void proc_root_path(pid_t pid, const char *path, char *out, size_t len)
+{
+	char fn[64], root[8];
+	ssize_t n;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/root", pid);
+	n = readlink(fn, root, sizeof(root));
+	if (n == 1 && root[0] == '/')
+		snprintf(out, len, "%s", path);
+	else /* another root, or gone (then the open below fails cleanly) */
+		snprintf(out, len, "/proc/%d/root%s", pid, path);
+}
+
 size_t proc_cmdline(pid_t pid, char *buf, size_t len)
 {
 	char fn[64];

@@ -14,6 +14,13 @@ int proc_mapped_files(pid_t pid, char ***paths);
 void proc_free_paths(char **paths, int n);
 /* comm of a thread; "" when gone */
 void proc_comm(pid_t pid, pid_t tid, char *buf, size_t len);
+/* The thread's process and thread ids in its innermost pid namespace
+ * (NStgid, NSpid), and how many namespaces below ours that is: 0 for a
+ * process in ours, -1 when gone. */
+int proc_ns_ids(pid_t pid, pid_t tid, pid_t *ns_tgid, pid_t *ns_tid);
+/* path as the process sees it, from here: under /proc/PID/root when the
+ * process has another root (a chroot, a container), else path itself. */
+void proc_root_path(pid_t pid, const char *path, char *out, size_t len);
 /* NUL separated command line; returns its length, 0 when gone */
 size_t proc_cmdline(pid_t pid, char *buf, size_t len);
 /* Calls cb for every thread of the process. */

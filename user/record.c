@@ -166,8 +166,12 @@ static void attach_late(struct recorder *r, const struct sbt_hdr *h)
 		const struct sbt_lib_open *l = (const void *)h;
 		char path[SBT_LIB_PATH_LEN + 1];
 
+		char seen[SBT_LIB_PATH_LEN + 64];
+
 		snprintf(path, sizeof(path), "%.*s", SBT_LIB_PATH_LEN, l->path);
-		if (attach_library(&r->at, path, "opened while traced") > 0)
+		/* the path as the process sees it: under its root (a chroot, a container) */
+		proc_root_path((pid_t)h->tgid, path, seen, sizeof(seen));
+		if (attach_library(&r->at, seen, "opened while traced") > 0)
 			late_by(&r->libs, h->ts);
 	}
 }
