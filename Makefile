@@ -39,7 +39,7 @@ SAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize
 .DELETE_ON_ERROR:
 PREFIX     ?= /usr/local
 
-.PHONY: all deps test unit unit-asan e2e bench demo clean format vmlinux sim install fuzz valgrind
+.PHONY: all deps test unit unit-asan e2e bench demo clean format vmlinux sim install fuzz valgrind test-torch
 all: $(TOOL) sim
 
 # The Debian packages: checked by the commands that set up a fresh machine
@@ -95,6 +95,13 @@ test:
 
 e2e: all
 	@SBT_BUILD=$(abspath $(OUT)) python3 tests/e2e/run.py
+
+# the PyTorch merge on a fresh real run (Debian 13's torch in a chroot,
+# made once and cached; not part of make test, which uses the committed one)
+test-torch: all
+	@scripts/torch-fixture.sh $(OUT)/torch-fixture
+	@SBT_BUILD=$(abspath $(OUT)) SBT_TORCH_FIXTURE=$(abspath $(OUT))/torch-fixture \
+		python3 tests/e2e/run.py merge_pytorch_real_fixture merge_hosts_and_our_json
 
 # every command once under valgrind's memcheck (not part of make test: slow)
 valgrind: all

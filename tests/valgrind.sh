@@ -2,7 +2,8 @@
 # make valgrind: every command of the tool once under valgrind's memcheck
 # (the unit tests run under ASan and UBSan; this checks the real binary,
 # BPF and all): a recording of the simulator, then convert to both formats,
-# report, dump, inspect and list on what it wrote. Fails on any error or
+# report, dump, inspect and list on what it wrote, and merge on the
+# PyTorch fixture (with that recording as a second host). Fails on any error or
 # leak that valgrind reports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,4 +32,7 @@ run "$tool" report "$tmp/c.sbt"
 run "$tool" dump "$tmp/c.sbt"
 run "$tool" inspect "$tmp/c.pftrace"
 run "$tool" list "$build/sim/libflex.so" "$build/sim/libsenlib.so"
+fx=tests/torch/fixture
+run "$tool" merge "$fx/torch.json" "$fx/capture.sbt" -o "$tmp/m.pftrace"
+run "$tool" merge "$fx/torch.json" "$tmp/c.json" "$fx/capture.sbt" -o "$tmp/m.json"
 echo "valgrind: $runs passed, 0 failed"

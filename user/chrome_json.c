@@ -39,6 +39,8 @@ struct json_writer {
 	int ncards;
 	struct sbt_meta_clock clocks[MAX_CLOCKS];
 	int nclocks;
+	struct model_task_ids *tasks; /* for otherData: starts and namespace ids */
+	size_t ntasks, tasks_cap;
 	uint64_t bytes; /* written to the file */
 	int error;
 	char *buf; /* what is not written yet */
@@ -79,7 +81,7 @@ static void put(struct json_writer *w, const char *s, size_t n)
 	w->len += n;
 }
 
-#define PUT(w, lit) put(w, lit, sizeof(lit) - 1)
+#define PUT(w, lit) put(w, "" lit, sizeof(lit) - 1) /* literals only */
 
 static void put_u64(struct json_writer *w, uint64_t v)
 {
@@ -333,6 +335,37 @@ static void flow(struct json_writer *w, bool start, uint64_t id, int leg, const 
 		PUT(w, ",\"bp\":\"e\"}");
 }
 
+/* An arrow of another kind than a job's (model.h): named by its kind; the
+ * id keeps the kind's byte, so ids of two kinds never meet. */
+static void plain_flow(struct json_writer *w, bool start, uint64_t id, const struct placement *p,
+		       uint64_t ts)
+{
+	static const char *const cats[] = { [FLOW_OP_CALL] = "op_call", [FLOW_SPAWN] = "spawn",
+					    [FLOW_AC2G] = "ac2g", [FLOW_FWDBWD] = "fwdbwd",
+					    [FLOW_OTHER] = "flow" };
+	int kind = MODEL_FLOW_KIND(id);
+	const char *cat = kind > 0 && kind < (int)(sizeof(cats) / sizeof(cats[0])) ? cats[kind] : "flow";
+
+	begin_event(w);
+	PUT(w, "{\"ph\":");
+	put(w, start ? "\"s\"" : "\"f\"", 3);
+	PUT(w, ",\"name\":");
+	str(w, cat);
+	PUT(w, ",\"cat\":");
+	str(w, cat);
+	PUT(w, ",\"id\":"); /* under 2^53, for readers that hold numbers as doubles */
+	put_u64(w, (uint64_t)kind << 44 | (id & ((1ull << 44) - 1)));
+	PUT(w, ",\"pid\":");
+	put_u64(w, p->pid);
+	PUT(w, ",\"tid\":");
+	put_u64(w, p->tid);
+	ts_us(w, "ts", ts);
+	if (start)
+		PUT(w, "}");
+	else
+		PUT(w, ",\"bp\":\"e\"}");
+}
+
 /* A driver event names its card's vendor:device: remembered for deviceProperties. */
 static void note_card_ids(struct json_writer *w, const struct model_event *e)
 {
@@ -396,8 +429,18 @@ static void on_event(void *ctx, const struct model_event *e)
 	if (e->cat && !strcmp(e->cat, "driver"))
 		note_card_ids(w, e);
 	/* flow events at the slice's start bind to it */
+	for (int i = 0; i < e->nxflows; i++)
+		plain_flow(w, true, e->xflows[i], p, e->ts);
+	for (int i = 0; i < e->nxterm; i++)
+		plain_flow(w, false, e->xterm[i], p, e->ts);
 	for (int i = 0; i < e->nflows; i++) {
-		uintptr_t leg = (uintptr_t)hm_get(&w->flows, e->flows[i]);
+		uintptr_t leg;
+
+		if (MODEL_FLOW_KIND(e->flows[i]) != FLOW_JOB) {
+			plain_flow(w, true, e->flows[i], p, e->ts);
+			continue;
+		}
+		leg = (uintptr_t)hm_get(&w->flows, e->flows[i]);
 
 		if (!leg) { /* the launch */
 			flow(w, true, e->flows[i], FLOW_TO_JOB, p, e->ts);
@@ -411,11 +454,35 @@ static void on_event(void *ctx, const struct model_event *e)
 			w->error = ENOMEM;
 	}
 	for (int i = 0; i < e->nterm; i++) {
-		uintptr_t leg = (uintptr_t)hm_del(&w->flows, e->term_flows[i]);
+		uintptr_t leg;
+
+		if (MODEL_FLOW_KIND(e->term_flows[i]) != FLOW_JOB) {
+			plain_flow(w, false, e->term_flows[i], p, e->ts);
+			continue;
+		}
+		leg = (uintptr_t)hm_del(&w->flows, e->term_flows[i]);
 
 		if (leg)
 			flow(w, false, e->term_flows[i], (int)leg, p, e->ts);
 	}
+}
+
+static void on_task(void *ctx, const struct model_task_ids *t)
+{
+	struct json_writer *w = ctx;
+
+	if (w->ntasks == w->tasks_cap) {
+		size_t cap = w->tasks_cap ? w->tasks_cap * 2 : 64;
+		struct model_task_ids *g = realloc(w->tasks, cap * sizeof(*g));
+
+		if (!g) {
+			w->error = ENOMEM;
+			return;
+		}
+		w->tasks = g;
+		w->tasks_cap = cap;
+	}
+	w->tasks[w->ntasks++] = *t;
 }
 
 static void on_clock(void *ctx, const struct sbt_meta_clock *c)
@@ -461,12 +528,43 @@ static void trailer(struct json_writer *w)
 		put_u64(w, w->clocks[i].spread_ns);
 		PUT(w, "}");
 	}
+	/* so `merge` can join a profiler's trace to this file alone */
+	PUT(w, "],\"process_starts\":[");
+	for (size_t i = 0, n = 0; i < w->ntasks; i++) {
+		if (!w->tasks[i].ppid)
+			continue;
+		if (n++)
+			PUT(w, ",");
+		PUT(w, "{\"pid\":");
+		put_u64(w, w->tasks[i].pid);
+		PUT(w, ",\"ppid\":");
+		put_u64(w, w->tasks[i].ppid);
+		PUT(w, ",\"ts_ns\":");
+		put_u64(w, w->tasks[i].ts);
+		PUT(w, "}");
+	}
+	PUT(w, "],\"pid_namespaces\":[");
+	for (size_t i = 0, n = 0; i < w->ntasks; i++) {
+		if (!w->tasks[i].ns_pid)
+			continue;
+		if (n++)
+			PUT(w, ",");
+		PUT(w, "{\"pid\":");
+		put_u64(w, w->tasks[i].pid);
+		PUT(w, ",\"tid\":");
+		put_u64(w, w->tasks[i].tid);
+		PUT(w, ",\"ns_pid\":");
+		put_u64(w, w->tasks[i].ns_pid);
+		PUT(w, ",\"ns_tid\":");
+		put_u64(w, w->tasks[i].ns_tid);
+		PUT(w, "}");
+	}
 	PUT(w, "]}}\n");
 }
 
 struct model_sink json_sink(struct json_writer *w)
 {
-	return (struct model_sink){ w, on_track, on_event, on_clock, NULL };
+	return (struct model_sink){ w, on_track, on_event, on_clock, NULL, on_task };
 }
 
 int json_flush(struct json_writer *w)
@@ -495,6 +593,7 @@ int json_close(struct json_writer *w)
 	err = -w->error;
 	hm_free_values(&w->places);
 	hm_free(&w->flows);
+	free(w->tasks);
 	free(w->buf);
 	free(w);
 	return err;

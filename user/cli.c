@@ -23,6 +23,7 @@ static const char doc[] =
 	"       spyre-bpftrace inspect TRACE.pftrace\n"
 	"       spyre-bpftrace dump IN.sbt\n"
 	"       spyre-bpftrace list LIB...\n"
+	"       spyre-bpftrace merge TORCH.json CAPTURE.sbt [MORE...] -o OUT.pftrace|OUT.json\n"
 	"\n"
 	"EXAMPLES:\n"
 	"  spyre-bpftrace -p 1234              # trace PID 1234 until Ctrl-C, into\n"
@@ -41,6 +42,8 @@ static const char doc[] =
 	"  spyre-bpftrace inspect run.pftrace  # check a Perfetto trace\n"
 	"  spyre-bpftrace dump run.sbt         # one event per line\n"
 	"  spyre-bpftrace list ./libflex.so    # what a library's probes would be\n"
+	"  spyre-bpftrace merge torch.json run.sbt -o run.pftrace  # with a PyTorch\n"
+	"                                      # profiler trace, one timeline\n"
 	"\v"
 	"Needs root (or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN) and a kernel with BTF. "
 	"See spyre-bpftrace(1) and docs/usage.md.";

@@ -9,5 +9,6 @@ int cmd_convert(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_list(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 
 #endif

@@ -134,7 +134,7 @@ static inline void event_init(struct model_event *e, enum model_event_kind kind,
 	e->dur = 0;
 	e->name = name;
 	e->cat = cat;
-	e->nargs = e->nflows = e->nterm = 0;
+	e->nargs = e->nflows = e->nterm = e->nxflows = e->nxterm = 0;
 	e->value = 0;
 	e->depth = depth;
 }
@@ -975,6 +975,14 @@ int correlator_add(struct correlator *c, const struct sbt_hdr *h)
 		on_dma(c, h);
 		break;
 	case SBT_TASK_NEW:
+		if (((const struct sbt_task *)h)->flags & 1) {
+			struct model_task_ids t = { h->ts, h->tgid, h->tid, ((const struct sbt_task *)h)->ppid };
+
+			for (int i = 0; i < c->nsinks; i++)
+				if (c->sinks[i].task)
+					c->sinks[i].task(c->sinks[i].ctx, &t);
+		}
+		/* fall through */
 	case SBT_TASK_COMM:
 	case SBT_TASK_EXIT:
 		on_task(c, (const void *)h);
@@ -1022,6 +1030,15 @@ int correlator_add(struct correlator *c, const struct sbt_hdr *h)
 	case SBT_LOST:
 		on_lost(c, (const void *)h);
 		break;
+	case SBT_META_NSPID: {
+		const struct sbt_meta_nspid *n = (const void *)h;
+		struct model_task_ids t = { h->ts, h->tgid, h->tid, 0, n->ns_tgid, n->ns_tid };
+
+		for (int i = 0; i < c->nsinks; i++)
+			if (c->sinks[i].task)
+				c->sinks[i].task(c->sinks[i].ctx, &t);
+		break;
+	}
 	}
 	return 0;
 }

@@ -72,13 +72,44 @@ struct model_event {
 	int nflows;
 	uint64_t term_flows[MODEL_MAX_FLOWS]; /* end these flows */
 	int nterm;
+	/* more of both, beyond the arrays (merge's links: an op may lead to
+	 * any number of calls); NULL when none */
+	const uint64_t *xflows, *xterm;
+	int nxflows, nxterm;
 	int64_t value; /* counters */
 	/* Slices at one depth of one track never overlap and end in order of
 	 * their start: writers may use it to keep packets in time order. */
 	uint8_t depth;
 };
 
-#define MODEL_DEPTH_INSTANTS 255 /* instants of a track, apart from its slices */
+#define MODEL_DEPTH_INSTANTS 255
+
+/*
+ * A flow id's kind is in its top byte. Kind 0 is the correlator's job flow
+ * (launch -> job -> the wait or interrupt that ended it), the others are
+ * plain arrows from one slice to another: sinks that name flows (Chrome
+ * JSON) take the category from the kind.
+ */
+#define MODEL_FLOW_KIND_SHIFT 56
+enum model_flow_kind {
+	FLOW_JOB = 0,
+	FLOW_OP_CALL = 1, /* merge: a PyTorch op -> a runtime call inside it */
+	FLOW_SPAWN = 2, /* merge: the op that started a process -> its first call */
+	FLOW_AC2G = 3, /* an imported trace's launch -> kernel arrow */
+	FLOW_FWDBWD = 4, /* an imported trace's forward -> backward arrow */
+	FLOW_OTHER = 5, /* an imported trace's other arrows */
+};
+#define MODEL_FLOW_ID(kind, n) ((uint64_t)(kind) << MODEL_FLOW_KIND_SHIFT | ((n) & ((1ull << MODEL_FLOW_KIND_SHIFT) - 1)))
+#define MODEL_FLOW_KIND(id) ((int)((id) >> MODEL_FLOW_KIND_SHIFT)) /* instants of a track, apart from its slices */
+
+/* What lets another trace be joined to this one (`merge`): a process that
+ * started (its parent, when), or a thread's ids in its own pid namespace. */
+struct model_task_ids {
+	uint64_t ts;
+	uint32_t pid, tid; /* as the tracer saw them */
+	uint32_t ppid; /* a new process: its parent; else 0 */
+	uint32_t ns_pid, ns_tid; /* in its pid namespace; 0 when that is the tracer's */
+};
 
 struct model_sink {
 	void *ctx;
@@ -87,6 +118,8 @@ struct model_sink {
 	/* optional (NULL): clock snapshots, and records lost just before ts */
 	void (*clock)(void *ctx, const struct sbt_meta_clock *c);
 	void (*lost)(void *ctx, uint64_t ts, uint64_t count);
+	/* optional (NULL): process starts and namespace ids */
+	void (*task)(void *ctx, const struct model_task_ids *t);
 };
 
 #endif

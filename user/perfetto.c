@@ -326,7 +326,7 @@ static struct sequence *sequence_slow(struct perfetto_writer *w, uint64_t track,
  * reserves its own room as it is written). */
 static inline size_t packet_bound(const struct model_event *e, size_t interned)
 {
-	return 96 + interned + (size_t)(e->nflows + e->nterm) * 11 + (size_t)e->nargs * 32;
+	return 96 + interned + (size_t)(e->nflows + e->nterm + e->nxflows + e->nxterm) * 11 + (size_t)e->nargs * 32;
 }
 
 /* A slice's begin or an instant: name, category, args and flows. */
@@ -412,8 +412,12 @@ static void event_packet(struct perfetto_writer *w, const struct model_event *e,
 	}
 	for (int i = 0; i < e->nflows; i++)
 		p = pb_put_fixed64(p, TE_FLOW_IDS, e->flows[i]);
+	for (int i = 0; i < e->nxflows; i++)
+		p = pb_put_fixed64(p, TE_FLOW_IDS, e->xflows[i]);
 	for (int i = 0; i < e->nterm; i++)
 		p = pb_put_fixed64(p, TE_TERM_FLOW_IDS, e->term_flows[i]);
+	for (int i = 0; i < e->nxterm; i++)
+		p = pb_put_fixed64(p, TE_TERM_FLOW_IDS, e->xterm[i]);
 	w->out.len = (size_t)(p - w->out.buf);
 	pb_end(&w->out, te);
 	packet_end(w);

@@ -1186,6 +1186,230 @@ def run_probe_keeps_builtin_role(tmp):
         assert bool(unfinished) == (role == "user"), f"{spec}: {len(unfinished)} unfinished jobs"
 
 
+TORCH_FIXTURE = os.environ.get("SBT_TORCH_FIXTURE", os.path.join(ROOT, "tests", "torch", "fixture"))
+
+
+def sim_in_host_ids(events, sim):
+    """The simulator ran in a pid namespace: its ids as the tracer saw them,
+    through the capture's nspid records (every thread must have one)."""
+    ns = {(int(e["ns_pid"]), int(e["ns_tid"])): (e["tgid"], e["tid"]) for e in events if e["type"] == "nspid"}
+    pid = ns.get((sim["pid"], sim["pid"]))
+    assert pid, f"no nspid record for the simulator's pid {sim['pid']}"
+
+    ns_pid = sim["pid"]
+
+    def tid(t):
+        assert (ns_pid, t) in ns, f"no nspid record for the simulator's thread {t}"
+        return ns[(ns_pid, t)][1]
+    sim = dict(sim, pid=pid[0])
+    sim["call_log"] = [(tid(t), n, b) for t, n, b in sim["call_log"]]
+    sim["ioctls"] = [dict(i, tid=tid(i["tid"])) for i in sim["ioctls"]]
+    return sim
+
+
+def run_merge_pytorch(tmp):
+    """The committed real run (scripts/torch-fixture.sh): torch.profiler in a
+    Debian 13 chroot in its own pid namespace, the simulator started inside
+    the op "spyre workload", all traced with -c. Merged, the ops sit on the
+    tracer's ids for the profiled thread, every simulator call lies inside
+    the op that started it, nothing partly overlaps, every arrow resolves."""
+    fx = TORCH_FIXTURE
+    cap = os.path.join(fx, "capture.sbt")
+    info = json.load(open(os.path.join(fx, "info.json")))
+    torch = json.load(open(os.path.join(fx, "torch.json")))
+    events, _ = parse_dump(cap, outputs=False)
+    sim = sim_in_host_ids(events, json.load(open(os.path.join(fx, "sim.json"))))
+    check_capture_matches_sim(events, sim)
+
+    out_json, out_pf = os.path.join(tmp, "m.json"), os.path.join(tmp, "m.pftrace")
+    for out in (out_json, out_pf):
+        r = subprocess.run([TOOL, "merge", os.path.join(fx, "torch.json"), cap, "-o", out],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, f"merge failed: {r.stderr}"
+    assert "REALTIME - BOOTTIME" in r.stderr and "spread" in r.stderr, r.stderr
+    r = subprocess.run([TOOL, "inspect", out_pf], capture_output=True, text=True)
+    assert r.returncode == 0, f"inspect: merged Perfetto trace has violations:\n{r.stdout}"
+    m = json.load(open(out_json))
+    check_aiu_rules(m)
+    ev = m["traceEvents"]
+
+    # the clock: the capture's snapshot, and the rule, in the output
+    clock = next(e for e in events if e["type"] == "clock")
+    mark = next(e for e in ev if e.get("name") == "clocks aligned")
+    assert mark["args"]["realtime_minus_boottime_ns"] == int(clock["realtime"]) - int(clock["boottime"])
+    assert mark["args"]["baseTimeNanoseconds"] == torch["baseTimeNanoseconds"]
+
+    # the ops: on the tracer's ids of the profiled thread (nspid), not kineto's
+    ns = {(int(e["ns_pid"]), int(e["ns_tid"])): (e["tgid"], e["tid"]) for e in events if e["type"] == "nspid"}
+    host_pid, host_tid = ns[(info["pid"], info["tid"])]
+    ops = [e for e in ev if e["ph"] == "X" and e.get("cat") in ("cpu_op", "user_annotation")]
+    want_ops = [e for e in torch["traceEvents"] if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation")]
+    assert len(ops) == len(want_ops), f"{len(ops)} ops merged of {len(want_ops)}"
+    assert all(e["pid"] == host_pid for e in ops), "ops not on the traced process's pid"
+    # kineto's own times, moved by one offset: durations unchanged to the ns
+    assert sorted(round(float(e["dur"]) * 1000) for e in ops) == \
+        sorted(round(float(e["dur"]) * 1000) for e in want_ops)
+    work = [e for e in ops if e["name"] == "spyre workload"]
+    assert len(work) == 1 and work[0]["tid"] == host_tid, work
+
+    # every simulator call inside the op that started the simulator
+    w0, w1 = float(work[0]["ts"]), float(work[0]["ts"]) + float(work[0]["dur"])
+    calls = [e for e in ev if e["ph"] == "X" and e.get("cat") == "cuda_runtime" and e["pid"] == sim["pid"]]
+    assert len(calls) == len(sim["call_log"]), f"{len(calls)} calls merged, the simulator made {len(sim['call_log'])}"
+    outside = [e for e in calls if not (w0 <= float(e["ts"]) and float(e["ts"]) + float(e["dur"]) <= w1)]
+    assert not outside, f"{len(outside)} simulator calls outside 'spyre workload' [{w0}, {w1}]: {outside[:2]}"
+    # ... linked to it: its External id on the first call, and an arrow
+    first = min(calls, key=lambda e: float(e["ts"]))
+    assert first["args"].get("External id") == work[0]["args"]["External id"], first
+    # every arrow resolves: each s has its f, each end inside a slice on its thread
+    slices = {}
+    for e in ev:
+        if e["ph"] == "X":
+            slices.setdefault((e["pid"], e["tid"]), []).append((float(e["ts"]), float(e["ts"]) + float(e["dur"]), e))
+    ends = {}
+    for e in ev:
+        if e["ph"] in ("s", "f"):
+            ends.setdefault((e["cat"], e["id"]), []).append(e)
+            holder = [x for a, b, x in slices.get((e["pid"], e["tid"]), []) if a <= float(e["ts"]) <= b]
+            assert holder, f"flow end binds to no slice: {e}"
+    for key, es in ends.items():
+        assert sorted(x["ph"] for x in es) == ["f", "s"], f"flow {key} does not pair: {es}"
+    spawn = [es for (cat, _), es in ends.items() if cat == "spawn"]
+    assert len(spawn) == 1, f"{len(spawn)} spawn arrows"
+    s = next(x for x in spawn[0] if x["ph"] == "s")
+    f = next(x for x in spawn[0] if x["ph"] == "f")
+    assert (s["pid"], s["tid"], s["ts"]) == (host_pid, host_tid, work[0]["ts"]), s
+    assert (f["pid"], f["ts"]) == (sim["pid"], first["ts"]), f
+    # the runtime in-process (ctypes, as torch-spyre): on the profiled
+    # thread, each call inside the innermost op, with its External id and
+    # an arrow from it
+    inproc = sim_in_host_ids(events, json.load(open(os.path.join(fx, "inproc.json"))))
+    assert inproc["pid"] == host_pid
+    check_capture_matches_sim(events, inproc)
+    upload = next(e for e in ops if e["name"] == "upload and run")
+    u0, u1 = float(upload["ts"]), float(upload["ts"]) + float(upload["dur"])
+    mine = [e for e in ev if e["ph"] == "X" and e.get("cat") == "cuda_runtime" and e["pid"] == host_pid]
+    assert len(mine) == len(inproc["call_log"]), f"{len(mine)} in-process calls merged of {len(inproc['call_log'])}"
+    for c in mine:
+        assert c["tid"] == host_tid and u0 <= float(c["ts"]) and float(c["ts"]) + float(c["dur"]) <= u1, c
+        assert c["args"].get("External id") == upload["args"]["External id"], c
+    op_call = [es for (cat, _), es in ends.items() if cat == "op_call"]
+    assert len(op_call) == len(mine), f"{len(op_call)} op->call arrows for {len(mine)} calls"
+    for es in op_call:
+        s = next(x for x in es if x["ph"] == "s")
+        assert s["ts"] == upload["ts"] and s["tid"] == host_tid, s
+    kept = [k for k in ends if k[0] == "fwdbwd"]
+    want_fwdbwd = {e["id"] for e in torch["traceEvents"] if e.get("cat") == "fwdbwd"}
+    assert len(kept) == len(want_fwdbwd), f"{len(kept)} of {len(want_fwdbwd)} fwdbwd arrows kept"
+
+    # an op that crosses others and calls (none in the real run) goes to a
+    # track of its own under the thread: no nesting broken anywhere
+    up = next(e for e in torch["traceEvents"] if e.get("name") == "upload and run")
+    cross = dict(up, name="crossing", ts=round(float(up["ts"]) + float(up["dur"]) / 2, 3),
+                 args={"External id": 999999})
+    crossed = os.path.join(tmp, "crossed.json")
+    with open(crossed, "w") as f:
+        json.dump(dict(torch, traceEvents=torch["traceEvents"] + [cross]), f)
+    for out in (out_json, out_pf):
+        r = subprocess.run([TOOL, "merge", crossed, cap, "-o", out], capture_output=True, text=True)
+        assert r.returncode == 0 and "overlap tracks: 1" in r.stderr, r.stderr
+    r = subprocess.run([TOOL, "inspect", out_pf], capture_output=True, text=True)
+    assert r.returncode == 0, f"inspect: violations with a crossing op:\n{r.stdout}"
+    m = json.load(open(out_json))
+    check_aiu_rules(m)
+    c = next(e for e in m["traceEvents"] if e.get("name") == "crossing")
+    assert c["pid"] == host_pid and c["tid"] != host_tid, c
+
+
+def arrows(trace):
+    """(cat, pid of s, pid of f) of every arrow, and how many of each."""
+    ends = {}
+    for e in trace["traceEvents"]:
+        if e["ph"] in ("s", "f"):
+            ends.setdefault((e["cat"], e["id"]), {})[e["ph"]] = e["pid"]
+    out = {}
+    for (cat, _), se in ends.items():
+        k = (cat, se.get("s"), se.get("f"))
+        out[k] = out.get(k, 0) + 1
+    return out
+
+
+def run_merge_hosts_and_our_json(tmp):
+    """Our own Chrome JSON merges like its capture (it keeps the clock,
+    process starts and namespace ids); captures of two hosts join as one
+    trace, each host's processes and cards apart, on one clock."""
+    fx = TORCH_FIXTURE
+    ours = os.path.join(tmp, "ours.json")
+    r = subprocess.run([TOOL, "convert", os.path.join(fx, "capture.sbt"), "-o", ours], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    got = []
+    for second in (os.path.join(fx, "capture.sbt"), ours):
+        out = os.path.join(tmp, "m.json")
+        r = subprocess.run([TOOL, "merge", os.path.join(fx, "torch.json"), second, "-o", out],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        got.append(arrows(json.load(open(out))))
+    assert got[0] == got[1], f"merging our JSON differs from merging its capture:\n{got[0]}\n{got[1]}"
+    assert any(k[0] == "op_call" for k in got[0]) and any(k[0] == "spawn" for k in got[0]), got[0]
+
+    # two hosts: the second made under another host name (a UTS namespace)
+    caps = []
+    for host, jobs in (("", 2), ("other-host", 3)):
+        d = os.path.join(tmp, f"h{jobs}")
+        os.makedirs(d)
+        cmd = tracer(d, "-c", " ".join(shlex.quote(a) for a in sim_cmd(d, "--jobs", str(jobs))))
+        if host:
+            cmd = ["unshare", "--uts", "sh", "-c", f"hostname {host} && exec " + " ".join(shlex.quote(a) for a in cmd)]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        caps.append((os.path.join(d, "cap.sbt"), json.load(open(os.path.join(d, "sim.json")))))
+    out_json, out_pf = os.path.join(tmp, "hosts.json"), os.path.join(tmp, "hosts.pftrace")
+    for out in (out_json, out_pf):
+        r = subprocess.run([TOOL, "merge", caps[0][0], caps[1][0], "-o", out], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    r = subprocess.run([TOOL, "inspect", out_pf], capture_output=True, text=True)
+    assert r.returncode == 0, f"inspect:\n{r.stdout}"
+    m = json.load(open(out_json))
+    check_aiu_rules(m)
+    names = {e["pid"]: e["args"]["name"] for e in m["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"}
+    pids = [caps[0][1]["pid"], caps[1][1]["pid"] + (1 << 22)]
+    assert names.get(pids[1], "").endswith("@other-host"), names
+    assert len([n for n in names.values() if "@other-host" in n]) == 2, names  # the process and its card
+    for pid, (_, sim) in zip(pids, caps):
+        calls = [e for e in m["traceEvents"] if e["ph"] == "X" and e.get("cat") == "cuda_runtime" and e["pid"] == pid]
+        assert len(calls) == len(sim["call_log"]), f"pid {pid}: {len(calls)} calls, sim made {len(sim['call_log'])}"
+    # each host's launch -> job arrows stay on that host: the second host's
+    # cards are numbered after the first's (64 each)
+    launches = [(s, f) for (cat, s, f) in arrows(m) if cat == "ac2g"]
+    assert {s for s, _ in launches} == set(pids), launches
+    for s, f in launches:
+        assert (s >= 1 << 22) == (f >= 1000000000 + 64), f"launch in {s} -> job on {f}: crosses hosts"
+
+
+def run_merge_refuses_unalignable(tmp):
+    """A trace whose clock cannot be tied to the capture's is refused, with
+    the reason, and no output is written."""
+    cap = os.path.join(TORCH_FIXTURE, "capture.sbt")
+    old = os.path.join(tmp, "torch113.json")  # Debian 12's torch 1.13, no kineto
+    with open(old, "w") as f:
+        json.dump([{"name": "aten::add", "ph": "X", "ts": 10, "dur": 3, "tid": 1, "pid": "CPU functions",
+                    "args": {}}], f)
+    noclock = os.path.join(tmp, "noclock.json")
+    with open(noclock, "w") as f:
+        json.dump({"traceEvents": [{"name": "aten::add", "ph": "X", "ts": 10, "dur": 3, "tid": 1, "pid": 1}]}, f)
+    bad = os.path.join(tmp, "bad.json")
+    with open(bad, "w") as f:
+        f.write('{"traceEvents": [')
+    for path, want in ((old, "without kineto"), (noclock, "baseTimeNanoseconds"), (bad, "is not JSON")):
+        out = os.path.join(tmp, "m.pftrace")
+        r = subprocess.run([TOOL, "merge", path, cap, "-o", out], capture_output=True, text=True)
+        assert r.returncode == 1, f"{path}: exit {r.returncode}: {r.stderr}"
+        assert want in r.stderr and "hint" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert not os.path.exists(out), "an output was written for a refused merge"
+    r = subprocess.run([TOOL, "merge", cap, "-o", os.path.join(tmp, "m.pftrace")], capture_output=True, text=True)
+    assert r.returncode == 2 and "two traces" in r.stderr, r.stderr
+
+
 TESTS = [
     ("c_multithread_matches_sim", run_c_multithread),
     ("p_attach_matches_sim", run_p_attach),
@@ -1210,6 +1434,9 @@ TESTS = [
     ("signals_hup_usr1_kill", run_signals),
     ("probe_matching_nothing_warns", run_probe_matches_nothing),
     ("damaged_capture_dropped_and_counted", run_damaged_capture),
+    ("merge_pytorch_real_fixture", run_merge_pytorch),
+    ("merge_refuses_unalignable", run_merge_refuses_unalignable),
+    ("merge_hosts_and_our_json", run_merge_hosts_and_our_json),
     ("guest_kernel_6_1", run_guest_kernel),
     ("guest_vfio_one_card", run_guest_vfio_one_card),
     ("guest_vfio_two_cards", run_guest_vfio_two_cards),

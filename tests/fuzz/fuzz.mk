@@ -1,12 +1,14 @@
 # Fuzzing with libFuzzer (clang): the capture reader and all it feeds
 # (correlation, report, Perfetto and Chrome JSON writers), inspect, the
-# command line and probe-spec parsers, and the return-site decoder.
+# command line and probe-spec parsers, the return-site decoder, and the
+# JSON reader `merge` takes PyTorch traces with.
 # `make fuzz FUZZ_SECONDS=N` runs each target N seconds (make test: 10).
-FUZZ_TARGETS := capture inspect cli retsites
+FUZZ_TARGETS := capture inspect cli retsites json
 FUZZ_CFLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
                -std=gnu11 -D_GNU_SOURCE -DSBT_VERSION='"$(VERSION)"' -I$(OUT) -Ibpf -Iuser -Itests/lib
 FUZZ_SECONDS ?= 60
 FUZZ_OBJS   := $(patsubst user/%.c,$(OUT)/obj-fuzz/%.o,$(LIB_SRCS)) $(OUT)/obj-fuzz/lib-json_check.o
+.SECONDARY: $(OUT)/obj-fuzz/lib-json_check.o
 
 # the library, instrumented for coverage once, linked into every target
 $(OUT)/obj-fuzz/%.o: user/%.c | $(OUT)/obj-fuzz $(OUT)/spyre.skel.h
@@ -38,6 +40,9 @@ fuzz-seeds: $(OUT)/fuzz/seeds $(TOOL)
 	$(Q)printf -- '-p\0001234\0-d\0005\0--probe\0libflex.so:flex::*=wait' > $(OUT)/fuzz/corpus-cli/p
 	$(Q)printf -- '-c\000./app --x\0--device\0000:3a:00.0\0--vfio-path\0/tmp/m/*' > $(OUT)/fuzz/corpus-cli/c
 	$(Q)printf '\x06\x55\x48\x89\xe5\x5d\xc3\x90\xe9\x00\x10\x00\x00\xc3' > $(OUT)/fuzz/corpus-retsites/a
+	$(Q)cp tests/torch/fixture/torch.json $(OUT)/fuzz/corpus-json/kineto
+	$(Q)printf '{"traceEvents":[{"ph":"X","ts":1.5e3,"dur":"2","pid":"a","tid":1,"args":{"k":[1,{"x":null}]}}],"baseTimeNanoseconds":7}' > $(OUT)/fuzz/corpus-json/small
+	$(Q)printf '[{"ph":"s","id":"0x10","ts":-0.0001,"pid":1,"tid":"\\u00e9\\ud83d\\ude00","bp":"e"}]' > $(OUT)/fuzz/corpus-json/list
 	$(Q)printf '\x03\x85\xff\x0f\x84\xf8\x0f\x00\x00\xc3\xff\xe0\xff\x24\xc5\x00\x10\x00\x00' > $(OUT)/fuzz/corpus-retsites/b
 
 # make fuzz: each target FUZZ_SECONDS from its corpus; crashes land in build/fuzz/
