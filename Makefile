@@ -102,6 +102,8 @@ test-torch: all
 	@scripts/torch-fixture.sh $(OUT)/torch-fixture
 	@SBT_BUILD=$(abspath $(OUT)) SBT_TORCH_FIXTURE=$(abspath $(OUT))/torch-fixture \
 		python3 tests/e2e/run.py merge_pytorch_real_fixture merge_hosts_and_our_json
+	@if [ -n "$$SBT_AIU_ANALYZER" ]; then scripts/aiu-check.sh $(OUT)/torch-fixture; \
+	else echo "test-torch: SBT_AIU_ANALYZER (an aiu-trace-analyzer checkout) not set: not run"; fi
 
 # every command once under valgrind's memcheck (not part of make test: slow)
 valgrind: all

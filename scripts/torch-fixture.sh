@@ -28,7 +28,7 @@ if [ ! -x "$CHROOT/usr/bin/python3" ]; then
 	echo "torch-fixture: making the trixie chroot in $CHROOT (once; about 1.6 GB)"
 	rm -rf "$CHROOT.tmp"
 	mkdir -p "$(dirname "$CHROOT")"
-	debootstrap --variant=minbase --include=python3-torch,python3-numpy trixie "$CHROOT.tmp" "$MIRROR" \
+	debootstrap --variant=minbase --include=python3-torch,python3-numpy,python3-pandas trixie "$CHROOT.tmp" "$MIRROR" \
 		>"$(dirname "$CHROOT")/debootstrap.log" 2>&1 ||
 		fail "debootstrap failed" "see $(dirname "$CHROOT")/debootstrap.log"
 	mv "$CHROOT.tmp" "$CHROOT"

@@ -242,9 +242,10 @@ static void on_track(void *ctx, const struct model_track *t)
 		*p = (struct placement){ t->pid, t->tid };
 		meta_event(w, "thread_name", t->pid, t->tid, "name", t->name, 0);
 		break;
+	case TRACK_GROUP: /* a pseudo-process like a card's, not one */
 	case TRACK_DEVICE:
 		*p = (struct placement){ DEVICE_PID_BASE + (uint32_t)t->rank, 0 };
-		if (w->ncards < MAX_CARDS) {
+		if (t->kind == TRACK_DEVICE && w->ncards < MAX_CARDS) {
 			w->cards[w->ncards].rank = t->rank;
 			snprintf(w->cards[w->ncards++].name, sizeof(w->cards[0].name), "%s", t->name);
 		}
@@ -492,16 +493,13 @@ static void on_clock(void *ctx, const struct sbt_meta_clock *c)
 	w->clocks[w->nclocks < MAX_CLOCKS ? w->nclocks++ : MAX_CLOCKS - 1] = *c;
 }
 
-/* After the events: the cards (kineto's deviceProperties) and the clock
- * snapshots, so the file alone can be aligned with another trace: ts is
- * CLOCK_BOOTTIME in microseconds. */
-static void trailer(struct json_writer *w)
+/* The cards [first, end), as kineto's deviceProperties entries. */
+static void cards(struct json_writer *w, int first, int end)
 {
-	PUT(w, "\n],\"deviceProperties\":[");
-	for (int i = 0; i < w->ncards; i++) {
+	for (int i = first; i < end; i++) {
 		const char *n = w->cards[i].name;
 
-		if (i)
+		if (i > first)
 			PUT(w, ",");
 		PUT(w, "{\"id\":");
 		put_u64(w, (uint64_t)(w->cards[i].rank - 1));
@@ -513,8 +511,25 @@ static void trailer(struct json_writer *w)
 		str(w, w->cards[i].ids);
 		PUT(w, "}");
 	}
+}
+
+/* After the events: the cards and the clock snapshots, so the file alone
+ * can be aligned with another trace (ts is CLOCK_BOOTTIME in µs).
+ * aiu-trace-analyzer reads a file as PyTorch's only with deviceProperties,
+ * and takes a file per card (rank): it stops on a list of any other length
+ * than one, empty included. So deviceProperties holds the first card (or,
+ * with none seen, an entry with no name), and otherData.devices all. */
+static void trailer(struct json_writer *w)
+{
+	PUT(w, "\n],\"deviceProperties\":[");
+	if (w->ncards)
+		cards(w, 0, 1);
+	else
+		PUT(w, "{\"id\":0,\"name\":\"\",\"pciAddress\":\"\",\"vendorDevice\":\"\"}");
 	PUT(w, "],\"otherData\":{\"producer\":\"spyre-bpftrace\",\"clock\":\"BOOTTIME\","
-	       "\"clock_snapshots\":[");
+	       "\"devices\":[");
+	cards(w, 0, w->ncards);
+	PUT(w, "],\"clock_snapshots\":[");
 	for (int i = 0; i < w->nclocks; i++) {
 		if (i)
 			PUT(w, ",");

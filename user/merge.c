@@ -447,7 +447,7 @@ static uint32_t import_track(struct merger *m, const struct chrome_trace *t, str
 		if (ours && e->pid.is_num && e->pid.num == OURS_TRACER_PID)
 			pidx = make_track(m, TRACK_GLOBAL, 0, 0, 0, pname ? pname : buf, 0) + 1;
 		else /* our cards keep their numbers; others' come after */
-			pidx = make_track(m, TRACK_DEVICE, 0, 0, 0, pname ? pname : buf,
+			pidx = make_track(m, ours ? TRACK_DEVICE : TRACK_GROUP, 0, 0, 0, pname ? pname : buf,
 					  ours && e->pid.is_num && e->pid.num > OURS_DEVICE_PID
 						  ? (int)(e->pid.num - OURS_DEVICE_PID) + m->hosts[m->cur].rank_add
 						  : 1000 + (int)(m->st.ntracks % 1000)) + 1;

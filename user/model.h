@@ -25,6 +25,7 @@ enum model_track_kind {
 	TRACK_LANE, /* one lane of one engine of a device */
 	TRACK_COUNTER, /* a counter; parent is a device or a process track */
 	TRACK_GLOBAL, /* the tracer's own marks (lost records) */
+	TRACK_GROUP, /* lanes of something not a card: an imported trace's pseudo-process */
 };
 
 enum model_unit { UNIT_NONE = 0, UNIT_TIME_NS = 1, UNIT_COUNT = 2, UNIT_BYTES = 3 };

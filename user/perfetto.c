@@ -210,6 +210,7 @@ static void on_track(void *ctx, const struct model_track *t)
 		pb_uint(&w->out, TD_SIBLING_RANK, (uint64_t)t->rank);
 		break;
 	case TRACK_DEVICE:
+	case TRACK_GROUP:
 		pb_str(&w->out, TD_NAME, t->name);
 		pb_uint(&w->out, TD_CHILD_ORDERING, 3); /* explicit, by rank */
 		pb_uint(&w->out, TD_SIBLING_RANK, (uint64_t)t->rank);

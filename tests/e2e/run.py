@@ -100,7 +100,12 @@ def check_aiu_rules(trace):
     """What IBM's aiu-trace-analyzer needs to read a Chrome JSON trace in its
     TORCH dialect (../shared/reference/aiu-trace-analyzer.md), held against
     every JSON the e2e tests write."""
-    assert isinstance(trace.get("deviceProperties"), list), "no deviceProperties: not the TORCH dialect"
+    # read as PyTorch's only with deviceProperties, and it stops on a list
+    # of any length but one (a file per card): the first card, all in devices
+    devices = trace["otherData"]["devices"]
+    props = trace.get("deviceProperties")
+    assert isinstance(props, list) and len(props) == 1, f"deviceProperties {props} stops aiu-trace-analyzer"
+    assert props[0] == (devices[0] if devices else {"id": 0, "name": "", "pciAddress": "", "vendorDevice": ""})
     assert trace.get("schemaVersion") == 1
     assert trace["otherData"]["clock_snapshots"], "no clock snapshot to align the file with"
     streams = {}

@@ -3,7 +3,7 @@
 
 #include "model_text.h"
 
-static const char *const kinds[] = { "process", "thread", "device", "lane", "counter", "global" };
+static const char *const kinds[] = { "process", "thread", "device", "lane", "counter", "global", "group" };
 
 static void on_track(void *ctx, const struct model_track *t)
 {
