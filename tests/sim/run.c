@@ -122,6 +122,7 @@ int main(int argc, char **argv)
 	pthread_t th[256];
 	struct timespec t0, t1;
 	char mock_dir[256], extra[512];
+	unsigned int before_ready = 0; /* --wait-ready: ioctls made while setting up */
 	int failed = 0;
 	FILE *out = stdout;
 
@@ -151,6 +152,7 @@ int main(int argc, char **argv)
 
 		if (read(0, &c, 1) < 0)
 			return 2;
+		before_ready = sim_ioctl_count();
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0); /* the jobs alone, for the benchmark */
 	for (unsigned int t = 1; t < opt.threads; t++)
@@ -167,9 +169,10 @@ int main(int argc, char **argv)
 	failed |= sim_job_failures() != 0; /* a wrong byte is a failure */
 	snprintf(extra, sizeof(extra),
 		 "  \"threads\": %u,\n  \"jobs_per_thread\": %lu,\n  \"failed\": %s,\n"
-		 "  \"elapsed_ns\": %lld,\n",
+		 "  \"elapsed_ns\": %lld,\n  \"ioctls_before_ready\": %u,\n",
 		 opt.threads, opt.jobs, failed ? "true" : "false",
-		 (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
+		 (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec),
+		 before_ready);
 	if (opt.json && !(out = fopen(opt.json, "w"))) {
 		fprintf(stderr, "spyre-sim-run: cannot write %s: %s\n", opt.json, strerror(errno));
 		return 1;

@@ -492,6 +492,11 @@ __attribute__((noinline)) int senlib_unmap(struct senlib_mapper *self,
 			  &a);
 }
 
+unsigned int sim_ioctl_count(void)
+{
+	return S.n_ioctls;
+}
+
 void sim_write_json(FILE *out, const char *extra)
 {
 	pthread_mutex_lock(&S.lock);

@@ -86,6 +86,8 @@ int sim_stream_open(unsigned int stream);
 void sim_count_call(const char *name, unsigned long bytes);
 /* JSON summary of everything done: calls, bytes, every ioctl. */
 void sim_write_json(FILE *out, const char *extra);
+/* ioctls made so far (the log's length) */
+unsigned int sim_ioctl_count(void);
 /* Jobs whose result was wrong (vfio: data that did not come back). */
 unsigned long sim_job_failures(void);
 
