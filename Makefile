@@ -12,7 +12,7 @@ CFLAGS     ?= -O2 -g
 # what the build needs, whatever CFLAGS the user gives
 ALL_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DSBT_VERSION='"$(VERSION)"' \
               -I$(OUT) -Ibpf -Iuser
-LDLIBS     := -lbpf -lelf -lz -liberty -lcapstone -lm -lpthread
+LDLIBS     := -lbpf -lelf -lz -liberty -lcapstone -lmicrohttpd -lsystemd -lm -lpthread
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
@@ -125,7 +125,7 @@ $(OUT)/bench/bench-floor: bench/floor.c | $(OUT)/bench
 $(OUT)/bench:
 	$(Q)mkdir -p $@
 
-# make bench: the cost to a traced process (vs bpftrace), then the converter
+# make bench: the cost to a traced process (vs bpftrace), the converter, the daemon
 bench:
 	@scripts/deps.sh
 	@$(MAKE) --no-print-directory all $(OUT)/bench/gen-capture $(OUT)/bench/bench-floor \
@@ -133,6 +133,7 @@ bench:
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/overhead.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/runtime_probes.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/convert.py
+	@SBT_BUILD=$(abspath $(OUT)) python3 bench/daemon.py
 
 demo:
 	@scripts/deps.sh

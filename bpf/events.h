@@ -93,6 +93,45 @@ struct sbt_fd_pattern {
 	char suffix[SBT_FD_PATTERN_LEN];
 };
 
+/* ---- the daemon's always-on tier (bpf/fleet.bpf.h) ------------------- */
+
+/* VFIO ioctls by their number (VFIO_BASE + n): n 0..30 each, the rest in
+ * the last slot. Latency in log2 buckets of 4 linear steps each: bucket
+ * 4(k-1)+j holds [2^k (1 + j/4), 2^k (1 + (j+1)/4)) ns, buckets 0..3 the
+ * values 0..3; the last bucket everything from 2^40 ns (18 min) up. */
+#define SBT_FLEET_OPS 32
+
+/* The slot of a VFIO command: VFIO_BASE + n, n < 12 as is; from 12 on a
+ * device fd's command means something else than a container's (the same
+ * number): a container's n, a device's n + 6; the last slot the rest. */
+static inline __u32 sbt_fleet_op(__u32 cmd, __u32 fd_kind)
+{
+	__u32 n;
+
+	if ((cmd >> 8) != 0x3b || (cmd & 0xff) < 100)
+		return SBT_FLEET_OPS - 1;
+	n = (cmd & 0xff) - 100;
+	if (n < 12)
+		return n;
+	if (n < 18)
+		return fd_kind == SBT_FD_DEVICE ? n + 6 : n;
+	return SBT_FLEET_OPS - 1;
+}
+#define SBT_FLEET_BUCKETS 160
+/* cards by a small index the daemon gives them; 0: not known */
+#define SBT_FLEET_CARDS 64
+
+struct sbt_fleet_hist {
+	__u64 count, errors, sum_ns;
+	__u64 bucket[SBT_FLEET_BUCKETS];
+};
+
+struct sbt_fleet_card {
+	__u64 maps, map_bytes, map_errors;
+	__u64 unmaps, unmap_bytes;
+	__u64 irqs, irq_ns;
+};
+
 /* An open file of a traced process. */
 struct sbt_fd_key {
 	__u32 tgid;

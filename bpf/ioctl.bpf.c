@@ -9,6 +9,7 @@
  * here, at entry, from user memory.
  */
 #include "common.bpf.h"
+#include "fleet.bpf.h"
 #include "libopen.bpf.h"
 
 #define PATH_MAX_BPF SBT_LIB_PATH_LEN
@@ -213,9 +214,19 @@ int ioctl_enter(struct trace_event_raw_sys_enter *ctx)
 	__u32 tid = (__u32)id, *kind;
 	struct sbt_ioctl r = {};
 
-	if (!sbt_is_traced(key.tgid))
+	__u32 fleet_kind, group;
+
+	if (sbt_is_traced(key.tgid)) {
+		kind = bpf_map_lookup_elem(&accel_fds, &key);
+	} else if (fleet_mode && fleet_vfio_cmd((__u32)ctx->args[1])) {
+		/* the always-on tier: any VFIO ioctl, its file looked at now */
+		fleet_kind = fleet_fd_kind(key.fd, &group);
+		if (fleet_kind == SBT_FD_GROUP)
+			fleet_group_opened(key.tgid, group);
+		kind = &fleet_kind;
+	} else {
 		return 0;
-	kind = bpf_map_lookup_elem(&accel_fds, &key);
+	}
 	if (!kind)
 		return 0;
 	r.start_ts = bpf_ktime_get_boot_ns();
@@ -244,7 +255,10 @@ int ioctl_exit(struct trace_event_raw_sys_exit *ctx)
 
 		bpf_map_update_elem(&accel_fds, &key, &kind, BPF_ANY);
 	}
-	r = sbt_reserve(sizeof(*r), SBT_IOCTL);
+	if (fleet_mode)
+		fleet_ioctl(id >> 32, p, ctx->ret, bpf_ktime_get_boot_ns());
+	/* records for traced processes only (in fleet mode: a detail window) */
+	r = fleet_mode && !sbt_is_traced(id >> 32) ? NULL : sbt_reserve(sizeof(*r), SBT_IOCTL);
 	if (r) {
 		__builtin_memcpy((char *)r + sizeof(r->h),
 				 (char *)p + sizeof(p->h),

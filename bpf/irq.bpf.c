@@ -9,6 +9,7 @@
  */
 #include "common.bpf.h"
 #include "device.bpf.h"
+#include "fleet.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -78,6 +79,10 @@ int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 	if (!s || !s->active || s->irq != irq)
 		return 0;
 	s->active = 0;
+	if (fleet_mode) { /* counted in the kernel, no record */
+		fleet_irq(s->bdf, bpf_ktime_get_boot_ns() - s->ts);
+		return 0;
+	}
 	r = sbt_reserve(sizeof(*r), SBT_IRQ);
 	if (!r)
 		return 0;

@@ -9,6 +9,7 @@
  * task_struct, which the plain tracepoint's fields do not give.
  */
 #include "common.bpf.h"
+#include "fleet.bpf.h"
 
 static __always_inline void emit_task(__u16 type, __u32 tgid, __u32 tid,
 				      __u32 ppid, __u32 flags,
@@ -93,11 +94,16 @@ int task_exit(void *ctx)
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id, last;
+	bool watched = sbt_is_traced(tgid); /* not `traced`: that is the map */
 
-	if (!sbt_is_traced(tgid))
+	if (!watched && !fleet_mode)
 		return 0;
 	/* signal->live drops to 0 before this tracepoint for the last thread */
 	last = BPF_CORE_READ(task, signal, live.counter) == 0;
+	if (fleet_mode && last) /* its card slot, for the next process with its pid */
+		fleet_forget(tgid);
+	if (!watched)
+		return 0;
 	bpf_map_delete_elem(&call_stacks, &tid);
 	emit_task(SBT_TASK_EXIT, tgid, tid, 0, last, NULL);
 	if (last)

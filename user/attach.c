@@ -72,6 +72,30 @@ static void configure_devices(struct attacher *a)
 	plan_add(&a->plan, "device", "-", "keeping %s (%d present by ids)", desc, added);
 }
 
+static bool is_runtime_prog(const struct attacher *a, const struct bpf_program *p);
+
+/* The always-on tier: the ioctl, interrupt and exit hooks only. The others
+ * serve traced processes, of which it has none; each would run on every
+ * fork, rename or DMA mapping of the host for nothing. */
+static void fleet_trim(struct attacher *a)
+{
+	struct spyre_bpf *s = a->skel;
+	struct bpf_program *keep[] = { s->progs.ioctl_enter, s->progs.ioctl_exit, s->progs.irq_entry,
+				       s->progs.irq_exit, s->progs.task_exit };
+	struct bpf_program *p;
+
+	bpf_object__for_each_program(p, s->obj) {
+		bool kept = false;
+
+		for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+			kept |= p == keep[i];
+		if (!kept && !is_runtime_prog(a, p))
+			bpf_program__set_autoload(p, false);
+	}
+	plan_add(&a->plan, "irq", "raw_tp irq_handler_entry,exit", "vfio-pci's, of --device cards, counted per card");
+	plan_add(&a->plan, "exit", "tracepoint sched_process_exit", "forgets a process's card");
+}
+
 static int configure(struct attacher *a)
 {
 	struct spyre_bpf *s = a->skel;
@@ -89,17 +113,31 @@ static int configure(struct attacher *a)
 		add_pattern(a, a->o->vfio_paths[i], SBT_FD_PATH);
 	s->rodata->n_patterns = (uint32_t)a->npatterns;
 
-	if (!sbt_have_uprobes()) {
+	s->rodata->fleet_mode = a->o->fleet;
+	if (a->o->fleet) {
+		plan_add(&a->plan, "fleet", "per-CPU maps",
+			 "every process's VFIO ioctls; counts and histograms summed in the kernel, no records");
+		plan_add(&a->plan, "runtime", "-", "no uprobe in the always-on tier");
+		/* files are told by the ioctl itself: no hook on every open of the host */
+		plan_add(&a->plan, "fd-track", "-", "not needed: an ioctl's file is looked at when VFIO's");
+	} else if (!sbt_have_uprobes()) {
 		sbt_err("uprobes not available on this kernel; hint: needs CONFIG_UPROBE_EVENTS=y");
 		return -EOPNOTSUPP;
+	} else {
+		plan_add(&a->plan, "runtime", "uprobe per process",
+			 "entry and return sites (no uretprobe), traced processes only");
+		plan_add(&a->plan, "late-libs", "tracepoint syscalls:sys_*_openat",
+			 "shared objects opened by traced processes, probed at once if runtime libraries");
 	}
-	plan_add(&a->plan, "runtime", "uprobe per process",
-		 "entry and return sites (no uretprobe), traced processes only");
-	plan_add(&a->plan, "late-libs", "tracepoint syscalls:sys_*_openat",
-		 "shared objects opened by traced processes, probed at once if runtime libraries");
 
 	configure_devices(a);
 	driver_plan(s, (enum driver_mode)a->o->driver_mode, &a->drv, &a->plan);
+	if (a->o->fleet) {
+		plan_add(&a->plan, "ioctl", "tracepoint syscalls:sys_*_ioctl",
+			 "VFIO's commands of every process, args decoded in BPF");
+		fleet_trim(a);
+		return 0;
+	}
 	plan_add(&a->plan, "ioctl", "tracepoint syscalls:sys_*_ioctl", "VFIO fds only, args decoded in BPF");
 	plan_add(&a->plan, "fd-track", "tracepoint syscalls:sys_*_openat,close", "learns accelerator fds");
 

@@ -24,6 +24,7 @@ static const char doc[] =
 	"       spyre-bpftrace dump IN.sbt\n"
 	"       spyre-bpftrace list LIB...\n"
 	"       spyre-bpftrace merge TORCH.json CAPTURE.sbt [MORE...] -o OUT.pftrace|OUT.json\n"
+	"       spyre-bpftrace daemon [--listen ADDR:PORT]\n"
 	"\n"
 	"EXAMPLES:\n"
 	"  spyre-bpftrace -p 1234              # trace PID 1234 until Ctrl-C, into\n"
@@ -44,6 +45,8 @@ static const char doc[] =
 	"  spyre-bpftrace list ./libflex.so    # what a library's probes would be\n"
 	"  spyre-bpftrace merge torch.json run.sbt -o run.pftrace  # with a PyTorch\n"
 	"                                      # profiler trace, one timeline\n"
+	"  spyre-bpftrace daemon               # always on: Prometheus metrics on\n"
+	"                                      # 127.0.0.1:9464/metrics\n"
 	"\v"
 	"Needs root (or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN) and a kernel with BTF. "
 	"See spyre-bpftrace(1) and docs/usage.md.";

@@ -39,6 +39,7 @@ struct record_opts {
 	int driver_mode; /* enum driver_mode (driver.h) */
 	int verbose;
 	bool quiet; /* no live status, no summary */
+	bool fleet; /* the daemon: every process's VFIO files, counted in the kernel */
 };
 
 /* Parse the record arguments (argv[0] is the program or subcommand name).

@@ -1415,6 +1415,222 @@ def run_merge_refuses_unalignable(tmp):
     assert r.returncode == 2 and "two traces" in r.stderr, r.stderr
 
 
+def free_port():
+    import socket
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
+
+
+def http_get(url, timeout=5):
+    import urllib.request
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.status, r.read().decode()
+
+
+def prom_query(port, q):
+    import urllib.parse
+    _, body = http_get(f"http://127.0.0.1:{port}/api/v1/query?query=" + urllib.parse.quote(q))
+    data = json.loads(body)
+    assert data["status"] == "success", data
+    return data["data"]["result"]
+
+
+def start_prometheus(tmp, target_port):
+    """Debian's Prometheus on loopback, scraping the daemon every second."""
+    if not shutil.which("prometheus"):
+        raise AssertionError("prometheus not installed; hint: make deps (Debian's prometheus)")
+    port = free_port()
+    cfg = os.path.join(tmp, "prometheus.yml")
+    with open(cfg, "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                "scrape_configs:\n  - job_name: spyre\n    static_configs:\n"
+                f"      - targets: ['127.0.0.1:{target_port}']\n")
+    prom = subprocess.Popen(["prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={tmp}/tsdb",
+                             f"--web.listen-address=127.0.0.1:{port}"],
+                            stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "prometheus.log"), "w"))
+
+    def ready():
+        try:
+            return http_get(f"http://127.0.0.1:{port}/-/ready", 1)[0] == 200
+        except Exception:  # noqa: BLE001 - not up yet
+            return False
+    wait_for(ready, 30, "Prometheus to start")
+    return prom, port
+
+
+def check_deploy_files(metrics_text, tmp):
+    """deploy/: Prometheus accepts the scrape config and the alert rules,
+    systemd the unit; every spyre_ metric the rules and the Grafana
+    dashboard use is one the daemon serves."""
+    dep = os.path.join(ROOT, "deploy")
+    for args in (["check", "config", os.path.join(dep, "prometheus", "scrape.yml")],
+                 ["check", "rules", os.path.join(dep, "prometheus", "spyre-alerts.yml")]):
+        r = subprocess.run(["promtool", *args], capture_output=True, text=True)
+        assert r.returncode == 0, f"promtool {' '.join(args)}: {r.stdout}{r.stderr}"
+    if shutil.which("systemd-analyze"):
+        unit = open(os.path.join(dep, "systemd", "spyre-bpftrace.service")).read()
+        local = os.path.join(tmp, "spyre-bpftrace.service")
+        with open(local, "w") as f:
+            f.write(unit.replace("/usr/local/bin/spyre-bpftrace", TOOL))
+        r = subprocess.run(["systemd-analyze", "verify", "--man=no", local], capture_output=True, text=True)
+        bad = [l for l in (r.stdout + r.stderr).splitlines() if "spyre-bpftrace.service" in l]
+        assert not bad, f"systemd-analyze verify: {bad}"
+    served = {re.sub(r"_(bucket|sum|count)$", "", l.split("{")[0].split()[0])
+              for l in metrics_text.splitlines() if l.startswith("spyre_")}
+    used = set(re.findall(r"spyre_[a-z_]+", open(os.path.join(dep, "prometheus", "spyre-alerts.yml")).read()))
+    dash = json.load(open(os.path.join(dep, "grafana", "spyre-bpftrace.json")))
+    for panel in dash["panels"]:
+        for t in panel["targets"]:
+            used |= set(re.findall(r"spyre_[a-z_]+", t["expr"]))
+    used = {re.sub(r"_(bucket|sum|count)$", "", u) for u in used}
+    assert used and used <= served, f"deploy/ uses metrics the daemon does not serve: {sorted(used - served)}"
+
+
+def run_daemon_prometheus(tmp):
+    """The always-on daemon, scraped by a real Prometheus: its ioctl counts by
+    command (and failures, and mapped bytes) equal what the simulator's runs
+    did, for runs that started after the daemon and one whose files were
+    already open when it started; no uprobe is attached; no label names a
+    process; SIGHUP looks again, SIGTERM ends it cleanly."""
+    os.makedirs(os.path.join(tmp, "mock"))
+    port = free_port()
+    # a job that opened its card before the daemon started
+    early = subprocess.Popen([SIM, "--mock-dir", os.path.join(tmp, "mock"), "--jobs", "3", "--wait-ready",
+                              "--json", os.path.join(tmp, "early.json")],
+                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+
+    def blocked_on_stdin():  # its card set up: waiting in read(0, ...)
+        try:
+            return open(f"/proc/{early.pid}/syscall").read().startswith("0 0x0 ")
+        except OSError:
+            return False
+    wait_for(blocked_on_stdin, 20, "the early job to set up its card")
+    daemon = subprocess.Popen([TOOL, "daemon", "--listen", f"127.0.0.1:{port}"],
+                              stderr=subprocess.PIPE, text=True)
+    prom = None
+    try:
+        def up():
+            try:
+                return http_get(f"http://127.0.0.1:{port}/healthz", 1) == (200, "ok\n")
+            except Exception:  # noqa: BLE001 - not up yet
+                return False
+        wait_for(up, 20, "the daemon to serve /healthz")
+        prom, pport = start_prometheus(tmp, port)
+        links = json.loads(subprocess.run(["bpftool", "link", "list", "-j"], capture_output=True,
+                                          text=True).stdout or "[]")
+        assert not [l for l in links if l.get("type") in ("uprobe_multi",) or
+                    "uprobe" in json.dumps(l)], "the always-on tier attached a uprobe"
+        early.stdin.write(b"g")
+        early.stdin.close()
+        assert early.wait(timeout=60) == 0
+        sims = []
+        for i, args in enumerate((["--threads", "2", "--jobs", "4"], ["--jobs", "5", "--bytes", "8192"])):
+            out = os.path.join(tmp, f"sim{i}.json")
+            r = subprocess.run([SIM, "--mock-dir", os.path.join(tmp, "mock"), "--json", out, *args],
+                               capture_output=True, timeout=60)
+            assert r.returncode == 0, r.stderr
+            sims.append(json.load(open(out)))
+        # what the daemon must have counted: all of the later runs, and the
+        # early one's ioctls after it was let go
+        want, want_err, want_mapped = {}, {}, 0
+        e = json.load(open(os.path.join(tmp, "early.json")))
+        assert e["ioctls_before_ready"] >= 2, e["ioctls_before_ready"]  # its setup, before the daemon
+        for io in [i for s in sims for i in s["ioctls"]] + e["ioctls"][e["ioctls_before_ready"]:]:
+            want[io["cmd"]] = want.get(io["cmd"], 0) + 1
+            want_err[io["cmd"]] = want_err.get(io["cmd"], 0) + (io["ret"] < 0)
+            if io["cmd"] == "VFIO_IOMMU_MAP_DMA" and io["ret"] >= 0:
+                want_mapped += io["size"]
+        assert want.get("VFIO_IOMMU_MAP_DMA", 0) >= 12, want
+
+        def got():
+            return {r["metric"]["cmd"]: int(float(r["value"][1]))
+                    for r in prom_query(pport, "spyre_vfio_ioctls_total")}
+        try:
+            wait_for(lambda: got() == want, 30, "Prometheus to hold the simulator's counts")
+        except Exception:  # noqa: BLE001 - say what differs
+            raise AssertionError(f"Prometheus has {got()}, the simulator did {want}")
+        errs = {r["metric"]["cmd"]: int(float(r["value"][1]))
+                for r in prom_query(pport, "spyre_vfio_ioctl_errors_total")}
+        assert errs == want_err, f"errors: Prometheus {errs}, simulator {want_err}"
+        mapped = sum(float(r["value"][1]) for r in prom_query(pport, "spyre_iommu_mapped_bytes_total"))
+        assert mapped == want_mapped, f"mapped bytes: {mapped} vs {want_mapped}"
+        hist = prom_query(pport, 'spyre_vfio_ioctl_duration_seconds_count{cmd="VFIO_IOMMU_MAP_DMA"}')
+        assert int(float(hist[0]["value"][1])) == want["VFIO_IOMMU_MAP_DMA"], hist
+        le = prom_query(pport, 'spyre_vfio_ioctl_duration_seconds_bucket{cmd="VFIO_IOMMU_MAP_DMA",le="+Inf"}')
+        assert int(float(le[0]["value"][1])) == want["VFIO_IOMMU_MAP_DMA"], le
+        allowed = {"__name__", "job", "instance", "cmd", "device", "vendor_device", "numa", "le", "version"}
+        for r in prom_query(pport, '{__name__=~"spyre_.*"}'):
+            assert set(r["metric"]) <= allowed, f"unbounded label in {r['metric']}"
+        check_deploy_files(http_get(f"http://127.0.0.1:{port}/metrics")[1], tmp)
+        # a second daemon on the same port, a bad address: one line, a hint
+        r = subprocess.run([TOOL, "daemon", "--listen", f"127.0.0.1:{port}"], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 1 and "Address already in use; hint:" in r.stderr, r.stderr
+        r = subprocess.run([TOOL, "daemon", "--listen", "localhost"], capture_output=True, text=True)
+        assert r.returncode == 2 and "not ADDR:PORT; hint: 127.0.0.1:9464" in r.stderr, r.stderr
+        daemon.send_signal(signal.SIGHUP)
+        time.sleep(1)
+        assert http_get(f"http://127.0.0.1:{port}/healthz")[1] == "ok\n"
+        daemon.send_signal(signal.SIGTERM)
+        _, err = daemon.communicate(timeout=20)
+        assert daemon.returncode == 0, f"daemon exit {daemon.returncode}: {err}"
+        assert "SIGHUP:" in err and "stopping on Terminated" in err, err
+    finally:
+        for p in (early, daemon, prom):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def parse_metrics(text):
+    """Prometheus text exposition to {(name, frozenset(labels)): value}."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$', line)
+        assert m, f"not exposition format: {line!r}"
+        labels = frozenset(re.findall(r'(\w+)="([^"]*)"', m.group(3) or ""))
+        out[(m.group(1), labels)] = float(m.group(4))
+    return out
+
+
+def run_guest_daemon(tmp):
+    """The daemon in the guest, where the simulator drives an edu card
+    through real VFIO: its metrics hold each ioctl, the bytes mapped for the
+    card and the card's interrupts, as the simulator counted them."""
+    cmd = ("ip link set lo up; "
+           "build/spyre-bpftrace daemon --device 1234:11e8 --listen 127.0.0.1:9464 2> /out/daemon.log & "
+           "for i in $(seq 120); do wget -q -O /dev/null http://127.0.0.1:9464/healthz && break; sleep 1; done; "
+           "build/spyre-sim-run --backend vfio --jobs 4 --bytes 16384 --json /out/sim.json; "
+           "wget -q -O /out/metrics.txt http://127.0.0.1:9464/metrics; kill %1; wait")
+    out, _ = run_in_guest(tmp, 1, cmd, 240)
+    sim = json.load(open(os.path.join(out, "sim.json")))
+    assert sim["job_failures"] == 0 and len(sim["devices"]) == 1, sim
+    log = open(os.path.join(out, "daemon.log")).read()
+    assert "1 card on vfio-pci watched" in log and "stopping on Terminated" in log, log
+    m = parse_metrics(open(os.path.join(out, "metrics.txt")).read())
+    card = sim["devices"][0]["bdf"]
+    dev = frozenset({("device", card)})
+    want = {}
+    for io in sim["ioctls"]:
+        want[io["cmd"]] = want.get(io["cmd"], 0) + 1
+    got = {dict(k[1])["cmd"]: int(v) for k, v in m.items() if k[0] == "spyre_vfio_ioctls_total"}
+    assert got == want, f"ioctls: daemon {got}, simulator {want}"
+    assert all(v == 0 for k, v in m.items() if k[0] == "spyre_vfio_ioctl_errors_total")
+    mapped = sum(io["size"] for io in sim["ioctls"] if io["cmd"] == "VFIO_IOMMU_MAP_DMA")
+    unmapped = sum(io["size"] for io in sim["ioctls"] if io["cmd"] == "VFIO_IOMMU_UNMAP_DMA")
+    assert mapped > 0 and m[("spyre_iommu_mapped_bytes_total", dev)] == mapped, (m.get(("spyre_iommu_mapped_bytes_total", dev)), mapped)
+    assert m[("spyre_iommu_unmapped_bytes_total", dev)] == unmapped
+    assert m[("spyre_device_pinned_bytes", dev)] == mapped - unmapped
+    irqs = sim["devices"][0]["irqs"]
+    assert irqs > 0 and m[("spyre_device_interrupts_total", dev)] == irqs, \
+        (m.get(("spyre_device_interrupts_total", dev)), irqs)
+    info = [k for k in m if k[0] == "spyre_device_info" and ("device", card) in k[1]]
+    assert info and ("vendor_device", "1234:11e8") in info[0][1], info
+
+
 TESTS = [
     ("c_multithread_matches_sim", run_c_multithread),
     ("p_attach_matches_sim", run_p_attach),
@@ -1442,11 +1658,13 @@ TESTS = [
     ("merge_pytorch_real_fixture", run_merge_pytorch),
     ("merge_refuses_unalignable", run_merge_refuses_unalignable),
     ("merge_hosts_and_our_json", run_merge_hosts_and_our_json),
+    ("daemon_prometheus_matches_sim", run_daemon_prometheus),
     ("guest_kernel_6_1", run_guest_kernel),
     ("guest_vfio_one_card", run_guest_vfio_one_card),
     ("guest_vfio_two_cards", run_guest_vfio_two_cards),
     ("guest_vfio_shared_container", run_guest_vfio_shared_container),
     ("guest_two_processes_two_cards", run_guest_two_processes),
+    ("guest_daemon_metrics_match_sim", run_guest_daemon),
 ]
 
 

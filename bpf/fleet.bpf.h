@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The daemon's always-on tier: counters and latency histograms summed in
+ * the kernel, per CPU, which the daemon reads and adds up on each scrape.
+ * Nothing per event crosses to user space. In fleet mode every process's
+ * VFIO ioctls are counted (told by their number, the file looked at then),
+ * with no hook on opens; records are written for traced processes only
+ * (none, in this tier).
+ *
+ * A process's card: the daemon lists which VFIO group holds which card
+ * (fleet_group_card, from sysfs); an ioctl on /dev/vfio/N gives the process
+ * the card of group N (fleet_proc_card). Interrupts find their card by the
+ * PCI address vfio-pci puts in the handler's name (fleet_bdf_card).
+ */
+#ifndef SBT_FLEET_BPF_H
+#define SBT_FLEET_BPF_H
+
+#include "common.bpf.h"
+
+const volatile bool fleet_mode __weak = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SBT_FLEET_OPS);
+	__type(key, __u32);
+	__type(value, struct sbt_fleet_hist);
+} fleet_ioctls SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SBT_FLEET_CARDS);
+	__type(key, __u32);
+	__type(value, struct sbt_fleet_card);
+} fleet_cards SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* VFIO group number */
+	__type(value, __u32); /* card index */
+} fleet_group_card SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32); /* tgid */
+	__type(value, __u32); /* card index */
+} fleet_proc_card SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SBT_FLEET_CARDS);
+	__type(key, __u32); /* PCI address, as sbt_parse_bdf gives it */
+	__type(value, __u32); /* card index */
+} fleet_bdf_card SEC(".maps") __weak;
+
+/* VFIO's ioctl numbers: _IO(';', 100 + n) (linux/vfio.h; iommufd's start at 0x80) */
+static __always_inline bool fleet_vfio_cmd(__u32 cmd)
+{
+	return (cmd >> 8) == 0x3b && (cmd & 0xff) >= 100 && (cmd & 0xff) < 0x80;
+}
+
+/*
+ * Which VFIO file an fd is, from its name in the kernel: "vfio" is the
+ * container (/dev/vfio/vfio), digits a group (/dev/vfio/N: N in *group),
+ * "[vfio-device]" or "vfioN" a device; anything else that takes VFIO's
+ * ioctls counts as a file --vfio-path would name. Read at each ioctl, not
+ * remembered: an fd number is reused, and the daemon does not watch close.
+ */
+static __always_inline __u32 fleet_fd_kind(int fd, __u32 *group)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file **fds = BPF_CORE_READ(fdt, fd), *file = NULL;
+	unsigned int max = BPF_CORE_READ(fdt, max_fds);
+	const unsigned char *name;
+	char n[16] = {};
+	__u32 g = 0;
+
+	*group = 0;
+	if (fd < 0 || (unsigned int)fd >= max ||
+	    bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
+		return SBT_FD_NONE;
+	name = BPF_CORE_READ(file, f_path.dentry, d_name.name);
+	if (!name || bpf_probe_read_kernel_str(n, sizeof(n), name) < 2)
+		return SBT_FD_PATH;
+	if (n[0] == 'v' && n[1] == 'f' && n[2] == 'i' && n[3] == 'o')
+		return n[4] == 0 ? SBT_FD_CONTAINER : SBT_FD_DEVICE;
+	if (n[0] == '[')
+		return SBT_FD_DEVICE; /* [vfio-device] */
+	for (int i = 0; i < 8; i++) {
+		if (n[i] == 0)
+			break;
+		if (n[i] < '0' || n[i] > '9')
+			return SBT_FD_PATH;
+		g = g * 10 + (__u32)(n[i] - '0');
+	}
+	*group = g;
+	return SBT_FD_GROUP;
+}
+
+/* floor(log2(v)) for v > 0, without loops */
+static __always_inline __u32 fleet_log2(__u64 v)
+{
+	__u32 r = 0;
+
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) r += 1;
+	return r;
+}
+
+static __always_inline __u32 fleet_bucket(__u64 ns)
+{
+	__u32 k, b;
+
+	if (ns < 4)
+		return (__u32)ns;
+	k = fleet_log2(ns);
+	b = 4 * (k - 1) + (__u32)((ns >> (k - 2)) & 3);
+	return b < SBT_FLEET_BUCKETS ? b : SBT_FLEET_BUCKETS - 1;
+}
+
+static __always_inline __u32 fleet_card_of(__u32 tgid)
+{
+	__u32 *c = bpf_map_lookup_elem(&fleet_proc_card, &tgid);
+
+	return c && *c < SBT_FLEET_CARDS ? *c : 0;
+}
+
+/* A process is gone: its card slot is free for the next with its pid. */
+static __always_inline void fleet_forget(__u32 tgid)
+{
+	bpf_map_delete_elem(&fleet_proc_card, &tgid);
+}
+
+/* An ioctl on a VFIO file returned. */
+static __always_inline void fleet_ioctl(__u32 tgid, const struct sbt_ioctl *p, long ret, __u64 now)
+{
+	__u32 op = sbt_fleet_op(p->cmd, p->fd_kind);
+	__u64 dur = now > p->start_ts ? now - p->start_ts : 0;
+	struct sbt_fleet_hist *h;
+	struct sbt_fleet_card *c;
+	__u32 card, b;
+
+	h = bpf_map_lookup_elem(&fleet_ioctls, &op);
+	if (h) {
+		b = fleet_bucket(dur);
+		/* checked again here, on the register used: the compiler drops
+		 * the repeated check, and older verifiers then refuse the access */
+		asm volatile("" : "+r"(b));
+		h->count++;
+		h->sum_ns += dur;
+		if (ret < 0)
+			h->errors++;
+		if (b < SBT_FLEET_BUCKETS)
+			h->bucket[b]++;
+	}
+	if (p->decoded != SBT_DEC_DMA_MAP && p->decoded != SBT_DEC_DMA_UNMAP)
+		return;
+	card = fleet_card_of(tgid);
+	c = bpf_map_lookup_elem(&fleet_cards, &card);
+	if (!c)
+		return;
+	if (p->decoded == SBT_DEC_DMA_MAP) {
+		if (ret < 0) {
+			c->map_errors++;
+			return;
+		}
+		c->maps++;
+		c->map_bytes += p->u.dma.size;
+	} else if (ret >= 0) {
+		c->unmaps++;
+		c->unmap_bytes += p->u.dma.size;
+	}
+}
+
+/* An ioctl on /dev/vfio/N: the process drives N's card. */
+static __always_inline void fleet_group_opened(__u32 tgid, __u32 group)
+{
+	__u32 *card = bpf_map_lookup_elem(&fleet_group_card, &group);
+
+	if (card)
+		bpf_map_update_elem(&fleet_proc_card, &tgid, card, BPF_ANY);
+}
+
+static __always_inline void fleet_irq(__u32 bdf, __u64 dur)
+{
+	__u32 *idx = bpf_map_lookup_elem(&fleet_bdf_card, &bdf), card = idx ? *idx : 0;
+	struct sbt_fleet_card *c;
+
+	if (card >= SBT_FLEET_CARDS)
+		card = 0;
+	c = bpf_map_lookup_elem(&fleet_cards, &card);
+	if (c) {
+		c->irqs++;
+		c->irq_ns += dur;
+	}
+}
+
+#endif /* SBT_FLEET_BPF_H */

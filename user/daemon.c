@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * `spyre-bpftrace daemon`: the always-on tier. The kernel hooks count every
+ * process's VFIO ioctls, DMA mappings and the cards' interrupts in
+ * histograms and counters in the kernel; nothing per event crosses to user
+ * space, and no uprobe is attached. Prometheus scrapes /metrics; each scrape sums the per-CPU maps.
+ * Runs until SIGTERM; SIGHUP looks again for cards bound to vfio-pci and
+ * processes with VFIO files open; under systemd it says when it is ready
+ * and pings the watchdog (Type=notify, WatchdogSec).
+ */
+#include <argp.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "attach.h"
+#include "cli.h"
+#include "clock.h"
+#include "commands.h"
+#include "fleet.h"
+#include "http.h"
+#include "log.h"
+#include "metrics.h"
+
+#define DEFAULT_LISTEN "127.0.0.1:9464"
+#define SWEEP_SECONDS 10
+
+struct daemon_opts {
+	struct record_opts rec; /* the kernel-side filters, as record takes them */
+	const char *listen;
+	bool every_device;
+};
+
+struct daemon {
+	struct daemon_opts *o;
+	struct attacher at;
+	struct fleet fleet;
+	struct http_server *http;
+	pthread_mutex_t lock; /* the fleet's cards and maps, between scrapes and reloads */
+	int stats_fd; /* keeps the kernel's BPF run-time statistics on; -1 */
+	struct metrics_self self;
+};
+
+static volatile sig_atomic_t stop_sig, reload_sig;
+
+static void on_signal(int sig)
+{
+	if (sig == SIGHUP)
+		reload_sig = 1;
+	else
+		stop_sig = sig;
+}
+
+enum { OPT_LISTEN = 1000, OPT_DEVICE };
+
+static error_t parse(int key, char *arg, struct argp_state *state)
+{
+	struct daemon_opts *o = state->input;
+	struct record_opts *r = &o->rec;
+
+	switch (key) {
+	case OPT_LISTEN: {
+		struct sockaddr_storage ss;
+
+		if (http_parse_listen(arg, &ss))
+			argp_error(state, "--listen '%s' is not ADDR:PORT; hint: 127.0.0.1:9464", arg);
+		o->listen = arg;
+		break;
+	}
+	case OPT_DEVICE:
+		if (!strcmp(arg, "all")) {
+			o->every_device = true;
+			break;
+		}
+		if (r->devices.n == SBT_MAX_DEV_FILTERS / 2 ||
+		    devfilter_parse(arg, &r->devices.f[r->devices.n]))
+			argp_error(state, "invalid --device '%s'; hint: a PCI address (0000:01:00.0) or "
+				   "vendor:device ids (1014:06a7), as lspci -nD shows them", arg);
+		r->devices.n++;
+		break;
+	case 'v': r->verbose++; break;
+	case ARGP_KEY_ARG:
+		argp_error(state, "unexpected argument '%s'", arg);
+		break;
+	case ARGP_KEY_END:
+		if (o->every_device && r->devices.n)
+			argp_error(state, "--device all and --device BDF|VID:DID do not go together");
+		if (!o->every_device && !r->devices.n) {
+			r->devices.f[0] = (struct sbt_dev_filter){ SBT_BDF_NONE, SBT_SPYRE_VENDOR,
+								   SBT_SPYRE_DEVICE_A };
+			r->devices.f[1] = (struct sbt_dev_filter){ SBT_BDF_NONE, SBT_SPYRE_VENDOR,
+								   SBT_SPYRE_DEVICE_B };
+			r->devices.n = 2;
+		}
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* The kernel's time in our programs, when it keeps count (needs the stats
+ * on: bpf_enable_stats, held for the daemon's life). */
+static void bpf_run_time(struct daemon *d)
+{
+	struct bpf_program *p;
+	uint64_t ns = 0, runs = 0;
+
+	if (d->stats_fd < 0) {
+		d->self.bpf_run_seconds = -1;
+		return;
+	}
+	bpf_object__for_each_program(p, d->at.skel->obj) {
+		struct bpf_prog_info info = { 0 };
+		uint32_t len = sizeof(info);
+		int fd = bpf_program__fd(p);
+
+		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+			continue;
+		ns += info.run_time_ns;
+		runs += info.run_cnt;
+	}
+	d->self.bpf_run_seconds = (double)ns / 1e9;
+	d->self.bpf_run_count = runs;
+}
+
+static char *page(void *ctx, const char *url, unsigned *status, const char **type, size_t *len)
+{
+	struct daemon *d = ctx;
+	struct fleet_counts *c;
+	char *body;
+
+	if (!strcmp(url, "/healthz")) {
+		*len = 3;
+		return strdup("ok\n");
+	}
+	if (strcmp(url, "/metrics")) {
+		static const char msg[] = "spyre-bpftrace daemon: see /metrics (and /healthz)\n";
+
+		*status = 404;
+		*len = sizeof(msg) - 1;
+		return strdup(msg);
+	}
+	c = malloc(sizeof(*c));
+	if (!c)
+		return NULL;
+	pthread_mutex_lock(&d->lock);
+	if (fleet_read(&d->fleet, c)) {
+		pthread_mutex_unlock(&d->lock);
+		free(c);
+		*status = 500;
+		body = strdup("cannot read the BPF maps\n");
+		*len = body ? strlen(body) : 0;
+		return body;
+	}
+	d->self.lost_records = attach_read_lost(&d->at);
+	bpf_run_time(d);
+	d->self.scrapes++;
+	body = metrics_render(&d->fleet, c, &d->self, len);
+	pthread_mutex_unlock(&d->lock);
+	free(c);
+	*type = "text/plain; version=0.0.4; charset=utf-8";
+	return body;
+}
+
+/* Cards and processes: at the start, and again on SIGHUP. */
+static void look_around(struct daemon *d, const char *why)
+{
+	int cards, procs;
+
+	pthread_mutex_lock(&d->lock);
+	cards = fleet_find_cards(&d->fleet, &d->o->rec.devices, "/sys/bus/pci/devices");
+	procs = fleet_seed_processes(&d->fleet);
+	pthread_mutex_unlock(&d->lock);
+	if (cards < 0)
+		sbt_warn("cannot number the cards: %s", strerror(-cards));
+	sbt_warn("%s: %d card%s on vfio-pci watched, %d process%s with a card open", why,
+		 d->fleet.ncards - 1, d->fleet.ncards == 2 ? "" : "s", procs, procs == 1 ? "" : "es");
+	for (int i = 1; i < d->fleet.ncards; i++)
+		sbt_info(1, "  card %s (%s, IOMMU group %u, NUMA node %d)\n", d->fleet.cards[i].bdf,
+			 d->fleet.cards[i].vendor_device, d->fleet.cards[i].group, d->fleet.cards[i].numa);
+}
+
+static int start(struct daemon *d)
+{
+	char err[256];
+	int ret;
+
+	if ((ret = attach_open(&d->at, &d->o->rec)) || (ret = attach_load(&d->at)))
+		return ret;
+	if (d->o->rec.verbose)
+		plan_print(&d->at.plan, stderr);
+	d->fleet.skel = d->at.skel;
+	/* cards and processes first, then the hooks */
+	look_around(d, "starting");
+	if ((ret = attach_kernel(&d->at)))
+		return ret;
+	d->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	d->http = http_start(d->o->listen, page, d, err, sizeof(err));
+	if (!d->http) {
+		sbt_err("%s", err);
+		return -EADDRINUSE;
+	}
+	sbt_warn("metrics on http://%s/metrics", d->o->listen);
+	return 0;
+}
+
+int cmd_daemon(int argc, char **argv)
+{
+	static const struct argp_option options[] = {
+		{ "listen", OPT_LISTEN, "ADDR:PORT", 0, "serve /metrics and /healthz here (default " DEFAULT_LISTEN ")", 0 },
+		{ "device", OPT_DEVICE, "BDF|VID:DID|all", 0, "the cards to watch (repeatable; default Spyre's 1014:06a7, 1014:06a8)", 0 },
+		{ "verbose", 'v', NULL, 0, "print the attach plan and the cards", 0 },
+		{ 0 }
+	};
+	static const struct argp argp = {
+		options, parse, NULL,
+		"Watch every Spyre card on this host, always, at a cost nobody notices: VFIO "
+		"ioctls by command (counts, errors, latency histograms), DMA mapping bytes, "
+		"pinned bytes and interrupts per card, summed in the kernel and served to "
+		"Prometheus on /metrics. No uprobe is attached and no event crosses to user space. "
+		"Runs until SIGTERM; SIGHUP looks again for cards and processes.\n\nEXAMPLES:\n"
+		"  spyre-bpftrace daemon\n"
+		"  spyre-bpftrace daemon --listen 127.0.0.1:9464 --device 0000:3b:00.0\n"
+		"  curl -s 127.0.0.1:9464/metrics | grep spyre_vfio_ioctls_total",
+		NULL, NULL, NULL
+	};
+	struct daemon_opts o = { .listen = DEFAULT_LISTEN };
+	struct daemon *d = calloc(1, sizeof(*d));
+	struct sigaction sa = { .sa_handler = on_signal };
+	uint64_t watchdog_us = 0, next_ping = 0, next_sweep;
+	struct timespec now;
+	int ret;
+
+	if (!d) {
+		sbt_err("out of memory");
+		return 1;
+	}
+	o.rec.buffer_size = 64 << 10; /* this tier writes no records */
+	o.rec.max_probes = 1;
+	o.rec.driver_mode = DRIVER_OFF;
+	o.rec.fleet = true;
+	argp_parse(&argp, argc, argv, 0, NULL, &o);
+	sbt_verbosity = o.rec.verbose;
+	libbpf_set_print((libbpf_print_fn_t)sbt_libbpf_print);
+	d->o = &o;
+	d->stats_fd = -1;
+	pthread_mutex_init(&d->lock, NULL);
+	clock_gettime(CLOCK_REALTIME, &now);
+	d->self.start_time = (double)now.tv_sec + now.tv_nsec / 1e9;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	ret = start(d);
+	if (!ret) {
+		sd_notifyf(0, "READY=1\nSTATUS=watching %d cards", d->fleet.ncards - 1);
+		if (sd_watchdog_enabled(0, &watchdog_us) <= 0)
+			watchdog_us = 0;
+		next_sweep = sbt_now_boottime() + SWEEP_SECONDS * 1000000000ull;
+		while (!stop_sig) {
+			uint64_t t = sbt_now_boottime();
+
+			if (watchdog_us && t >= next_ping) {
+				sd_notify(0, "WATCHDOG=1");
+				next_ping = t + watchdog_us * 1000 / 2;
+			}
+			if (t >= next_sweep) {
+				pthread_mutex_lock(&d->lock);
+				fleet_sweep(&d->fleet);
+				pthread_mutex_unlock(&d->lock);
+				next_sweep = t + SWEEP_SECONDS * 1000000000ull;
+			}
+			if (reload_sig) {
+				reload_sig = 0;
+				sd_notify(0, "RELOADING=1");
+				look_around(d, "SIGHUP");
+				sd_notifyf(0, "READY=1\nSTATUS=watching %d cards", d->fleet.ncards - 1);
+			}
+			poll(NULL, 0, 500); /* a signal ends it early */
+		}
+		sd_notify(0, "STOPPING=1");
+		sbt_warn("stopping on %s after %llu scrapes", strsignal(stop_sig),
+			 (unsigned long long)d->self.scrapes);
+	}
+	http_stop(d->http);
+	if (d->stats_fd >= 0)
+		close(d->stats_fd);
+	attach_close(&d->at);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+	return ret ? 1 : 0;
+}

@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "metrics.h"
+
+/* Prometheus buckets: 2^k ns for k in [FIRST_LE, LAST_LE], each the lower
+ * bound of one of the kernel's buckets (4(k-1)), so they add up exactly
+ * (a value of exactly 2^k ns counts in the next one). */
+#define FIRST_LE 10 /* 1.024 µs */
+#define LAST_LE 35 /* 34.4 s */
+
+struct page {
+	char *buf;
+	size_t len, cap;
+	bool oom;
+};
+
+static void put(struct page *p, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		size_t room = p->cap - p->len;
+
+		va_start(ap, fmt);
+		n = vsnprintf(p->buf ? p->buf + p->len : NULL, p->buf ? room : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			p->oom = true;
+			return;
+		}
+		if (p->buf && (size_t)n < room) {
+			p->len += (size_t)n;
+			return;
+		}
+		size_t cap = p->cap ? p->cap * 2 : 16384;
+
+		while (cap < p->len + (size_t)n + 1)
+			cap *= 2;
+		char *g = realloc(p->buf, cap);
+
+		if (!g) {
+			p->oom = true;
+			return;
+		}
+		p->buf = g;
+		p->cap = cap;
+	}
+}
+
+static void head(struct page *p, const char *name, const char *type, const char *help)
+{
+	put(p, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void ioctls(struct page *p, const struct fleet_counts *c)
+{
+	head(p, "spyre_vfio_ioctls_total", "counter",
+	     "VFIO ioctls on Spyre cards' files (container, group, device), by command.");
+	for (uint32_t i = 0; i < SBT_FLEET_OPS; i++)
+		if (c->ops[i].count)
+			put(p, "spyre_vfio_ioctls_total{cmd=\"%s\"} %llu\n", fleet_op_name(i),
+			    (unsigned long long)c->ops[i].count);
+	head(p, "spyre_vfio_ioctl_errors_total", "counter", "Of those, the ones that failed.");
+	for (uint32_t i = 0; i < SBT_FLEET_OPS; i++)
+		if (c->ops[i].count)
+			put(p, "spyre_vfio_ioctl_errors_total{cmd=\"%s\"} %llu\n", fleet_op_name(i),
+			    (unsigned long long)c->ops[i].errors);
+	head(p, "spyre_vfio_ioctl_duration_seconds", "histogram",
+	     "Time in VFIO ioctls, entry to return, by command.");
+	for (uint32_t i = 0; i < SBT_FLEET_OPS; i++) {
+		const struct sbt_fleet_hist *h = &c->ops[i];
+		uint64_t below = 0;
+		int b = 0;
+
+		if (!h->count)
+			continue;
+		for (int k = FIRST_LE; k <= LAST_LE; k++) {
+			for (; b < 4 * (k - 1) && b < SBT_FLEET_BUCKETS; b++)
+				below += h->bucket[b];
+			put(p, "spyre_vfio_ioctl_duration_seconds_bucket{cmd=\"%s\",le=\"%.9g\"} %llu\n",
+			    fleet_op_name(i), (double)(1ull << k) / 1e9, (unsigned long long)below);
+		}
+		put(p, "spyre_vfio_ioctl_duration_seconds_bucket{cmd=\"%s\",le=\"+Inf\"} %llu\n",
+		    fleet_op_name(i), (unsigned long long)h->count);
+		put(p, "spyre_vfio_ioctl_duration_seconds_sum{cmd=\"%s\"} %.9f\n", fleet_op_name(i),
+		    (double)h->sum_ns / 1e9);
+		put(p, "spyre_vfio_ioctl_duration_seconds_count{cmd=\"%s\"} %llu\n", fleet_op_name(i),
+		    (unsigned long long)h->count);
+	}
+}
+
+/* One line per card for a field of struct sbt_fleet_card (or the pinned gauge). */
+enum card_value { MAPPED, UNMAPPED, PINNED, MAPS, MAP_ERRORS, IRQS, IRQ_SECONDS };
+
+static void per_card(struct page *p, const struct fleet *f, const struct fleet_counts *c,
+		     const char *name, enum card_value v)
+{
+	for (int i = 0; i < f->ncards; i++) {
+		const struct sbt_fleet_card *k = &c->cards[i];
+		double x = 0;
+
+		switch (v) {
+		case MAPPED: x = (double)k->map_bytes; break;
+		case UNMAPPED: x = (double)k->unmap_bytes; break;
+		case PINNED: x = (double)k->map_bytes - (double)k->unmap_bytes; break;
+		case MAPS: x = (double)k->maps; break;
+		case MAP_ERRORS: x = (double)k->map_errors; break;
+		case IRQS: x = (double)k->irqs; break;
+		case IRQ_SECONDS: x = (double)k->irq_ns / 1e9; break;
+		}
+		put(p, "%s{device=\"%s\"} %.17g\n", name, f->cards[i].bdf, x);
+	}
+}
+
+static void cards(struct page *p, const struct fleet *f, const struct fleet_counts *c)
+{
+	head(p, "spyre_device_info", "gauge",
+	     "The Spyre cards this host watches (device \"unknown\": work no card was known for).");
+	for (int i = 0; i < f->ncards; i++)
+		put(p, "spyre_device_info{device=\"%s\",vendor_device=\"%s\",numa=\"%d\"} 1\n",
+		    f->cards[i].bdf, i ? f->cards[i].vendor_device : "", f->cards[i].numa);
+	head(p, "spyre_iommu_mapped_bytes_total", "counter", "Bytes mapped for the card's DMA (VFIO_IOMMU_MAP_DMA that succeeded).");
+	per_card(p, f, c, "spyre_iommu_mapped_bytes_total", MAPPED);
+	head(p, "spyre_iommu_unmapped_bytes_total", "counter", "Bytes unmapped (VFIO_IOMMU_UNMAP_DMA that succeeded).");
+	per_card(p, f, c, "spyre_iommu_unmapped_bytes_total", UNMAPPED);
+	head(p, "spyre_iommu_mappings_total", "counter", "DMA mappings made.");
+	per_card(p, f, c, "spyre_iommu_mappings_total", MAPS);
+	head(p, "spyre_iommu_map_errors_total", "counter", "DMA mappings refused.");
+	per_card(p, f, c, "spyre_iommu_map_errors_total", MAP_ERRORS);
+	head(p, "spyre_device_pinned_bytes", "gauge", "Bytes mapped for DMA now (mapped minus unmapped since the daemon started).");
+	per_card(p, f, c, "spyre_device_pinned_bytes", PINNED);
+	head(p, "spyre_device_interrupts_total", "counter", "The card's interrupts (vfio-pci's MSI/MSI-X handlers).");
+	per_card(p, f, c, "spyre_device_interrupts_total", IRQS);
+	head(p, "spyre_device_interrupt_seconds_total", "counter", "Time in the card's interrupt handlers.");
+	per_card(p, f, c, "spyre_device_interrupt_seconds_total", IRQ_SECONDS);
+}
+
+/* This process's own CPU time and memory, as the client libraries name them. */
+static void self_process(struct page *p)
+{
+	unsigned long utime = 0, stime = 0;
+	long pages = 0, ticks = sysconf(_SC_CLK_TCK);
+	char line[1024];
+	FILE *f;
+
+	if ((f = fopen("/proc/self/stat", "re"))) {
+		if (fgets(line, sizeof(line), f)) {
+			const char *rp = strrchr(line, ')');
+
+			if (rp)
+				sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime);
+		}
+		fclose(f);
+	}
+	if ((f = fopen("/proc/self/statm", "re"))) {
+		if (fscanf(f, "%*d %ld", &pages) != 1)
+			pages = 0;
+		fclose(f);
+	}
+	head(p, "process_cpu_seconds_total", "counter", "CPU time of the daemon (user and system).");
+	put(p, "process_cpu_seconds_total %.2f\n", (double)(utime + stime) / (double)(ticks > 0 ? ticks : 100));
+	head(p, "process_resident_memory_bytes", "gauge", "Resident memory of the daemon.");
+	put(p, "process_resident_memory_bytes %ld\n", pages * sysconf(_SC_PAGESIZE));
+}
+
+static void self_metrics(struct page *p, const struct metrics_self *s)
+{
+	head(p, "spyre_bpftrace_lost_records_total", "counter", "Records the ring buffer could not take.");
+	put(p, "spyre_bpftrace_lost_records_total %llu\n", (unsigned long long)s->lost_records);
+	if (s->bpf_run_seconds >= 0) {
+		head(p, "spyre_bpftrace_bpf_run_seconds_total", "counter",
+		     "Time the kernel spent in the daemon's BPF programs.");
+		put(p, "spyre_bpftrace_bpf_run_seconds_total %.9f\n", s->bpf_run_seconds);
+		head(p, "spyre_bpftrace_bpf_runs_total", "counter", "Runs of the daemon's BPF programs.");
+		put(p, "spyre_bpftrace_bpf_runs_total %llu\n", (unsigned long long)s->bpf_run_count);
+	}
+	head(p, "spyre_bpftrace_scrapes_total", "counter", "Pages of metrics served.");
+	put(p, "spyre_bpftrace_scrapes_total %llu\n", (unsigned long long)s->scrapes);
+	head(p, "spyre_bpftrace_build_info", "gauge", "The daemon's version.");
+	put(p, "spyre_bpftrace_build_info{version=\"%s\"} 1\n", SBT_VERSION);
+	head(p, "process_start_time_seconds", "gauge", "When the daemon started, in seconds since the epoch.");
+	put(p, "process_start_time_seconds %.3f\n", s->start_time);
+	self_process(p);
+}
+
+char *metrics_render(const struct fleet *f, const struct fleet_counts *c,
+		     const struct metrics_self *self, size_t *len)
+{
+	struct page p = { 0 };
+
+	ioctls(&p, c);
+	cards(&p, f, c);
+	self_metrics(&p, self);
+	if (p.oom) {
+		free(p.buf);
+		return NULL;
+	}
+	*len = p.len;
+	return p.buf;
+}
