@@ -314,17 +314,20 @@ static void args(struct json_writer *w, const struct model_event *e)
 enum { FLOW_TO_JOB = 1, FLOW_TO_END = 2 };
 #define FLOW_END_IDS (1ull << 40)
 
-static void flow(struct json_writer *w, bool start, uint64_t id, int leg, const struct placement *p,
-		 uint64_t ts)
+/* One end of an arrow: s binds to the slice starting here, f (bp e) to the
+ * slice that holds ts. */
+static void flow_event(struct json_writer *w, bool start, const char *name, const char *cat,
+		       uint64_t id, const struct placement *p, uint64_t ts)
 {
 	begin_event(w);
 	PUT(w, "{\"ph\":");
 	put(w, start ? "\"s\"" : "\"f\"", 3);
-	if (leg == FLOW_TO_JOB)
-		PUT(w, ",\"name\":\"ac2g\",\"cat\":\"ac2g\",\"id\":");
-	else
-		PUT(w, ",\"name\":\"job end\",\"cat\":\"flow\",\"id\":");
-	put_u64(w, leg == FLOW_TO_JOB ? id : FLOW_END_IDS + id);
+	PUT(w, ",\"name\":");
+	str(w, name);
+	PUT(w, ",\"cat\":");
+	str(w, cat);
+	PUT(w, ",\"id\":");
+	put_u64(w, id);
 	PUT(w, ",\"pid\":");
 	put_u64(w, p->pid);
 	PUT(w, ",\"tid\":");
@@ -336,8 +339,18 @@ static void flow(struct json_writer *w, bool start, uint64_t id, int leg, const 
 		PUT(w, ",\"bp\":\"e\"}");
 }
 
+static void flow(struct json_writer *w, bool start, uint64_t id, int leg, const struct placement *p,
+		 uint64_t ts)
+{
+	if (leg == FLOW_TO_JOB)
+		flow_event(w, start, "ac2g", "ac2g", id, p, ts);
+	else
+		flow_event(w, start, "job end", "flow", FLOW_END_IDS + id, p, ts);
+}
+
 /* An arrow of another kind than a job's (model.h): named by its kind; the
- * id keeps the kind's byte, so ids of two kinds never meet. */
+ * id keeps the kind (at bit 44), so ids of two kinds never meet, and stays
+ * under 2^53 for readers that hold numbers as doubles. */
 static void plain_flow(struct json_writer *w, bool start, uint64_t id, const struct placement *p,
 		       uint64_t ts)
 {
@@ -347,24 +360,7 @@ static void plain_flow(struct json_writer *w, bool start, uint64_t id, const str
 	int kind = MODEL_FLOW_KIND(id);
 	const char *cat = kind > 0 && kind < (int)(sizeof(cats) / sizeof(cats[0])) ? cats[kind] : "flow";
 
-	begin_event(w);
-	PUT(w, "{\"ph\":");
-	put(w, start ? "\"s\"" : "\"f\"", 3);
-	PUT(w, ",\"name\":");
-	str(w, cat);
-	PUT(w, ",\"cat\":");
-	str(w, cat);
-	PUT(w, ",\"id\":"); /* under 2^53, for readers that hold numbers as doubles */
-	put_u64(w, (uint64_t)kind << 44 | (id & ((1ull << 44) - 1)));
-	PUT(w, ",\"pid\":");
-	put_u64(w, p->pid);
-	PUT(w, ",\"tid\":");
-	put_u64(w, p->tid);
-	ts_us(w, "ts", ts);
-	if (start)
-		PUT(w, "}");
-	else
-		PUT(w, ",\"bp\":\"e\"}");
+	flow_event(w, start, cat, cat, (uint64_t)kind << 44 | (id & ((1ull << 44) - 1)), p, ts);
 }
 
 /* A driver event names its card's vendor:device: remembered for deviceProperties. */
@@ -493,6 +489,31 @@ static void on_clock(void *ctx, const struct sbt_meta_clock *c)
 	w->clocks[w->nclocks < MAX_CLOCKS ? w->nclocks++ : MAX_CLOCKS - 1] = *c;
 }
 
+/* otherData's process starts (pid, ppid, ts_ns) or, with ns, the ids of
+ * threads in a pid namespace (pid, tid, ns_pid, ns_tid). */
+static void task_list(struct json_writer *w, bool ns)
+{
+	static const char *const start_keys[] = { "{\"pid\":", ",\"ppid\":", ",\"ts_ns\":" };
+	static const char *const ns_keys[] = { "{\"pid\":", ",\"tid\":", ",\"ns_pid\":", ",\"ns_tid\":" };
+	const char *const *keys = ns ? ns_keys : start_keys;
+	int nkeys = ns ? 4 : 3;
+
+	for (size_t i = 0, n = 0; i < w->ntasks; i++) {
+		const struct model_task_ids *t = &w->tasks[i];
+		uint64_t v[4] = { t->pid, ns ? t->tid : t->ppid, ns ? t->ns_pid : t->ts, t->ns_tid };
+
+		if (ns ? !t->ns_pid : !t->ppid)
+			continue;
+		if (n++)
+			PUT(w, ",");
+		for (int k = 0; k < nkeys; k++) {
+			put(w, keys[k], strlen(keys[k]));
+			put_u64(w, v[k]);
+		}
+		PUT(w, "}");
+	}
+}
+
 /* The cards [first, end), as kineto's deviceProperties entries. */
 static void cards(struct json_writer *w, int first, int end)
 {
@@ -545,35 +566,9 @@ static void trailer(struct json_writer *w)
 	}
 	/* so `merge` can join a profiler's trace to this file alone */
 	PUT(w, "],\"process_starts\":[");
-	for (size_t i = 0, n = 0; i < w->ntasks; i++) {
-		if (!w->tasks[i].ppid)
-			continue;
-		if (n++)
-			PUT(w, ",");
-		PUT(w, "{\"pid\":");
-		put_u64(w, w->tasks[i].pid);
-		PUT(w, ",\"ppid\":");
-		put_u64(w, w->tasks[i].ppid);
-		PUT(w, ",\"ts_ns\":");
-		put_u64(w, w->tasks[i].ts);
-		PUT(w, "}");
-	}
+	task_list(w, false);
 	PUT(w, "],\"pid_namespaces\":[");
-	for (size_t i = 0, n = 0; i < w->ntasks; i++) {
-		if (!w->tasks[i].ns_pid)
-			continue;
-		if (n++)
-			PUT(w, ",");
-		PUT(w, "{\"pid\":");
-		put_u64(w, w->tasks[i].pid);
-		PUT(w, ",\"tid\":");
-		put_u64(w, w->tasks[i].tid);
-		PUT(w, ",\"ns_pid\":");
-		put_u64(w, w->tasks[i].ns_pid);
-		PUT(w, ",\"ns_tid\":");
-		put_u64(w, w->tasks[i].ns_tid);
-		PUT(w, "}");
-	}
+	task_list(w, true);
 	PUT(w, "]}}\n");
 }
 

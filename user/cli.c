@@ -294,13 +294,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (c->every_device && o->devices.n)
 			return fail(state, c, "--device all and --device %s do not go together",
 				    "BDF|VID:DID");
-		if (!c->every_device && !o->devices.n) {
-			o->devices.f[0] = (struct sbt_dev_filter){ SBT_BDF_NONE, SBT_SPYRE_VENDOR,
-								   SBT_SPYRE_DEVICE_A };
-			o->devices.f[1] = (struct sbt_dev_filter){ SBT_BDF_NONE, SBT_SPYRE_VENDOR,
-								   SBT_SPYRE_DEVICE_B };
-			o->devices.n = 2;
-		}
+		if (!c->every_device && !o->devices.n)
+			devfilter_default(&o->devices);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

@@ -95,13 +95,8 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_END:
 		if (o->every_device && r->devices.n)
 			argp_error(state, "--device all and --device BDF|VID:DID do not go together");
-		if (!o->every_device && !r->devices.n) {
-			r->devices.f[0] = (struct sbt_dev_filter){ SBT_BDF_NONE, SBT_SPYRE_VENDOR,
-								   SBT_SPYRE_DEVICE_A };
-			r->devices.f[1] = (struct sbt_dev_filter){ SBT_BDF_NONE, SBT_SPYRE_VENDOR,
-								   SBT_SPYRE_DEVICE_B };
-			r->devices.n = 2;
-		}
+		if (!o->every_device && !r->devices.n)
+			devfilter_default(&r->devices);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

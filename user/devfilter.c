@@ -114,3 +114,10 @@ void devfilter_describe(const struct devfilter *d, char *out, size_t len)
 		used += (size_t)snprintf(out + used, len - used, "%s%s", i ? ", " : "", one);
 	}
 }
+
+void devfilter_default(struct devfilter *d)
+{
+	d->f[0] = (struct sbt_dev_filter){ SBT_BDF_NONE, SBT_SPYRE_VENDOR, SBT_SPYRE_DEVICE_A };
+	d->f[1] = (struct sbt_dev_filter){ SBT_BDF_NONE, SBT_SPYRE_VENDOR, SBT_SPYRE_DEVICE_B };
+	d->n = 2;
+}

@@ -25,6 +25,8 @@ struct devfilter {
 	int n; /* 0: every device */
 };
 
+/* No --device given: Spyre's two vendor:device ids. */
+void devfilter_default(struct devfilter *d);
 /* One --device argument into f; 0, or -1 if it is neither form. */
 int devfilter_parse(const char *spec, struct sbt_dev_filter *f);
 /* "DDDD:BB:DD.F" (or "BB:DD.F") to one number, or SBT_BDF_NONE; back with

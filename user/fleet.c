@@ -15,32 +15,22 @@
 #include "procfs.h"
 #include "spyre.skel.h"
 
-static int read_hex(const char *dir, const char *bdf, const char *file, unsigned *v)
+/* A number from a PCI device's sysfs file (base 16 for ids, 10 else). */
+static int read_sysfs(const char *dir, const char *bdf, const char *file, int base, long *v)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], text[32], *end;
 	FILE *f;
-	int ok;
+	bool ok;
 
 	snprintf(path, sizeof(path), "%s/%s/%s", dir, bdf, file);
 	if (!(f = fopen(path, "re")))
 		return -1;
-	ok = fscanf(f, "%x", v) == 1;
+	ok = fgets(text, sizeof(text), f) != NULL;
 	fclose(f);
-	return ok ? 0 : -1;
-}
-
-static int read_int(const char *dir, const char *bdf, const char *file, int *v)
-{
-	char path[PATH_MAX];
-	FILE *f;
-	int ok;
-
-	snprintf(path, sizeof(path), "%s/%s/%s", dir, bdf, file);
-	if (!(f = fopen(path, "re")))
+	if (!ok)
 		return -1;
-	ok = fscanf(f, "%d", v) == 1;
-	fclose(f);
-	return ok ? 0 : -1;
+	*v = strtol(text, &end, base);
+	return end == text ? -1 : 0;
 }
 
 int fleet_find_cards(struct fleet *f, const struct devfilter *want, const char *sysfs_pci)
@@ -62,7 +52,7 @@ int fleet_find_cards(struct fleet *f, const struct devfilter *want, const char *
 	for (int i = 0; i < n && f->ncards < SBT_FLEET_CARDS; i++) {
 		struct fleet_card *c = &f->cards[f->ncards];
 		uint32_t bdf = devfilter_bdf(bdfs[i]), idx = (uint32_t)f->ncards;
-		unsigned vendor = 0, device = 0;
+		long vendor = 0, device = 0, numa = -1;
 		char link[PATH_MAX], target[PATH_MAX];
 		ssize_t len;
 		const char *slash;
@@ -75,12 +65,12 @@ int fleet_find_cards(struct fleet *f, const struct devfilter *want, const char *
 		memset(c, 0, sizeof(*c));
 		memcpy(c->bdf, bdfs[i], sizeof(c->bdf));
 		c->bdf[sizeof(c->bdf) - 1] = 0;
-		read_hex(sysfs_pci, bdfs[i], "vendor", &vendor);
-		read_hex(sysfs_pci, bdfs[i], "device", &device);
-		snprintf(c->vendor_device, sizeof(c->vendor_device), "%04x:%04x", vendor & 0xffff,
-			 device & 0xffff);
-		if (read_int(sysfs_pci, bdfs[i], "numa_node", &c->numa))
-			c->numa = -1;
+		read_sysfs(sysfs_pci, bdfs[i], "vendor", 16, &vendor);
+		read_sysfs(sysfs_pci, bdfs[i], "device", 16, &device);
+		read_sysfs(sysfs_pci, bdfs[i], "numa_node", 10, &numa);
+		snprintf(c->vendor_device, sizeof(c->vendor_device), "%04x:%04x",
+			 (unsigned)vendor & 0xffff, (unsigned)device & 0xffff);
+		c->numa = (int)numa;
 		snprintf(link, sizeof(link), "%s/%s/iommu_group", sysfs_pci, bdfs[i]);
 		len = readlink(link, target, sizeof(target) - 1);
 		if (len <= 0)

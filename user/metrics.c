@@ -95,27 +95,39 @@ static void ioctls(struct page *p, const struct fleet_counts *c)
 	}
 }
 
-/* One line per card for a field of struct sbt_fleet_card (or the pinned gauge). */
+/* The per-card metrics: a field of struct sbt_fleet_card, or the pinned gauge. */
 enum card_value { MAPPED, UNMAPPED, PINNED, MAPS, MAP_ERRORS, IRQS, IRQ_SECONDS };
 
-static void per_card(struct page *p, const struct fleet *f, const struct fleet_counts *c,
-		     const char *name, enum card_value v)
-{
-	for (int i = 0; i < f->ncards; i++) {
-		const struct sbt_fleet_card *k = &c->cards[i];
-		double x = 0;
+static const struct {
+	const char *name, *type, *help;
+	enum card_value v;
+} card_metrics[] = {
+	{ "spyre_iommu_mapped_bytes_total", "counter",
+	  "Bytes mapped for the card's DMA (VFIO_IOMMU_MAP_DMA that succeeded).", MAPPED },
+	{ "spyre_iommu_unmapped_bytes_total", "counter",
+	  "Bytes unmapped (VFIO_IOMMU_UNMAP_DMA that succeeded).", UNMAPPED },
+	{ "spyre_iommu_mappings_total", "counter", "DMA mappings made.", MAPS },
+	{ "spyre_iommu_map_errors_total", "counter", "DMA mappings refused.", MAP_ERRORS },
+	{ "spyre_device_pinned_bytes", "gauge",
+	  "Bytes mapped for DMA now (mapped minus unmapped since the daemon started).", PINNED },
+	{ "spyre_device_interrupts_total", "counter",
+	  "The card's interrupts (vfio-pci's MSI/MSI-X handlers).", IRQS },
+	{ "spyre_device_interrupt_seconds_total", "counter",
+	  "Time in the card's interrupt handlers.", IRQ_SECONDS },
+};
 
-		switch (v) {
-		case MAPPED: x = (double)k->map_bytes; break;
-		case UNMAPPED: x = (double)k->unmap_bytes; break;
-		case PINNED: x = (double)k->map_bytes - (double)k->unmap_bytes; break;
-		case MAPS: x = (double)k->maps; break;
-		case MAP_ERRORS: x = (double)k->map_errors; break;
-		case IRQS: x = (double)k->irqs; break;
-		case IRQ_SECONDS: x = (double)k->irq_ns / 1e9; break;
-		}
-		put(p, "%s{device=\"%s\"} %.17g\n", name, f->cards[i].bdf, x);
+static double card_value(const struct sbt_fleet_card *k, enum card_value v)
+{
+	switch (v) {
+	case MAPPED: return (double)k->map_bytes;
+	case UNMAPPED: return (double)k->unmap_bytes;
+	case PINNED: return (double)k->map_bytes - (double)k->unmap_bytes;
+	case MAPS: return (double)k->maps;
+	case MAP_ERRORS: return (double)k->map_errors;
+	case IRQS: return (double)k->irqs;
+	case IRQ_SECONDS: return (double)k->irq_ns / 1e9;
 	}
+	return 0;
 }
 
 static void cards(struct page *p, const struct fleet *f, const struct fleet_counts *c)
@@ -125,20 +137,12 @@ static void cards(struct page *p, const struct fleet *f, const struct fleet_coun
 	for (int i = 0; i < f->ncards; i++)
 		put(p, "spyre_device_info{device=\"%s\",vendor_device=\"%s\",numa=\"%d\"} 1\n",
 		    f->cards[i].bdf, i ? f->cards[i].vendor_device : "", f->cards[i].numa);
-	head(p, "spyre_iommu_mapped_bytes_total", "counter", "Bytes mapped for the card's DMA (VFIO_IOMMU_MAP_DMA that succeeded).");
-	per_card(p, f, c, "spyre_iommu_mapped_bytes_total", MAPPED);
-	head(p, "spyre_iommu_unmapped_bytes_total", "counter", "Bytes unmapped (VFIO_IOMMU_UNMAP_DMA that succeeded).");
-	per_card(p, f, c, "spyre_iommu_unmapped_bytes_total", UNMAPPED);
-	head(p, "spyre_iommu_mappings_total", "counter", "DMA mappings made.");
-	per_card(p, f, c, "spyre_iommu_mappings_total", MAPS);
-	head(p, "spyre_iommu_map_errors_total", "counter", "DMA mappings refused.");
-	per_card(p, f, c, "spyre_iommu_map_errors_total", MAP_ERRORS);
-	head(p, "spyre_device_pinned_bytes", "gauge", "Bytes mapped for DMA now (mapped minus unmapped since the daemon started).");
-	per_card(p, f, c, "spyre_device_pinned_bytes", PINNED);
-	head(p, "spyre_device_interrupts_total", "counter", "The card's interrupts (vfio-pci's MSI/MSI-X handlers).");
-	per_card(p, f, c, "spyre_device_interrupts_total", IRQS);
-	head(p, "spyre_device_interrupt_seconds_total", "counter", "Time in the card's interrupt handlers.");
-	per_card(p, f, c, "spyre_device_interrupt_seconds_total", IRQ_SECONDS);
+	for (size_t m = 0; m < sizeof(card_metrics) / sizeof(card_metrics[0]); m++) {
+		head(p, card_metrics[m].name, card_metrics[m].type, card_metrics[m].help);
+		for (int i = 0; i < f->ncards; i++)
+			put(p, "%s{device=\"%s\"} %.17g\n", card_metrics[m].name, f->cards[i].bdf,
+			    card_value(&c->cards[i], card_metrics[m].v));
+	}
 }
 
 /* This process's own CPU time and memory, as the client libraries name them. */
