@@ -47,6 +47,23 @@ struct {
 	__type(value, __u32); /* card index */
 } fleet_proc_card SEC(".maps") __weak;
 
+/* A container's card: the group set to it last (VFIO_GROUP_SET_CONTAINER),
+ * so a process with a container per card maps on the right one. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct sbt_fd_key); /* the container fd */
+	__type(value, __u32); /* card index */
+} fleet_fd_card SEC(".maps") __weak;
+
+/* SET_CONTAINER in flight: tid -> (container fd, card index) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u64);
+} fleet_set_container SEC(".maps") __weak;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, SBT_FLEET_CARDS);
@@ -124,11 +141,44 @@ static __always_inline __u32 fleet_bucket(__u64 ns)
 	return b < SBT_FLEET_BUCKETS ? b : SBT_FLEET_BUCKETS - 1;
 }
 
-static __always_inline __u32 fleet_card_of(__u32 tgid)
+/* The card an ioctl on this fd is for: its container's, else the process's. */
+static __always_inline __u32 fleet_card_of(__u32 tgid, __s32 fd)
 {
-	__u32 *c = bpf_map_lookup_elem(&fleet_proc_card, &tgid);
+	struct sbt_fd_key key = { tgid, fd };
+	__u32 *c = bpf_map_lookup_elem(&fleet_fd_card, &key);
 
+	if (!c)
+		c = bpf_map_lookup_elem(&fleet_proc_card, &tgid);
 	return c && *c < SBT_FLEET_CARDS ? *c : 0;
+}
+
+/* A group is being set to a container: remember which, for its return. */
+static __always_inline void fleet_set_container_enter(__u32 tid, __u32 group, __u64 arg)
+{
+	__u32 *card = bpf_map_lookup_elem(&fleet_group_card, &group);
+	__s32 container = -1;
+	__u64 v;
+
+	if (!card || bpf_probe_read_user(&container, sizeof(container), (void *)arg) || container < 0)
+		return;
+	v = (__u64)*card << 32 | (__u32)container;
+	bpf_map_update_elem(&fleet_set_container, &tid, &v, BPF_ANY);
+}
+
+static __always_inline void fleet_set_container_exit(__u32 tgid, __u32 tid, long ret)
+{
+	__u64 *v = bpf_map_lookup_elem(&fleet_set_container, &tid);
+	struct sbt_fd_key key;
+	__u32 card;
+
+	if (!v)
+		return;
+	key.tgid = tgid;
+	key.fd = (__s32)(__u32)*v;
+	card = (__u32)(*v >> 32);
+	if (ret >= 0)
+		bpf_map_update_elem(&fleet_fd_card, &key, &card, BPF_ANY);
+	bpf_map_delete_elem(&fleet_set_container, &tid);
 }
 
 /* A process is gone: its card slot is free for the next with its pid. */
@@ -138,7 +188,8 @@ static __always_inline void fleet_forget(__u32 tgid)
 }
 
 /* An ioctl on a VFIO file returned. */
-static __always_inline void fleet_ioctl(__u32 tgid, const struct sbt_ioctl *p, long ret, __u64 now)
+static __always_inline void fleet_ioctl(__u32 tgid, __u32 tid, const struct sbt_ioctl *p, long ret,
+					__u64 now)
 {
 	__u32 op = sbt_fleet_op(p->cmd, p->fd_kind);
 	__u64 dur = now > p->start_ts ? now - p->start_ts : 0;
@@ -159,9 +210,11 @@ static __always_inline void fleet_ioctl(__u32 tgid, const struct sbt_ioctl *p, l
 		if (b < SBT_FLEET_BUCKETS)
 			h->bucket[b]++;
 	}
+	if (p->cmd == SBT_VFIO_GROUP_SET_CONTAINER)
+		fleet_set_container_exit(tgid, tid, ret);
 	if (p->decoded != SBT_DEC_DMA_MAP && p->decoded != SBT_DEC_DMA_UNMAP)
 		return;
-	card = fleet_card_of(tgid);
+	card = fleet_card_of(tgid, p->fd);
 	c = bpf_map_lookup_elem(&fleet_cards, &card);
 	if (!c)
 		return;

@@ -213,7 +213,6 @@ int ioctl_enter(struct trace_event_raw_sys_enter *ctx)
 	struct sbt_fd_key key = { .tgid = id >> 32, .fd = (__s32)ctx->args[0] };
 	__u32 tid = (__u32)id, *kind;
 	struct sbt_ioctl r = {};
-
 	__u32 fleet_kind, group;
 
 	if (sbt_is_traced(key.tgid)) {
@@ -221,8 +220,11 @@ int ioctl_enter(struct trace_event_raw_sys_enter *ctx)
 	} else if (fleet_mode && fleet_vfio_cmd((__u32)ctx->args[1])) {
 		/* the always-on tier: any VFIO ioctl, its file looked at now */
 		fleet_kind = fleet_fd_kind(key.fd, &group);
-		if (fleet_kind == SBT_FD_GROUP)
+		if (fleet_kind == SBT_FD_GROUP) {
 			fleet_group_opened(key.tgid, group);
+			if ((__u32)ctx->args[1] == SBT_VFIO_GROUP_SET_CONTAINER)
+				fleet_set_container_enter(tid, group, ctx->args[2]);
+		}
 		kind = &fleet_kind;
 	} else {
 		return 0;
@@ -256,7 +258,7 @@ int ioctl_exit(struct trace_event_raw_sys_exit *ctx)
 		bpf_map_update_elem(&accel_fds, &key, &kind, BPF_ANY);
 	}
 	if (fleet_mode)
-		fleet_ioctl(id >> 32, p, ctx->ret, bpf_ktime_get_boot_ns());
+		fleet_ioctl(id >> 32, tid, p, ctx->ret, bpf_ktime_get_boot_ns());
 	/* records for traced processes only (in fleet mode: a detail window) */
 	r = fleet_mode && !sbt_is_traced(id >> 32) ? NULL : sbt_reserve(sizeof(*r), SBT_IOCTL);
 	if (r) {

@@ -135,25 +135,36 @@ int fleet_seed_processes(struct fleet *f)
 	return procs;
 }
 
-int fleet_sweep(struct fleet *f)
+/* Entries of processes that are gone from a map keyed by a tgid first (a
+ * u32 alone, or struct sbt_fd_key). Collect, then delete: deleting while
+ * walking restarts the walk. */
+static int sweep_map(int fd, size_t key_size)
 {
-	int fd = bpf_map__fd(f->skel->maps.fleet_proc_card);
-	uint32_t key, next, gone[256];
+	uint8_t key[8], next[8], gone[256][8];
 	int n = 0, dropped = 0;
 	bool first = true;
 
-	/* BPF drops a process at its exit; this catches one it missed (the map
-	 * full then, or the daemon started after the exit was under way).
-	 * Collect, then delete: deleting while walking restarts the walk. */
-	while (!bpf_map_get_next_key(fd, first ? NULL : &key, &next)) {
+	while (!bpf_map_get_next_key(fd, first ? NULL : key, next)) {
+		uint32_t tgid;
+
 		first = false;
-		key = next;
-		if (n < (int)(sizeof(gone) / sizeof(gone[0])) && !proc_exists((pid_t)next))
-			gone[n++] = next;
+		memcpy(key, next, key_size);
+		memcpy(&tgid, next, sizeof(tgid));
+		if (n < (int)(sizeof(gone) / sizeof(gone[0])) && !proc_exists((pid_t)tgid))
+			memcpy(gone[n++], next, key_size);
 	}
 	for (int i = 0; i < n; i++)
-		dropped += !bpf_map_delete_elem(fd, &gone[i]);
+		dropped += !bpf_map_delete_elem(fd, gone[i]);
 	return dropped;
+}
+
+/* BPF forgets a process's card at its exit; this catches one it missed,
+ * and containers' cards, which nothing else drops (an exit closes files
+ * without close(), and the daemon does not watch close anyway). */
+int fleet_sweep(struct fleet *f)
+{
+	return sweep_map(bpf_map__fd(f->skel->maps.fleet_proc_card), sizeof(uint32_t)) +
+	       sweep_map(bpf_map__fd(f->skel->maps.fleet_fd_card), sizeof(struct sbt_fd_key));
 }
 
 /* ---- the counters ------------------------------------------------------------ */

@@ -1597,38 +1597,42 @@ def parse_metrics(text):
 
 
 def run_guest_daemon(tmp):
-    """The daemon in the guest, where the simulator drives an edu card
-    through real VFIO: its metrics hold each ioctl, the bytes mapped for the
-    card and the card's interrupts, as the simulator counted them."""
+    """The daemon in the guest, where the simulator drives edu cards through
+    real VFIO: one process, two cards, a container each. Its metrics hold
+    each ioctl, the bytes mapped for each card (by the container the mapping
+    went to) and each card's interrupts, as the simulator counted them."""
     cmd = ("ip link set lo up; "
            "build/spyre-bpftrace daemon --device 1234:11e8 --listen 127.0.0.1:9464 2> /out/daemon.log & "
            "for i in $(seq 120); do wget -q -O /dev/null http://127.0.0.1:9464/healthz && break; sleep 1; done; "
-           "build/spyre-sim-run --backend vfio --jobs 4 --bytes 16384 --json /out/sim.json; "
+           "build/spyre-sim-run --backend vfio --threads 2 --jobs 3 --bytes 16384 --container-per-card "
+           "--json /out/sim.json; "
            "wget -q -O /out/metrics.txt http://127.0.0.1:9464/metrics; kill %1; wait")
-    out, _ = run_in_guest(tmp, 1, cmd, 240)
+    out, _ = run_in_guest(tmp, 2, cmd, 240)
     sim = json.load(open(os.path.join(out, "sim.json")))
-    assert sim["job_failures"] == 0 and len(sim["devices"]) == 1, sim
+    assert sim["job_failures"] == 0 and len(sim["devices"]) == 2, sim
     log = open(os.path.join(out, "daemon.log")).read()
-    assert "1 card on vfio-pci watched" in log and "stopping on Terminated" in log, log
+    assert "2 cards on vfio-pci watched" in log and "stopping on Terminated" in log, log
     m = parse_metrics(open(os.path.join(out, "metrics.txt")).read())
-    card = sim["devices"][0]["bdf"]
-    dev = frozenset({("device", card)})
     want = {}
     for io in sim["ioctls"]:
         want[io["cmd"]] = want.get(io["cmd"], 0) + 1
     got = {dict(k[1])["cmd"]: int(v) for k, v in m.items() if k[0] == "spyre_vfio_ioctls_total"}
     assert got == want, f"ioctls: daemon {got}, simulator {want}"
     assert all(v == 0 for k, v in m.items() if k[0] == "spyre_vfio_ioctl_errors_total")
-    mapped = sum(io["size"] for io in sim["ioctls"] if io["cmd"] == "VFIO_IOMMU_MAP_DMA")
-    unmapped = sum(io["size"] for io in sim["ioctls"] if io["cmd"] == "VFIO_IOMMU_UNMAP_DMA")
-    assert mapped > 0 and m[("spyre_iommu_mapped_bytes_total", dev)] == mapped, (m.get(("spyre_iommu_mapped_bytes_total", dev)), mapped)
-    assert m[("spyre_iommu_unmapped_bytes_total", dev)] == unmapped
-    assert m[("spyre_device_pinned_bytes", dev)] == mapped - unmapped
-    irqs = sim["devices"][0]["irqs"]
-    assert irqs > 0 and m[("spyre_device_interrupts_total", dev)] == irqs, \
-        (m.get(("spyre_device_interrupts_total", dev)), irqs)
-    info = [k for k in m if k[0] == "spyre_device_info" and ("device", card) in k[1]]
-    assert info and ("vendor_device", "1234:11e8") in info[0][1], info
+    for d in sim["devices"]:
+        card = d["bdf"]
+        dev = frozenset({("device", card)})
+        mapped = sum(io["size"] for io in sim["ioctls"] if io["cmd"] == "VFIO_IOMMU_MAP_DMA" and io["card"] == card)
+        unmapped = sum(io["size"] for io in sim["ioctls"] if io["cmd"] == "VFIO_IOMMU_UNMAP_DMA" and io["card"] == card)
+        assert mapped > 0 and m[("spyre_iommu_mapped_bytes_total", dev)] == mapped, \
+            (card, m.get(("spyre_iommu_mapped_bytes_total", dev)), mapped)
+        assert m[("spyre_iommu_unmapped_bytes_total", dev)] == unmapped, card
+        assert m[("spyre_device_pinned_bytes", dev)] == mapped - unmapped, card
+        assert d["irqs"] > 0 and m[("spyre_device_interrupts_total", dev)] == d["irqs"], \
+            (card, m.get(("spyre_device_interrupts_total", dev)), d["irqs"])
+        info = [k for k in m if k[0] == "spyre_device_info" and ("device", card) in k[1]]
+        assert info and ("vendor_device", "1234:11e8") in info[0][1], info
+    assert m[("spyre_iommu_mapped_bytes_total", frozenset({("device", "unknown")}))] == 0
 
 
 TESTS = [
