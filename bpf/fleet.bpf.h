@@ -47,6 +47,15 @@ struct {
 	__type(value, __u32); /* card index */
 } fleet_proc_card SEC(".maps") __weak;
 
+/* Processes that made a VFIO ioctl: tgid -> 1. A detail window records
+ * these (and only these), the exit hook forgets them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u32);
+} fleet_procs SEC(".maps") __weak;
+
 /* A container's card: the group set to it last (VFIO_GROUP_SET_CONTAINER),
  * so a process with a container per card maps on the right one. */
 struct {
@@ -185,6 +194,15 @@ static __always_inline void fleet_set_container_exit(__u32 tgid, __u32 tid, long
 static __always_inline void fleet_forget(__u32 tgid)
 {
 	bpf_map_delete_elem(&fleet_proc_card, &tgid);
+	bpf_map_delete_elem(&fleet_procs, &tgid);
+}
+
+static __always_inline void fleet_seen(__u32 tgid)
+{
+	__u32 one = 1;
+
+	if (!bpf_map_lookup_elem(&fleet_procs, &tgid))
+		bpf_map_update_elem(&fleet_procs, &tgid, &one, BPF_ANY);
 }
 
 /* An ioctl on a VFIO file returned. */

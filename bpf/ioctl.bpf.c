@@ -219,6 +219,7 @@ int ioctl_enter(struct trace_event_raw_sys_enter *ctx)
 		kind = bpf_map_lookup_elem(&accel_fds, &key);
 	} else if (fleet_mode && fleet_vfio_cmd((__u32)ctx->args[1])) {
 		/* the always-on tier: any VFIO ioctl, its file looked at now */
+		fleet_seen(key.tgid);
 		fleet_kind = fleet_fd_kind(key.fd, &group);
 		if (fleet_kind == SBT_FD_GROUP) {
 			fleet_group_opened(key.tgid, group);

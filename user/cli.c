@@ -25,6 +25,7 @@ static const char doc[] =
 	"       spyre-bpftrace list LIB...\n"
 	"       spyre-bpftrace merge TORCH.json CAPTURE.sbt [MORE...] -o OUT.pftrace|OUT.json\n"
 	"       spyre-bpftrace daemon [--listen ADDR:PORT]\n"
+	"       spyre-bpftrace ctl status | record --seconds N [-o FILE]\n"
 	"\n"
 	"EXAMPLES:\n"
 	"  spyre-bpftrace -p 1234              # trace PID 1234 until Ctrl-C, into\n"

@@ -11,5 +11,6 @@ int cmd_inspect(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_daemon(int argc, char **argv);
+int cmd_ctl(int argc, char **argv);
 
 #endif

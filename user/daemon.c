@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +29,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "commands.h"
+#include "control.h"
 #include "fleet.h"
 #include "http.h"
 #include "log.h"
@@ -37,8 +40,19 @@
 
 struct daemon_opts {
 	struct record_opts rec; /* the kernel-side filters, as record takes them */
-	const char *listen;
+	const char *listen, *runtime_dir;
 	bool every_device;
+};
+
+/* A detailed window asked for on the control socket: `record` of the
+ * processes that hold a card, run as a child so the daemon goes on
+ * answering scrapes and pinging the watchdog meanwhile. */
+struct window {
+	pid_t child; /* 0: none open */
+	int client; /* who asked: answered when the child is done */
+	int err_fd; /* the child's stderr */
+	char path[CONTROL_LINE];
+	int procs;
 };
 
 struct daemon {
@@ -48,6 +62,8 @@ struct daemon {
 	struct http_server *http;
 	pthread_mutex_t lock; /* the fleet's cards and maps, between scrapes and reloads */
 	int stats_fd; /* keeps the kernel's BPF run-time statistics on; -1 */
+	int control_fd; /* the control socket; -1 */
+	struct window win;
 	struct metrics_self self;
 };
 
@@ -61,7 +77,7 @@ static void on_signal(int sig)
 		stop_sig = sig;
 }
 
-enum { OPT_LISTEN = 1000, OPT_DEVICE };
+enum { OPT_LISTEN = 1000, OPT_DEVICE, OPT_RUNTIME_DIR };
 
 static error_t parse(int key, char *arg, struct argp_state *state)
 {
@@ -87,6 +103,11 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid --device '%s'; hint: a PCI address (0000:01:00.0) or "
 				   "vendor:device ids (1014:06a7), as lspci -nD shows them", arg);
 		r->devices.n++;
+		break;
+	case OPT_RUNTIME_DIR:
+		if (arg[0] != '/')
+			argp_error(state, "--runtime-dir '%s': give an absolute path", arg);
+		o->runtime_dir = arg;
 		break;
 	case 'v': r->verbose++; break;
 	case ARGP_KEY_ARG:
@@ -207,13 +228,127 @@ static int start(struct daemon *d)
 		return -EADDRINUSE;
 	}
 	sbt_warn("metrics on http://%s/metrics", d->o->listen);
+	d->control_fd = control_listen(d->o->runtime_dir, err, sizeof(err));
+	if (d->control_fd < 0) {
+		sbt_err("%s", err);
+		return -EIO;
+	}
 	return 0;
+}
+
+/* record -q -d SECONDS -o PATH -p PID..., this very binary. */
+static void open_window(struct daemon *d, int client, const char *secs, const char *path)
+{
+	pid_t pids[SBT_MAX_PIDS];
+	char *argv[8 + 2 * SBT_MAX_PIDS], pidstr[SBT_MAX_PIDS][16], self[64];
+	int n, argc = 0, pipefd[2];
+
+	pthread_mutex_lock(&d->lock);
+	n = fleet_processes(&d->fleet, pids, SBT_MAX_PIDS);
+	pthread_mutex_unlock(&d->lock);
+	if (!n) {
+		control_reply(client, "error: no process holds a Spyre card now; nothing to record\n");
+		return;
+	}
+	if (pipe2(pipefd, O_CLOEXEC)) {
+		control_reply(client, "error: cannot start the window: no pipe\n");
+		return;
+	}
+	snprintf(self, sizeof(self), "/proc/%d/exe", getpid());
+	argv[argc++] = "spyre-bpftrace";
+	argv[argc++] = "record";
+	argv[argc++] = "-q";
+	argv[argc++] = "-d";
+	argv[argc++] = (char *)secs;
+	argv[argc++] = "-o";
+	argv[argc++] = (char *)path;
+	for (int i = 0; i < n; i++) {
+		snprintf(pidstr[i], sizeof(pidstr[i]), "%d", pids[i]);
+		argv[argc++] = "-p";
+		argv[argc++] = pidstr[i];
+	}
+	argv[argc] = NULL;
+	d->win.child = fork();
+	if (d->win.child == 0) {
+		dup2(pipefd[1], 2);
+		execv(self, argv);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	if (d->win.child < 0) {
+		close(pipefd[0]);
+		d->win.child = 0;
+		control_reply(client, "error: cannot start the window: fork failed\n");
+		return;
+	}
+	d->win.client = client;
+	d->win.err_fd = pipefd[0];
+	d->win.procs = n;
+	snprintf(d->win.path, sizeof(d->win.path), "%s", path);
+	sbt_warn("window: %s s of %d process%s into %s", secs, n, n == 1 ? "" : "es", path);
+}
+
+/* The window's child is done (or not yet): answer who asked. */
+static void check_window(struct daemon *d, bool wait)
+{
+	char msg[CONTROL_LINE + 512], err[512] = "";
+	int status;
+	ssize_t got;
+
+	if (!d->win.child || waitpid(d->win.child, &status, wait ? 0 : WNOHANG) <= 0)
+		return;
+	got = read(d->win.err_fd, err, sizeof(err) - 1);
+	err[got > 0 ? got : 0] = 0;
+	err[strcspn(err, "\n")] = 0;
+	close(d->win.err_fd);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		snprintf(msg, sizeof(msg), "ok %s\nwindow of %d process%s written\n", d->win.path,
+			 d->win.procs, d->win.procs == 1 ? "" : "es");
+	else
+		snprintf(msg, sizeof(msg), "error: the window's record failed: %s\n",
+			 err[0] ? err + (strncmp(err, "spyre-bpftrace: ", 16) ? 0 : 16) : "no message");
+	control_reply(d->win.client, msg);
+	d->win.child = 0;
+}
+
+/* One request from the control socket. */
+static void serve_control(struct daemon *d)
+{
+	char line[CONTROL_LINE], secs[32], path[CONTROL_LINE], msg[CONTROL_LINE + 512];
+	int cfd = control_accept(d->control_fd, line, sizeof(line));
+	pid_t pids[SBT_MAX_PIDS];
+	int n;
+
+	if (cfd < 0)
+		return;
+	if (!strcmp(line, "status")) {
+		pthread_mutex_lock(&d->lock);
+		n = fleet_processes(&d->fleet, pids, SBT_MAX_PIDS);
+		pthread_mutex_unlock(&d->lock);
+		snprintf(msg, sizeof(msg),
+			 "ok\nversion %s\ncards %d\nprocesses with a card %d\nscrapes %llu\n"
+			 "lost records %llu\nwindow %s\nflight recorder not built yet\n",
+			 SBT_VERSION, d->fleet.ncards - 1, n, (unsigned long long)d->self.scrapes,
+			 (unsigned long long)attach_read_lost(&d->at), d->win.child ? d->win.path : "none");
+		control_reply(cfd, msg);
+	} else if (sscanf(line, "record %31s %4095s", secs, path) == 2 && path[0] == '/') {
+		if (d->win.child)
+			control_reply(cfd, "error: a window is open already; hint: wait for it\n");
+		else
+			open_window(d, cfd, secs, path);
+	} else if (!strncmp(line, "snapshot", 8)) {
+		control_reply(cfd, "error: snapshot needs the flight recorder, which is not built yet; "
+				   "hint: spyre-bpftrace ctl record --seconds N records a window now\n");
+	} else {
+		control_reply(cfd, "error: unknown request; hint: status, record SECONDS /PATH\n");
+	}
 }
 
 int cmd_daemon(int argc, char **argv)
 {
 	static const struct argp_option options[] = {
 		{ "listen", OPT_LISTEN, "ADDR:PORT", 0, "serve /metrics and /healthz here (default " DEFAULT_LISTEN ")", 0 },
+		{ "runtime-dir", OPT_RUNTIME_DIR, "DIR", 0, "the control socket's directory (default " CONTROL_DEFAULT_DIR ")", 0 },
 		{ "device", OPT_DEVICE, "BDF|VID:DID|all", 0, "the cards to watch (repeatable; default Spyre's 1014:06a7, 1014:06a8)", 0 },
 		{ "verbose", 'v', NULL, 0, "print the attach plan and the cards", 0 },
 		{ 0 }
@@ -230,7 +365,7 @@ int cmd_daemon(int argc, char **argv)
 		"  curl -s 127.0.0.1:9464/metrics | grep spyre_vfio_ioctls_total",
 		NULL, NULL, NULL
 	};
-	struct daemon_opts o = { .listen = DEFAULT_LISTEN };
+	struct daemon_opts o = { .listen = DEFAULT_LISTEN, .runtime_dir = CONTROL_DEFAULT_DIR };
 	struct daemon *d = calloc(1, sizeof(*d));
 	struct sigaction sa = { .sa_handler = on_signal };
 	uint64_t watchdog_us = 0, next_ping = 0, next_sweep;
@@ -250,6 +385,7 @@ int cmd_daemon(int argc, char **argv)
 	libbpf_set_print((libbpf_print_fn_t)sbt_libbpf_print);
 	d->o = &o;
 	d->stats_fd = -1;
+	d->control_fd = -1;
 	pthread_mutex_init(&d->lock, NULL);
 	clock_gettime(CLOCK_REALTIME, &now);
 	d->self.start_time = (double)now.tv_sec + now.tv_nsec / 1e9;
@@ -283,12 +419,24 @@ int cmd_daemon(int argc, char **argv)
 				look_around(d, "SIGHUP");
 				sd_notifyf(0, "READY=1\nSTATUS=watching %d cards", d->fleet.ncards - 1);
 			}
-			poll(NULL, 0, 500); /* a signal ends it early */
+			{
+				struct pollfd p = { d->control_fd, POLLIN, 0 };
+
+				/* a signal ends it early */
+				if (poll(&p, 1, 500) > 0)
+					serve_control(d);
+			}
+			check_window(d, false);
 		}
 		sd_notify(0, "STOPPING=1");
+		if (d->win.child) { /* the window ends now, written */
+			kill(d->win.child, SIGINT);
+			check_window(d, true);
+		}
 		sbt_warn("stopping on %s after %llu scrapes", strsignal(stop_sig),
 			 (unsigned long long)d->self.scrapes);
 	}
+	control_close(d->control_fd, o.runtime_dir);
 	http_stop(d->http);
 	if (d->stats_fd >= 0)
 		close(d->stats_fd);

@@ -99,7 +99,7 @@ struct seed_ctx {
 static void seed_fd(int fd, const char *target, void *vctx)
 {
 	struct seed_ctx *ctx = vctx;
-	uint32_t group, idx, tgid = (uint32_t)ctx->pid;
+	uint32_t group, idx, tgid = (uint32_t)ctx->pid, one = 1;
 	char *end;
 
 	(void)fd;
@@ -109,6 +109,7 @@ static void seed_fd(int fd, const char *target, void *vctx)
 	if (*end)
 		return;
 	ctx->has_group = true;
+	bpf_map_update_elem(bpf_map__fd(ctx->f->skel->maps.fleet_procs), &tgid, &one, BPF_ANY);
 	if (!bpf_map_lookup_elem(bpf_map__fd(ctx->f->skel->maps.fleet_group_card), &group, &idx))
 		bpf_map_update_elem(bpf_map__fd(ctx->f->skel->maps.fleet_proc_card), &tgid, &idx, BPF_ANY);
 }
@@ -158,12 +159,28 @@ static int sweep_map(int fd, size_t key_size)
 	return dropped;
 }
 
+int fleet_processes(struct fleet *f, pid_t *pids, int max)
+{
+	int fd = bpf_map__fd(f->skel->maps.fleet_procs), n = 0;
+	uint32_t key, next;
+	bool first = true;
+
+	while (n < max && !bpf_map_get_next_key(fd, first ? NULL : &key, &next)) {
+		first = false;
+		key = next;
+		if (proc_exists((pid_t)next))
+			pids[n++] = (pid_t)next;
+	}
+	return n;
+}
+
 /* BPF forgets a process's card at its exit; this catches one it missed,
  * and containers' cards, which nothing else drops (an exit closes files
  * without close(), and the daemon does not watch close anyway). */
 int fleet_sweep(struct fleet *f)
 {
 	return sweep_map(bpf_map__fd(f->skel->maps.fleet_proc_card), sizeof(uint32_t)) +
+	       sweep_map(bpf_map__fd(f->skel->maps.fleet_procs), sizeof(uint32_t)) +
 	       sweep_map(bpf_map__fd(f->skel->maps.fleet_fd_card), sizeof(struct sbt_fd_key));
 }
 

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "devfilter.h"
 #include "events.h"
@@ -44,6 +45,9 @@ int fleet_find_cards(struct fleet *f, const struct devfilter *want, const char *
  * as BPF would learn it from their next ioctl on the group. Returns how
  * many processes. */
 int fleet_seed_processes(struct fleet *f);
+/* The processes that hold a card: made a VFIO ioctl since the daemon
+ * started, or had a group open then. Returns how many (at most max). */
+int fleet_processes(struct fleet *f, pid_t *pids, int max);
 /* Forget the cards of processes that are gone. Returns how many. */
 int fleet_sweep(struct fleet *f);
 /* The counters now. 0 or -errno. */

@@ -1635,6 +1635,56 @@ def run_guest_daemon(tmp):
     assert m[("spyre_iommu_mapped_bytes_total", frozenset({("device", "unknown")}))] == 0
 
 
+def run_daemon_window(tmp):
+    """ctl record: a detailed window asked of the running daemon records the
+    processes that hold a card (runtime calls by uprobes and all), and no
+    other: a process that loaded the runtime but holds no card is not
+    traced. ctl status answers; ctl snapshot says it is not built."""
+    os.makedirs(os.path.join(tmp, "mock"))
+    run_dir = os.path.join(tmp, "run")
+    port = free_port()
+    daemon = subprocess.Popen([TOOL, "daemon", "--listen", f"127.0.0.1:{port}", "--runtime-dir", run_dir],
+                              stderr=subprocess.PIPE, text=True)
+    job = subprocess.Popen(shlex.split(long_sim(tmp)), stdout=subprocess.DEVNULL)
+    idle = subprocess.Popen([SIM, "--mock-dir", os.path.join(tmp, "mock2"), "--wait-stdin", "--json",
+                             os.path.join(tmp, "idle.json")], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    ctl = [TOOL, "ctl", "--runtime-dir", run_dir]
+    try:
+        wait_for(lambda: os.path.exists(os.path.join(run_dir, "control")), 20, "the control socket")
+        assert oct(os.stat(os.path.join(run_dir, "control")).st_mode & 0o777) == "0o600"
+
+        def job_seen():
+            r = subprocess.run(ctl + ["status"], capture_output=True, text=True)
+            return r.returncode == 0 and "processes with a card 1" in r.stdout
+        wait_for(job_seen, 20, "the daemon to see the job")
+        out = os.path.join(tmp, "window.sbt")
+        r = subprocess.run(ctl + ["record", "--seconds", "2", "-o", out], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0 and r.stdout.startswith(f"ok {out}"), r.stdout + r.stderr
+        events, _ = parse_dump(out)
+        procs = {int(e["pid"]) for e in events if e["type"] == "process"}
+        assert procs == {job.pid}, f"window traced {procs}, the job is {job.pid}, the idle one {idle.pid}"
+        calls = [e for e in events if e["type"] == "call_enter" and e["tgid"] == job.pid]
+        assert len(calls) > 50, f"{len(calls)} runtime calls of the job in a 2 s window"
+        assert not [e for e in events if e["tgid"] == idle.pid], "the idle process was traced"
+        r = subprocess.run(ctl + ["snapshot", "--last", "30s"], capture_output=True, text=True)
+        assert r.returncode == 2 and "not built yet" in r.stderr, r.stderr
+        r = subprocess.run(ctl + ["snapshot"], capture_output=True, text=True)
+        assert r.returncode == 1 and "not built yet; hint:" in r.stderr, r.stderr
+        r = subprocess.run([TOOL, "ctl", "--runtime-dir", os.path.join(tmp, "nothing"), "status"],
+                           capture_output=True, text=True)
+        assert r.returncode == 1 and "no daemon at" in r.stderr and "hint" in r.stderr, r.stderr
+        daemon.send_signal(signal.SIGTERM)
+        _, err = daemon.communicate(timeout=20)
+        assert daemon.returncode == 0 and "window: 2.000 s of 1 process" in err, err
+        assert not os.path.exists(os.path.join(run_dir, "control")), "control socket left behind"
+    finally:
+        for p in (daemon, job, idle):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
 TESTS = [
     ("c_multithread_matches_sim", run_c_multithread),
     ("p_attach_matches_sim", run_p_attach),
@@ -1663,6 +1713,7 @@ TESTS = [
     ("merge_refuses_unalignable", run_merge_refuses_unalignable),
     ("merge_hosts_and_our_json", run_merge_hosts_and_our_json),
     ("daemon_prometheus_matches_sim", run_daemon_prometheus),
+    ("daemon_window_on_request", run_daemon_window),
     ("guest_kernel_6_1", run_guest_kernel),
     ("guest_vfio_one_card", run_guest_vfio_one_card),
     ("guest_vfio_two_cards", run_guest_vfio_two_cards),

@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "log.h"
+
+static int socket_path(const char *dir, struct sockaddr_un *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	if (snprintf(a->sun_path, sizeof(a->sun_path), "%s/%s", dir, CONTROL_SOCKET) >=
+	    (int)sizeof(a->sun_path))
+		return -1;
+	return 0;
+}
+
+int control_listen(const char *dir, char *err, size_t errlen)
+{
+	struct sockaddr_un a;
+	struct stat st;
+	int fd;
+
+	if (socket_path(dir, &a)) {
+		snprintf(err, errlen, "--runtime-dir '%s' is too long for a socket path", dir);
+		return -1;
+	}
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		snprintf(err, errlen, "cannot make '%s': %s; hint: choose another --runtime-dir", dir,
+			 strerror(errno));
+		return -1;
+	}
+	if (lstat(dir, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		snprintf(err, errlen, "'%s' is not a directory of ours that only we can enter; hint: "
+			 "remove it or choose another --runtime-dir", dir);
+		return -1;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot make the control socket: %s", strerror(errno));
+		return -1;
+	}
+	unlink(a.sun_path); /* a daemon before us that did not stop cleanly */
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || chmod(a.sun_path, 0600) || listen(fd, 8)) {
+		snprintf(err, errlen, "cannot listen on %s: %s", a.sun_path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+void control_reply(int cfd, const char *text)
+{
+	size_t left = strlen(text);
+
+	while (left) {
+		ssize_t n = write(cfd, text, left);
+
+		if (n <= 0)
+			break;
+		text += n;
+		left -= (size_t)n;
+	}
+	close(cfd);
+}
+
+int control_accept(int lfd, char *line, size_t len)
+{
+	struct ucred peer;
+	socklen_t plen = sizeof(peer);
+	size_t got = 0;
+	int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (cfd < 0)
+		return -1;
+	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) ||
+	    (peer.uid != 0 && peer.uid != geteuid())) {
+		control_reply(cfd, "error: not allowed; hint: run ctl as root\n");
+		return -1;
+	}
+	while (got + 1 < len) { /* one line, within two seconds */
+		struct pollfd p = { cfd, POLLIN, 0 };
+		ssize_t n;
+
+		if (poll(&p, 1, 2000) <= 0)
+			break;
+		n = read(cfd, line + got, len - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (memchr(line, '\n', got))
+			break;
+	}
+	line[got] = 0;
+	if (!strchr(line, '\n')) {
+		control_reply(cfd, "error: no request line; hint: spyre-bpftrace ctl --help\n");
+		return -1;
+	}
+	*strchr(line, '\n') = 0;
+	return cfd;
+}
+
+void control_close(int lfd, const char *dir)
+{
+	struct sockaddr_un a;
+
+	if (lfd < 0)
+		return;
+	close(lfd);
+	if (!socket_path(dir, &a))
+		unlink(a.sun_path);
+}
+
+/* ---- spyre-bpftrace ctl ---------------------------------------------------- */
+
+struct ctl_opts {
+	const char *dir, *out, *what;
+	double seconds;
+};
+
+enum { OPT_RUNTIME_DIR = 1000, OPT_SECONDS, OPT_LAST };
+
+static error_t ctl_parse(int key, char *arg, struct argp_state *state)
+{
+	struct ctl_opts *o = state->input;
+	char *end;
+
+	switch (key) {
+	case OPT_RUNTIME_DIR: o->dir = arg; break;
+	case 'o': o->out = arg; break;
+	case OPT_SECONDS:
+		o->seconds = strtod(arg, &end);
+		if (*end || end == arg || !(o->seconds > 0) || o->seconds > 3600)
+			argp_error(state, "invalid --seconds '%s'; hint: 0.1 to 3600", arg);
+		break;
+	case OPT_LAST:
+		argp_error(state, "snapshot --last needs the flight recorder, which is not built yet; "
+			   "hint: ctl record --seconds N records a window now");
+		break;
+	case ARGP_KEY_ARG:
+		if (o->what)
+			argp_error(state, "one request at a time");
+		if (strcmp(arg, "status") && strcmp(arg, "record") && strcmp(arg, "snapshot"))
+			argp_error(state, "unknown request '%s'; hint: status, record or snapshot", arg);
+		o->what = arg;
+		break;
+	case ARGP_KEY_END:
+		if (!o->what)
+			argp_error(state, "no request; hint: ctl status, ctl record --seconds 10");
+		if (!strcmp(o->what, "record") && !o->seconds)
+			argp_error(state, "record needs --seconds N");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* The window's file, absolute (the daemon writes it, from its own cwd). */
+static int out_path(const struct ctl_opts *o, char *path, size_t len)
+{
+	char cwd[PATH_MAX], name[64];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (o->out && o->out[0] == '/')
+		return snprintf(path, len, "%s", o->out) >= (int)len ? -1 : 0;
+	if (!getcwd(cwd, sizeof(cwd)))
+		return -1;
+	localtime_r(&now, &tm);
+	strftime(name, sizeof(name), "spyre-bpftrace-window-%Y%m%d-%H%M%S.pftrace", &tm);
+	return snprintf(path, len, "%s/%s", cwd, o->out ? o->out : name) >= (int)len ? -1 : 0;
+}
+
+int cmd_ctl(int argc, char **argv)
+{
+	static const struct argp_option options[] = {
+		{ "runtime-dir", OPT_RUNTIME_DIR, "DIR", 0, "the daemon's runtime directory (default " CONTROL_DEFAULT_DIR ")", 0 },
+		{ "seconds", OPT_SECONDS, "N", 0, "record: how long the window is", 0 },
+		{ "output", 'o', "FILE", 0, "record: the trace (.pftrace, .json or .sbt; default spyre-bpftrace-window-TIME.pftrace)", 0 },
+		{ "last", OPT_LAST, "DURATION", 0, "snapshot: the last DURATION (needs the flight recorder: not built yet)", 0 },
+		{ 0 }
+	};
+	static const struct argp argp = {
+		options, ctl_parse, "status | record --seconds N [-o FILE]",
+		"Talk to a running spyre-bpftrace daemon: its status, or a detailed window "
+		"recorded now (runtime calls by uprobes, ioctls, DMA, interrupts, device jobs) of "
+		"the processes that hold a Spyre card, returned as a trace.\n\nEXAMPLES:\n"
+		"  spyre-bpftrace ctl status\n"
+		"  spyre-bpftrace ctl record --seconds 10 -o /tmp/window.pftrace",
+		NULL, NULL, NULL
+	};
+	struct ctl_opts o = { .dir = CONTROL_DEFAULT_DIR };
+	char req[CONTROL_LINE + 64], path[CONTROL_LINE - 64], buf[8192];
+	struct sockaddr_un a;
+	size_t got = 0;
+	ssize_t n;
+	int fd;
+
+	argp_parse(&argp, argc, argv, 0, NULL, &o);
+	if (!strcmp(o.what, "snapshot")) {
+		sbt_err("snapshot needs the flight recorder, which is not built yet; hint: "
+			"spyre-bpftrace ctl record --seconds N records a window now");
+		return 1;
+	}
+	if (!strcmp(o.what, "record")) {
+		if (out_path(&o, path, sizeof(path))) {
+			sbt_err("cannot name the window's file; hint: give -o /ABSOLUTE/PATH");
+			return 2;
+		}
+		snprintf(req, sizeof(req), "record %.3f %s\n", o.seconds, path);
+	} else {
+		snprintf(req, sizeof(req), "status\n");
+	}
+	if (socket_path(o.dir, &a) || (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+		sbt_err("cannot make a socket: %s", strerror(errno));
+		return 1;
+	}
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		sbt_err("no daemon at %s: %s; hint: is spyre-bpftrace daemon running (--runtime-dir)?",
+			a.sun_path, strerror(errno));
+		close(fd);
+		return 1;
+	}
+	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
+		sbt_err("cannot talk to the daemon: %s", strerror(errno));
+		close(fd);
+		return 1;
+	}
+	while (got + 1 < sizeof(buf) && (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+		got += (size_t)n;
+	buf[got] = 0;
+	close(fd);
+	if (strncmp(buf, "ok", 2)) {
+		buf[strcspn(buf, "\n")] = 0;
+		sbt_err("%s", !strncmp(buf, "error: ", 7) ? buf + 7 : buf[0] ? buf : "the daemon did not answer");
+		return 1;
+	}
+	fputs(buf, stdout);
+	return 0;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The daemon's control socket: a Unix socket in its runtime directory
+ * (mode 0600, and the peer's uid checked: root or the daemon's own), one
+ * request line per connection, the answer written back and the connection
+ * closed. `spyre-bpftrace ctl` is its client.
+ *
+ *   status                     -> "ok" and status lines
+ *   record SECONDS ABSPATH     -> "ok ABSPATH" once the window is written
+ *   snapshot ...               -> "error ..." (the flight recorder is not built)
+ */
+#ifndef SBT_CONTROL_H
+#define SBT_CONTROL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define CONTROL_DEFAULT_DIR "/run/spyre-bpftrace"
+#define CONTROL_SOCKET "control"
+#define CONTROL_LINE 4096
+
+/* Makes dir (0700) and listens on dir/control (0600). The fd, or -1 with err. */
+int control_listen(const char *dir, char *err, size_t errlen);
+/* Accepts one client whose uid may talk to us and reads its request line
+ * (NUL ended, without the newline). The client's fd, or -1 (nobody, or a
+ * refused or silent peer: already answered and closed). */
+int control_accept(int lfd, char *line, size_t len);
+/* Writes the answer and closes the client. */
+void control_reply(int cfd, const char *text);
+void control_close(int lfd, const char *dir);
+
+int cmd_ctl(int argc, char **argv);
+
+#endif
