@@ -18,6 +18,9 @@
 #include "common.bpf.h"
 
 const volatile bool fleet_mode __weak = false;
+/* the daemon keeps a flight recorder: VFIO ioctls and the cards'
+ * interrupts go to the ring buffer too (a few per job) */
+const volatile bool fleet_record __weak = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

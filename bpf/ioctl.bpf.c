@@ -260,8 +260,8 @@ int ioctl_exit(struct trace_event_raw_sys_exit *ctx)
 	}
 	if (fleet_mode)
 		fleet_ioctl(id >> 32, tid, p, ctx->ret, bpf_ktime_get_boot_ns());
-	/* records for traced processes only (in fleet mode: a detail window) */
-	r = fleet_mode && !sbt_is_traced(id >> 32) ? NULL : sbt_reserve(sizeof(*r), SBT_IOCTL);
+	/* in fleet mode, records only for the flight recorder */
+	r = fleet_mode && !fleet_record ? NULL : sbt_reserve(sizeof(*r), SBT_IOCTL);
 	if (r) {
 		__builtin_memcpy((char *)r + sizeof(r->h),
 				 (char *)p + sizeof(p->h),

@@ -79,9 +79,10 @@ int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 	if (!s || !s->active || s->irq != irq)
 		return 0;
 	s->active = 0;
-	if (fleet_mode) { /* counted in the kernel, no record */
+	if (fleet_mode) { /* counted in the kernel; a record for the flight recorder */
 		fleet_irq(s->bdf, bpf_ktime_get_boot_ns() - s->ts);
-		return 0;
+		if (!fleet_record)
+			return 0;
 	}
 	r = sbt_reserve(sizeof(*r), SBT_IRQ);
 	if (!r)

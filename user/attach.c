@@ -114,6 +114,7 @@ static int configure(struct attacher *a)
 	s->rodata->n_patterns = (uint32_t)a->npatterns;
 
 	s->rodata->fleet_mode = a->o->fleet;
+	s->rodata->fleet_record = a->o->fleet_record;
 	if (a->o->fleet) {
 		plan_add(&a->plan, "fleet", "per-CPU maps",
 			 "every process's VFIO ioctls; counts and histograms summed in the kernel, no records");

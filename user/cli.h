@@ -40,6 +40,7 @@ struct record_opts {
 	int verbose;
 	bool quiet; /* no live status, no summary */
 	bool fleet; /* the daemon: every process's VFIO files, counted in the kernel */
+	bool fleet_record; /* ... and their records kept in its flight recorder */
 };
 
 /* Parse the record arguments (argv[0] is the program or subcommand name).

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,10 +126,46 @@ void control_close(int lfd, const char *dir)
 
 struct ctl_opts {
 	const char *dir, *out, *what;
-	double seconds;
+	double seconds, last; /* record's window; snapshot --last */
+	uint64_t from, to; /* snapshot --from/--to: REALTIME ns; 0 unset */
 };
 
-enum { OPT_RUNTIME_DIR = 1000, OPT_SECONDS, OPT_LAST };
+enum { OPT_RUNTIME_DIR = 1000, OPT_SECONDS, OPT_LAST, OPT_FROM, OPT_TO };
+
+/* "30s", "2m", "1h" or plain seconds. */
+static bool parse_duration(const char *s, double *sec)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || !(v > 0))
+		return false;
+	if (!strcmp(end, "") || !strcmp(end, "s"))
+		*sec = v;
+	else if (!strcmp(end, "m"))
+		*sec = v * 60;
+	else if (!strcmp(end, "h"))
+		*sec = v * 3600;
+	else
+		return false;
+	return true;
+}
+
+/* A wall-clock time: seconds since the epoch (fractions allowed), or
+ * 2026-12-02T21:30:00 in UTC (a trailing Z allowed). ns, 0 if neither. */
+static uint64_t parse_time(const char *s)
+{
+	struct tm tm = { 0 };
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end != s && !*end && v > 0)
+		return (uint64_t)(v * 1e9);
+	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!end || (*end && strcmp(end, "Z")))
+		return 0;
+	return (uint64_t)timegm(&tm) * 1000000000ull;
+}
 
 static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 {
@@ -144,8 +181,14 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid --seconds '%s'; hint: 0.1 to 3600", arg);
 		break;
 	case OPT_LAST:
-		argp_error(state, "snapshot --last needs the flight recorder, which is not built yet; "
-			   "hint: ctl record --seconds N records a window now");
+		if (!parse_duration(arg, &o->last))
+			argp_error(state, "invalid --last '%s'; hint: 30s, 2m, 1h", arg);
+		break;
+	case OPT_FROM:
+	case OPT_TO:
+		if (!(*(key == OPT_FROM ? &o->from : &o->to) = parse_time(arg)))
+			argp_error(state, "invalid time '%s'; hint: seconds since the epoch, or "
+				   "2026-12-02T21:30:00 (UTC)", arg);
 		break;
 	case ARGP_KEY_ARG:
 		if (o->what)
@@ -159,6 +202,10 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "no request; hint: ctl status, ctl record --seconds 10");
 		if (!strcmp(o->what, "record") && !o->seconds)
 			argp_error(state, "record needs --seconds N");
+		if (!strcmp(o->what, "snapshot") && !o->last == !(o->from && o->to))
+			argp_error(state, "snapshot needs --last DURATION, or --from T0 and --to T1");
+		if (o->from && o->to && o->from > o->to)
+			argp_error(state, "--from is after --to");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -169,7 +216,7 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 /* The window's file, absolute (the daemon writes it, from its own cwd). */
 static int out_path(const struct ctl_opts *o, char *path, size_t len)
 {
-	char cwd[PATH_MAX], name[64];
+	char cwd[PATH_MAX], name[64], fmt[64];
 	time_t now = time(NULL);
 	struct tm tm;
 
@@ -178,7 +225,9 @@ static int out_path(const struct ctl_opts *o, char *path, size_t len)
 	if (!getcwd(cwd, sizeof(cwd)))
 		return -1;
 	localtime_r(&now, &tm);
-	strftime(name, sizeof(name), "spyre-bpftrace-window-%Y%m%d-%H%M%S.pftrace", &tm);
+	snprintf(fmt, sizeof(fmt), "spyre-bpftrace-%s-%%Y%%m%%d-%%H%%M%%S.pftrace",
+		 strcmp(o->what, "record") ? "snapshot" : "window");
+	strftime(name, sizeof(name), fmt, &tm);
 	return snprintf(path, len, "%s/%s", cwd, o->out ? o->out : name) >= (int)len ? -1 : 0;
 }
 
@@ -188,16 +237,23 @@ int cmd_ctl(int argc, char **argv)
 		{ "runtime-dir", OPT_RUNTIME_DIR, "DIR", 0, "the daemon's runtime directory (default " CONTROL_DEFAULT_DIR ")", 0 },
 		{ "seconds", OPT_SECONDS, "N", 0, "record: how long the window is", 0 },
 		{ "output", 'o', "FILE", 0, "record: the trace (.pftrace, .json or .sbt; default spyre-bpftrace-window-TIME.pftrace)", 0 },
-		{ "last", OPT_LAST, "DURATION", 0, "snapshot: the last DURATION (needs the flight recorder: not built yet)", 0 },
+		{ "last", OPT_LAST, "DURATION", 0, "snapshot: the last DURATION (30s, 2m)", 0 },
+		{ "from", OPT_FROM, "T0", 0, "snapshot: from this wall-clock time (epoch seconds or 2026-12-02T21:30:00, UTC)", 0 },
+		{ "to", OPT_TO, "T1", 0, "snapshot: to this one", 0 },
 		{ 0 }
 	};
 	static const struct argp argp = {
-		options, ctl_parse, "status | record --seconds N [-o FILE]",
-		"Talk to a running spyre-bpftrace daemon: its status, or a detailed window "
+		options, ctl_parse, "status | record --seconds N [-o FILE] | snapshot --last D | --from T0 --to T1 [-o FILE]",
+		"Talk to a running spyre-bpftrace daemon: its status; a detailed window "
 		"recorded now (runtime calls by uprobes, ioctls, DMA, interrupts, device jobs) of "
-		"the processes that hold a Spyre card, returned as a trace.\n\nEXAMPLES:\n"
+		"the processes that hold a Spyre card; or a snapshot of its flight recorder (the "
+		"kernel events of the last minutes), each returned as a trace (with a manifest for "
+		"a snapshot). The same absolute --from/--to asked of every host of a job gives "
+		"traces that merge into one.\n\nEXAMPLES:\n"
 		"  spyre-bpftrace ctl status\n"
-		"  spyre-bpftrace ctl record --seconds 10 -o /tmp/window.pftrace",
+		"  spyre-bpftrace ctl record --seconds 10 -o /tmp/window.pftrace\n"
+		"  spyre-bpftrace ctl snapshot --last 30s -o /tmp/last.pftrace\n"
+		"  spyre-bpftrace ctl snapshot --from 2026-12-02T21:30:00 --to 2026-12-02T21:31:00",
 		NULL, NULL, NULL
 	};
 	struct ctl_opts o = { .dir = CONTROL_DEFAULT_DIR };
@@ -208,17 +264,22 @@ int cmd_ctl(int argc, char **argv)
 	int fd;
 
 	argp_parse(&argp, argc, argv, 0, NULL, &o);
-	if (!strcmp(o.what, "snapshot")) {
-		sbt_err("snapshot needs the flight recorder, which is not built yet; hint: "
-			"spyre-bpftrace ctl record --seconds N records a window now");
-		return 1;
+	if (strcmp(o.what, "status") && out_path(&o, path, sizeof(path))) {
+		sbt_err("cannot name the output file; hint: give -o /ABSOLUTE/PATH");
+		return 2;
 	}
 	if (!strcmp(o.what, "record")) {
-		if (out_path(&o, path, sizeof(path))) {
-			sbt_err("cannot name the window's file; hint: give -o /ABSOLUTE/PATH");
-			return 2;
-		}
 		snprintf(req, sizeof(req), "record %.3f %s\n", o.seconds, path);
+	} else if (!strcmp(o.what, "snapshot")) {
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		if (o.last) {
+			o.to = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+			o.from = o.to - (uint64_t)(o.last * 1e9);
+		}
+		snprintf(req, sizeof(req), "snapshot %llu %llu %s\n", (unsigned long long)o.from,
+			 (unsigned long long)o.to, path);
 	} else {
 		snprintf(req, sizeof(req), "status\n");
 	}

@@ -7,7 +7,7 @@
  *
  *   status                     -> "ok" and status lines
  *   record SECONDS ABSPATH     -> "ok ABSPATH" once the window is written
- *   snapshot ...               -> "error ..." (the flight recorder is not built)
+ *   snapshot FROM TO ABSPATH   -> "ok ABSPATH" (REALTIME ns; the flight recorder's window)
  */
 #ifndef SBT_CONTROL_H
 #define SBT_CONTROL_H

@@ -2,8 +2,11 @@
 /*
  * `spyre-bpftrace daemon`: the always-on tier. The kernel hooks count every
  * process's VFIO ioctls, DMA mappings and the cards' interrupts in
- * histograms and counters in the kernel; nothing per event crosses to user
- * space, and no uprobe is attached. Prometheus scrapes /metrics; each scrape sums the per-CPU maps.
+ * histograms and counters in the kernel, and no uprobe is attached.
+ * Prometheus scrapes /metrics; each scrape sums the per-CPU maps. The same
+ * kernel events (a few per job) also come as records into a flight
+ * recorder, for snapshots after the fact; the control socket asks for
+ * those, or for a detailed window of the processes that hold a card.
  * Runs until SIGTERM; SIGHUP looks again for cards bound to vfio-pci and
  * processes with VFIO files open; under systemd it says when it is ready
  * and pings the watchdog (Type=notify, WatchdogSec).
@@ -34,6 +37,8 @@
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
+#include "recorder.h"
+#include "snapshot.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:9464"
 #define SWEEP_SECONDS 10
@@ -42,6 +47,8 @@ struct daemon_opts {
 	struct record_opts rec; /* the kernel-side filters, as record takes them */
 	const char *listen, *runtime_dir;
 	bool every_device;
+	double recorder_seconds; /* 0: no flight recorder */
+	unsigned long recorder_mib;
 };
 
 /* A detailed window asked for on the control socket: `record` of the
@@ -63,6 +70,8 @@ struct daemon {
 	pthread_mutex_t lock; /* the fleet's cards and maps, between scrapes and reloads */
 	int stats_fd; /* keeps the kernel's BPF run-time statistics on; -1 */
 	int control_fd; /* the control socket; -1 */
+	struct ring_buffer *rb; /* records for the flight recorder; NULL without */
+	struct flight_recorder rec;
 	struct window win;
 	struct metrics_self self;
 };
@@ -77,7 +86,7 @@ static void on_signal(int sig)
 		stop_sig = sig;
 }
 
-enum { OPT_LISTEN = 1000, OPT_DEVICE, OPT_RUNTIME_DIR };
+enum { OPT_LISTEN = 1000, OPT_DEVICE, OPT_RUNTIME_DIR, OPT_REC_SECONDS, OPT_REC_MIB, OPT_NO_REC };
 
 static error_t parse(int key, char *arg, struct argp_state *state)
 {
@@ -109,6 +118,23 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--runtime-dir '%s': give an absolute path", arg);
 		o->runtime_dir = arg;
 		break;
+	case OPT_REC_SECONDS: {
+		char *end;
+
+		o->recorder_seconds = strtod(arg, &end);
+		if (*end || end == arg || !(o->recorder_seconds >= 1) || o->recorder_seconds > 86400)
+			argp_error(state, "invalid --recorder-seconds '%s'; hint: 1 to 86400", arg);
+		break;
+	}
+	case OPT_REC_MIB: {
+		char *end;
+
+		o->recorder_mib = strtoul(arg, &end, 10);
+		if (*end || end == arg || !o->recorder_mib || o->recorder_mib > 65536)
+			argp_error(state, "invalid --recorder-mib '%s'; hint: 1 to 65536", arg);
+		break;
+	}
+	case OPT_NO_REC: o->recorder_seconds = 0; break;
 	case 'v': r->verbose++; break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);
@@ -207,6 +233,17 @@ static void look_around(struct daemon *d, const char *why)
 			 d->fleet.cards[i].vendor_device, d->fleet.cards[i].group, d->fleet.cards[i].numa);
 }
 
+/* A record for the flight recorder. */
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct daemon *d = ctx;
+	const struct sbt_hdr *h = data;
+
+	if (size >= sizeof(*h) && sizeof(*h) + h->size <= size)
+		recorder_add(&d->rec, h, sbt_now_boottime());
+	return 0;
+}
+
 static int start(struct daemon *d)
 {
 	char err[256];
@@ -233,7 +270,51 @@ static int start(struct daemon *d)
 		sbt_err("%s", err);
 		return -EIO;
 	}
+	if (d->o->recorder_seconds > 0) {
+		if (recorder_init(&d->rec, d->o->recorder_mib, d->o->recorder_seconds) ||
+		    !(d->rb = ring_buffer__new(bpf_map__fd(d->at.skel->maps.events), on_record, d, NULL))) {
+			sbt_err("cannot set up the flight recorder: out of memory");
+			return -ENOMEM;
+		}
+		sbt_warn("flight recorder: the last %g s of kernel events, in at most %lu MiB",
+			 d->o->recorder_seconds, d->o->recorder_mib);
+	}
 	return 0;
+}
+
+/* REALTIME to BOOTTIME now (the window is asked in wall-clock time, the
+ * same absolute window of every host of a job). */
+static uint64_t boot_of(uint64_t realtime)
+{
+	struct sbt_meta_clock c;
+
+	sbt_clock_snapshot(&c);
+	return realtime > c.realtime - c.boottime ? realtime - (c.realtime - c.boottime) : 0;
+}
+
+static void take_snapshot(struct daemon *d, int cfd, uint64_t from_rt, uint64_t to_rt, const char *path)
+{
+	struct snapshot_window w = { from_rt, to_rt, boot_of(from_rt), boot_of(to_rt), 0, 0, 0 };
+	char err[512], msg[2 * CONTROL_LINE + 512];
+	uint64_t n = 0;
+
+	if (!d->rb) {
+		control_reply(cfd, "error: this daemon runs with --no-recorder; hint: restart it without\n");
+		return;
+	}
+	ring_buffer__consume(d->rb); /* what came just now too */
+	w.lost = attach_read_lost(&d->at);
+	w.dropped = d->rec.dropped_records;
+	if (snapshot_write(&d->rec, &w, path, err, sizeof(err), &n)) {
+		snprintf(msg, sizeof(msg), "error: %s\n", err);
+		control_reply(cfd, msg);
+		return;
+	}
+	snprintf(msg, sizeof(msg), "ok %s\n%llu records; the recorder goes back to %.1f s ago; manifest %s.manifest.json\n",
+		 path, (unsigned long long)n,
+		 w.oldest_boot ? (double)(sbt_now_boottime() - w.oldest_boot) / 1e9 : 0.0, path);
+	sbt_warn("snapshot: %llu records into %s", (unsigned long long)n, path);
+	control_reply(cfd, msg);
 }
 
 /* record -q -d SECONDS -o PATH -p PID..., this very binary. */
@@ -315,6 +396,7 @@ static void check_window(struct daemon *d, bool wait)
 static void serve_control(struct daemon *d)
 {
 	char line[CONTROL_LINE], secs[32], path[CONTROL_LINE], msg[CONTROL_LINE + 512];
+	unsigned long long from, to;
 	int cfd = control_accept(d->control_fd, line, sizeof(line));
 	pid_t pids[SBT_MAX_PIDS];
 	int n;
@@ -327,18 +409,20 @@ static void serve_control(struct daemon *d)
 		pthread_mutex_unlock(&d->lock);
 		snprintf(msg, sizeof(msg),
 			 "ok\nversion %s\ncards %d\nprocesses with a card %d\nscrapes %llu\n"
-			 "lost records %llu\nwindow %s\nflight recorder not built yet\n",
+			 "lost records %llu\nwindow %s\nflight recorder %llu records kept, %zu MiB\n",
 			 SBT_VERSION, d->fleet.ncards - 1, n, (unsigned long long)d->self.scrapes,
-			 (unsigned long long)attach_read_lost(&d->at), d->win.child ? d->win.path : "none");
+			 (unsigned long long)attach_read_lost(&d->at), d->win.child ? d->win.path : "none",
+			 (unsigned long long)(d->rec.records - d->rec.dropped_records),
+			 recorder_bytes(&d->rec) >> 20);
 		control_reply(cfd, msg);
 	} else if (sscanf(line, "record %31s %4095s", secs, path) == 2 && path[0] == '/') {
 		if (d->win.child)
 			control_reply(cfd, "error: a window is open already; hint: wait for it\n");
 		else
 			open_window(d, cfd, secs, path);
-	} else if (!strncmp(line, "snapshot", 8)) {
-		control_reply(cfd, "error: snapshot needs the flight recorder, which is not built yet; "
-				   "hint: spyre-bpftrace ctl record --seconds N records a window now\n");
+	} else if (sscanf(line, "snapshot %llu %llu %4095s", &from, &to, path) == 3 && path[0] == '/' &&
+		   from <= to) {
+		take_snapshot(d, cfd, from, to, path);
 	} else {
 		control_reply(cfd, "error: unknown request; hint: status, record SECONDS /PATH\n");
 	}
@@ -349,6 +433,9 @@ int cmd_daemon(int argc, char **argv)
 	static const struct argp_option options[] = {
 		{ "listen", OPT_LISTEN, "ADDR:PORT", 0, "serve /metrics and /healthz here (default " DEFAULT_LISTEN ")", 0 },
 		{ "runtime-dir", OPT_RUNTIME_DIR, "DIR", 0, "the control socket's directory (default " CONTROL_DEFAULT_DIR ")", 0 },
+		{ "recorder-seconds", OPT_REC_SECONDS, "T", 0, "the flight recorder keeps the last T seconds (default 120)", 0 },
+		{ "recorder-mib", OPT_REC_MIB, "M", 0, "... in at most M MiB, taken as used (default 64)", 0 },
+		{ "no-recorder", OPT_NO_REC, NULL, 0, "no flight recorder: nothing per event to user space", 0 },
 		{ "device", OPT_DEVICE, "BDF|VID:DID|all", 0, "the cards to watch (repeatable; default Spyre's 1014:06a7, 1014:06a8)", 0 },
 		{ "verbose", 'v', NULL, 0, "print the attach plan and the cards", 0 },
 		{ 0 }
@@ -358,14 +445,18 @@ int cmd_daemon(int argc, char **argv)
 		"Watch every Spyre card on this host, always, at a cost nobody notices: VFIO "
 		"ioctls by command (counts, errors, latency histograms), DMA mapping bytes, "
 		"pinned bytes and interrupts per card, summed in the kernel and served to "
-		"Prometheus on /metrics. No uprobe is attached and no event crosses to user space. "
-		"Runs until SIGTERM; SIGHUP looks again for cards and processes.\n\nEXAMPLES:\n"
+		"Prometheus on /metrics; the last minutes of those kernel events in a flight "
+		"recorder, for `ctl snapshot`; a detailed window on `ctl record`. No uprobe is "
+		"attached but in a window. Runs until SIGTERM; SIGHUP looks again for cards and "
+		"processes.\n\nEXAMPLES:\n"
 		"  spyre-bpftrace daemon\n"
 		"  spyre-bpftrace daemon --listen 127.0.0.1:9464 --device 0000:3b:00.0\n"
-		"  curl -s 127.0.0.1:9464/metrics | grep spyre_vfio_ioctls_total",
+		"  curl -s 127.0.0.1:9464/metrics | grep spyre_vfio_ioctls_total\n"
+		"  spyre-bpftrace ctl snapshot --last 30s -o /tmp/last.pftrace",
 		NULL, NULL, NULL
 	};
-	struct daemon_opts o = { .listen = DEFAULT_LISTEN, .runtime_dir = CONTROL_DEFAULT_DIR };
+	struct daemon_opts o = { .listen = DEFAULT_LISTEN, .runtime_dir = CONTROL_DEFAULT_DIR,
+				 .recorder_seconds = 120, .recorder_mib = 64 };
 	struct daemon *d = calloc(1, sizeof(*d));
 	struct sigaction sa = { .sa_handler = on_signal };
 	uint64_t watchdog_us = 0, next_ping = 0, next_sweep;
@@ -376,11 +467,12 @@ int cmd_daemon(int argc, char **argv)
 		sbt_err("out of memory");
 		return 1;
 	}
-	o.rec.buffer_size = 64 << 10; /* this tier writes no records */
+	o.rec.buffer_size = 1 << 20; /* a few records per job, for the flight recorder */
 	o.rec.max_probes = 1;
 	o.rec.driver_mode = DRIVER_OFF;
 	o.rec.fleet = true;
 	argp_parse(&argp, argc, argv, 0, NULL, &o);
+	o.rec.fleet_record = o.recorder_seconds > 0;
 	sbt_verbosity = o.rec.verbose;
 	libbpf_set_print((libbpf_print_fn_t)sbt_libbpf_print);
 	d->o = &o;
@@ -420,11 +512,14 @@ int cmd_daemon(int argc, char **argv)
 				sd_notifyf(0, "READY=1\nSTATUS=watching %d cards", d->fleet.ncards - 1);
 			}
 			{
-				struct pollfd p = { d->control_fd, POLLIN, 0 };
+				struct pollfd p[2] = { { d->control_fd, POLLIN, 0 },
+						       { d->rb ? ring_buffer__epoll_fd(d->rb) : -1, POLLIN, 0 } };
 
 				/* a signal ends it early */
-				if (poll(&p, 1, 500) > 0)
+				if (poll(p, 2, 500) > 0 && (p[0].revents & POLLIN))
 					serve_control(d);
+				if (d->rb)
+					ring_buffer__consume(d->rb);
 			}
 			check_window(d, false);
 		}
@@ -437,6 +532,8 @@ int cmd_daemon(int argc, char **argv)
 			 (unsigned long long)d->self.scrapes);
 	}
 	control_close(d->control_fd, o.runtime_dir);
+	ring_buffer__free(d->rb);
+	recorder_free(&d->rec);
 	http_stop(d->http);
 	if (d->stats_fd >= 0)
 		close(d->stats_fd);

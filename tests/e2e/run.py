@@ -1639,7 +1639,9 @@ def run_daemon_window(tmp):
     """ctl record: a detailed window asked of the running daemon records the
     processes that hold a card (runtime calls by uprobes and all), and no
     other: a process that loaded the runtime but holds no card is not
-    traced. ctl status answers; ctl snapshot says it is not built."""
+    traced. ctl snapshot: a job that ran and ended is in the flight
+    recorder, every ioctl, with its manifest; a window from before it is
+    empty of it. ctl status answers."""
     os.makedirs(os.path.join(tmp, "mock"))
     run_dir = os.path.join(tmp, "run")
     port = free_port()
@@ -1667,10 +1669,34 @@ def run_daemon_window(tmp):
         calls = [e for e in events if e["type"] == "call_enter" and e["tgid"] == job.pid]
         assert len(calls) > 50, f"{len(calls)} runtime calls of the job in a 2 s window"
         assert not [e for e in events if e["tgid"] == idle.pid], "the idle process was traced"
-        r = subprocess.run(ctl + ["snapshot", "--last", "30s"], capture_output=True, text=True)
-        assert r.returncode == 2 and "not built yet" in r.stderr, r.stderr
+        # the flight recorder: a job that ran and ended, asked for afterwards
+        t_before = time.time()
+        short = subprocess.run([SIM, "--mock-dir", os.path.join(tmp, "mock3"), "--threads", "2", "--jobs", "3",
+                                "--json", os.path.join(tmp, "short.json")], capture_output=True, timeout=60)
+        assert short.returncode == 0
+        want = json.load(open(os.path.join(tmp, "short.json")))
+        for out in (os.path.join(tmp, "snap.sbt"), os.path.join(tmp, "snap.pftrace")):
+            r = subprocess.run(ctl + ["snapshot", "--last", "30s", "-o", out], capture_output=True, text=True)
+            assert r.returncode == 0 and r.stdout.startswith(f"ok {out}"), r.stdout + r.stderr
+            assert oct(os.stat(out).st_mode & 0o777) == "0o600"
+            man = json.load(open(out + ".manifest.json"))
+            assert want["pid"] in man["processes"] and man["lost_records"] == 0, man
+            assert man["window"]["to_realtime_ns"] - man["window"]["from_realtime_ns"] == 30 * 10**9, man
+        r = subprocess.run([TOOL, "inspect", os.path.join(tmp, "snap.pftrace")], capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout
+        events, _ = parse_dump(os.path.join(tmp, "snap.sbt"), outputs=False)
+        got = [(e["tid"], e["cmd"]) for e in events if e["type"] == "ioctl" and e["tgid"] == want["pid"]]
+        assert got == [(i["tid"], i["cmd"]) for i in want["ioctls"]] or \
+            sorted(got) == sorted((i["tid"], i["cmd"]) for i in want["ioctls"]), \
+            f"snapshot holds {len(got)} ioctls of the job, it made {len(want['ioctls'])}"
+        # an absolute window from before the job holds none of it
+        old = os.path.join(tmp, "old.sbt")
+        r = subprocess.run(ctl + ["snapshot", "--from", f"{t_before - 3600:.3f}", "--to", f"{t_before - 1:.3f}",
+                                  "-o", old], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert not [e for e in parse_dump(old, outputs=False)[0] if e["tgid"] == want["pid"]]
         r = subprocess.run(ctl + ["snapshot"], capture_output=True, text=True)
-        assert r.returncode == 1 and "not built yet; hint:" in r.stderr, r.stderr
+        assert r.returncode == 2 and "--last DURATION" in r.stderr, r.stderr
         r = subprocess.run([TOOL, "ctl", "--runtime-dir", os.path.join(tmp, "nothing"), "status"],
                            capture_output=True, text=True)
         assert r.returncode == 1 and "no daemon at" in r.stderr and "hint" in r.stderr, r.stderr
@@ -1713,7 +1739,7 @@ TESTS = [
     ("merge_refuses_unalignable", run_merge_refuses_unalignable),
     ("merge_hosts_and_our_json", run_merge_hosts_and_our_json),
     ("daemon_prometheus_matches_sim", run_daemon_prometheus),
-    ("daemon_window_on_request", run_daemon_window),
+    ("daemon_window_and_snapshot", run_daemon_window),
     ("guest_kernel_6_1", run_guest_kernel),
     ("guest_vfio_one_card", run_guest_vfio_one_card),
     ("guest_vfio_two_cards", run_guest_vfio_two_cards),

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The daemon's flight recorder: the last T seconds (or M MiB, whichever is
+ * less) of raw records, in a ring of fixed-size segments. A record never
+ * straddles two segments; the oldest segment is dropped whole to make room,
+ * or once all it holds is older than T. Segments are allocated when first
+ * used, so memory grows with what is kept, up to M.
+ */
+#ifndef SBT_RECORDER_H
+#define SBT_RECORDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "events.h"
+
+#define RECORDER_SEGMENT (1u << 20)
+
+struct recorder_segment {
+	uint8_t *data; /* RECORDER_SEGMENT bytes, NULL until used */
+	size_t used;
+	uint64_t first_ts, last_ts; /* of the records in it; 0 when empty */
+	uint64_t records;
+};
+
+struct flight_recorder {
+	struct recorder_segment *seg;
+	size_t nseg; /* M / RECORDER_SEGMENT */
+	size_t head; /* the segment being filled */
+	uint64_t keep_ns; /* T */
+	uint64_t records, dropped_records; /* kept over its life; dropped to make room or by age */
+};
+
+/* 0, or -ENOMEM. mib >= 1, seconds > 0. */
+int recorder_init(struct flight_recorder *r, size_t mib, double seconds);
+void recorder_free(struct flight_recorder *r);
+/* Keeps one record (ts in h->ts). now: for dropping what is older than T. */
+void recorder_add(struct flight_recorder *r, const struct sbt_hdr *h, uint64_t now);
+/* Calls fn for each record with from <= ts <= to, oldest segment first;
+ * returns how many. The earliest ts kept, for the answer, in *oldest. */
+uint64_t recorder_each(const struct flight_recorder *r, uint64_t from, uint64_t to,
+		       void (*fn)(void *ctx, const struct sbt_hdr *h), void *ctx, uint64_t *oldest);
+size_t recorder_bytes(const struct flight_recorder *r); /* allocated */
+
+#endif
