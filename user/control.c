@@ -26,6 +26,21 @@ static int socket_path(const char *dir, struct sockaddr_un *a)
 	return 0;
 }
 
+/* dir's parents, as mkdir -p makes them (0755); dir itself is made 0700 below. */
+static void make_parents(const char *dir)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s", dir);
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		mkdir(path, 0755);
+		*p = '/';
+	}
+}
+
 int control_listen(const char *dir, char *err, size_t errlen)
 {
 	struct sockaddr_un a;
@@ -36,6 +51,7 @@ int control_listen(const char *dir, char *err, size_t errlen)
 		snprintf(err, errlen, "--runtime-dir '%s' is too long for a socket path", dir);
 		return -1;
 	}
+	make_parents(dir);
 	if (mkdir(dir, 0700) && errno != EEXIST) {
 		snprintf(err, errlen, "cannot make '%s': %s; hint: choose another --runtime-dir", dir,
 			 strerror(errno));
