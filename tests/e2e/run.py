@@ -560,6 +560,16 @@ def run_thread_tid_and_names(tmp):
     assert "dev\ufffd\ufffd\ufffd\ufffd" in names, f"the worker's name, replaced: {names}"
 
 
+def proc_stat(pid):
+    """A process's stat fields after its name (state first), or None once it
+    is gone: any process may exit between a listing of /proc and the read."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def run_signals(tmp):
     """SIGHUP (the terminal closed) ends the recording as SIGTERM does;
     SIGUSR1 prints a status line and goes on; SIGKILL of the tracer takes
@@ -584,13 +594,12 @@ def run_signals(tmp):
     try:
         wait_for(lambda: capture_has_probes(cap), 20, "attach")
         child = [int(p) for p in os.listdir("/proc") if p.isdigit() and
-                 open(f"/proc/{p}/stat").read().split(") ")[1].split()[1] == str(tr.pid)]
+                 (proc_stat(p) or ["", "", ""])[1] == str(tr.pid)]
         assert child, "no -c child found"
         os.kill(tr.pid, signal.SIGKILL)
         tr.wait(timeout=10)
-        wait_for(lambda: not all(os.path.exists(f"/proc/{c}") and
-                                 open(f"/proc/{c}/stat").read().split(") ")[1][0] != "Z"
-                                 for c in child), 10, "the -c command to die with the tracer")
+        wait_for(lambda: not all((proc_stat(c) or ["Z"])[0] != "Z" for c in child), 10,
+                 "the -c command to die with the tracer")
     finally:
         kill_session(tr)
 
