@@ -13,6 +13,7 @@
 #include "chrome_json.h"
 #include "utf8.h"
 #include "hashmap.h"
+#include "vec.h"
 
 #define DEVICE_PID_BASE 1000000000u
 #define TRACER_PID (DEVICE_PID_BASE - 1)
@@ -468,16 +469,9 @@ static void on_task(void *ctx, const struct model_task_ids *t)
 {
 	struct json_writer *w = ctx;
 
-	if (w->ntasks == w->tasks_cap) {
-		size_t cap = w->tasks_cap ? w->tasks_cap * 2 : 64;
-		struct model_task_ids *g = realloc(w->tasks, cap * sizeof(*g));
-
-		if (!g) {
-			w->error = ENOMEM;
-			return;
-		}
-		w->tasks = g;
-		w->tasks_cap = cap;
+	if (vec_reserve((void **)&w->tasks, &w->tasks_cap, w->ntasks + 1, sizeof(*t))) {
+		w->error = ENOMEM;
+		return;
 	}
 	w->tasks[w->ntasks++] = *t;
 }

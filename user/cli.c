@@ -181,6 +181,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct parse_ctx *c = state->input;
 	struct record_opts *o = c->o;
+	char msg[256];
 	size_t pl, sl;
 	bool star;
 
@@ -242,17 +243,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->format = arg;
 		break;
 	case OPT_DEVICE:
-		if (!strcmp(arg, "all")) {
-			c->every_device = true;
-			break;
-		}
-		if (o->devices.n == SBT_MAX_DEV_FILTERS / 2)
-			return fail(state, c, "too many --device (at most %d)", SBT_MAX_DEV_FILTERS / 2);
-		if (devfilter_parse(arg, &o->devices.f[o->devices.n]))
-			return fail(state, c,
-				    "invalid --device '%s'; hint: a PCI address (0000:01:00.0) or "
-				    "vendor:device ids (1014:06a7), as lspci -nD shows them", arg);
-		o->devices.n++;
+		if (devfilter_add_arg(&o->devices, &c->every_device, arg, msg, sizeof(msg)))
+			return fail(state, c, "%s", msg);
 		break;
 	case OPT_DRIVER:
 		if ((o->driver_mode = driver_mode_parse(arg)) < 0)
@@ -292,11 +284,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			return fail(state, c, "nothing to trace; hint: give -p PID or -c CMD (see --help)");
 		if (o->npids && o->command)
 			return fail(state, c, "-p and -c do not go together; hint: trace one job per run");
-		if (c->every_device && o->devices.n)
-			return fail(state, c, "--device all and --device %s do not go together",
-				    "BDF|VID:DID");
-		if (!c->every_device && !o->devices.n)
-			devfilter_default(&o->devices);
+		if (devfilter_finish(&o->devices, c->every_device, msg, sizeof(msg)))
+			return fail(state, c, "%s", msg);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

@@ -92,6 +92,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 {
 	struct daemon_opts *o = state->input;
 	struct record_opts *r = &o->rec;
+	char err[256];
 
 	switch (key) {
 	case OPT_LISTEN: {
@@ -103,15 +104,8 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		break;
 	}
 	case OPT_DEVICE:
-		if (!strcmp(arg, "all")) {
-			o->every_device = true;
-			break;
-		}
-		if (r->devices.n == SBT_MAX_DEV_FILTERS / 2 ||
-		    devfilter_parse(arg, &r->devices.f[r->devices.n]))
-			argp_error(state, "invalid --device '%s'; hint: a PCI address (0000:01:00.0) or "
-				   "vendor:device ids (1014:06a7), as lspci -nD shows them", arg);
-		r->devices.n++;
+		if (devfilter_add_arg(&r->devices, &o->every_device, arg, err, sizeof(err)))
+			argp_error(state, "%s", err);
 		break;
 	case OPT_RUNTIME_DIR:
 		if (arg[0] != '/')
@@ -140,10 +134,8 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
 	case ARGP_KEY_END:
-		if (o->every_device && r->devices.n)
-			argp_error(state, "--device all and --device BDF|VID:DID do not go together");
-		if (!o->every_device && !r->devices.n)
-			devfilter_default(&r->devices);
+		if (devfilter_finish(&r->devices, o->every_device, err, sizeof(err)))
+			argp_error(state, "%s", err);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

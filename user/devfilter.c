@@ -115,9 +115,35 @@ void devfilter_describe(const struct devfilter *d, char *out, size_t len)
 	}
 }
 
-void devfilter_default(struct devfilter *d)
+int devfilter_add_arg(struct devfilter *d, bool *every, const char *arg, char *err, size_t errlen)
 {
-	d->f[0] = (struct sbt_dev_filter){ SBT_BDF_NONE, SBT_SPYRE_VENDOR, SBT_SPYRE_DEVICE_A };
-	d->f[1] = (struct sbt_dev_filter){ SBT_BDF_NONE, SBT_SPYRE_VENDOR, SBT_SPYRE_DEVICE_B };
-	d->n = 2;
+	if (!strcmp(arg, "all")) {
+		*every = true;
+		return 0;
+	}
+	if (d->n == SBT_MAX_DEV_FILTERS / 2) {
+		snprintf(err, errlen, "too many --device (at most %d)", SBT_MAX_DEV_FILTERS / 2);
+		return -1;
+	}
+	if (devfilter_parse(arg, &d->f[d->n])) {
+		snprintf(err, errlen, "invalid --device '%s'; hint: a PCI address (0000:01:00.0) or "
+			 "vendor:device ids (1014:06a7), as lspci -nD shows them", arg);
+		return -1;
+	}
+	d->n++;
+	return 0;
+}
+
+int devfilter_finish(struct devfilter *d, bool every, char *err, size_t errlen)
+{
+	if (every && d->n) {
+		snprintf(err, errlen, "--device all and --device BDF|VID:DID do not go together");
+		return -1;
+	}
+	if (!every && !d->n) {
+		d->f[0] = (struct sbt_dev_filter){ SBT_BDF_NONE, SBT_SPYRE_VENDOR, SBT_SPYRE_DEVICE_A };
+		d->f[1] = (struct sbt_dev_filter){ SBT_BDF_NONE, SBT_SPYRE_VENDOR, SBT_SPYRE_DEVICE_B };
+		d->n = 2;
+	}
+	return 0;
 }

@@ -25,8 +25,12 @@ struct devfilter {
 	int n; /* 0: every device */
 };
 
-/* No --device given: Spyre's two vendor:device ids. */
-void devfilter_default(struct devfilter *d);
+/* One --device argument: "all" sets *every, anything else is a filter
+ * added to d. 0, or -1 with a one-line message (and hint) in err. */
+int devfilter_add_arg(struct devfilter *d, bool *every, const char *arg, char *err, size_t errlen);
+/* After the options: "all" beside filters is refused (-1, err filled);
+ * neither given means Spyre's two vendor:device ids. */
+int devfilter_finish(struct devfilter *d, bool every, char *err, size_t errlen);
 /* One --device argument into f; 0, or -1 if it is neither form. */
 int devfilter_parse(const char *spec, struct sbt_dev_filter *f);
 /* "DDDD:BB:DD.F" (or "BB:DD.F") to one number, or SBT_BDF_NONE; back with

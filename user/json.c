@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "vec.h"
 
 #define MAX_DEPTH 256
 #define BLOCK (1u << 20)
@@ -210,21 +211,6 @@ static int parse_number(struct parser *ps)
 
 static int parse_value(struct parser *ps, struct json_value *v, int depth);
 
-/* Grows a scratch vector of elements of size sz. */
-static int grow(void **vec, size_t *cap, size_t n, size_t sz)
-{
-	if (n < *cap)
-		return 0;
-	size_t c = *cap ? *cap * 2 : 8;
-	void *g = realloc(*vec, c * sz);
-
-	if (!g)
-		return -1;
-	*vec = g;
-	*cap = c;
-	return 0;
-}
-
 static int parse_container(struct parser *ps, struct json_value *v, int depth)
 {
 	bool object = *ps->p == '{';
@@ -245,7 +231,7 @@ static int parse_container(struct parser *ps, struct json_value *v, int depth)
 		struct json_member *m;
 		struct json_value *item;
 
-		if (grow(&vec, &cap, n, sz)) {
+		if (vec_reserve(&vec, &cap, n + 1, sz)) {
 			ps->oom = true;
 			goto bad;
 		}

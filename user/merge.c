@@ -34,6 +34,7 @@
 #include "log.h"
 #include "output.h"
 #include "tracestore.h"
+#include "vec.h"
 
 #define MAX_INPUTS 64
 #define HOST_PID_SHIFT 22 /* above Linux's PID_MAX_LIMIT: another host's pids */
@@ -190,20 +191,13 @@ static void on_cap_clock(void *ctx, const struct sbt_meta_clock *c)
 	note_clock(m, &m->hosts[m->cur], c);
 }
 
+/* Room for one more after n; -1 (the store's error set) when out of memory. */
 static int grow(struct merger *m, void **vec, size_t *cap, size_t n, size_t sz)
 {
-	if (n < *cap)
+	if (!vec_reserve(vec, cap, n + 1, sz))
 		return 0;
-	size_t c = *cap ? *cap * 2 : 64;
-	void *g = realloc(*vec, c * sz);
-
-	if (!g) {
-		m->st.error = ENOMEM;
-		return -1;
-	}
-	*vec = g;
-	*cap = c;
-	return 0;
+	m->st.error = ENOMEM;
+	return -1;
 }
 
 /* What the correlator does not hand on: forks and namespace ids. */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "tracestore.h"
+#include "vec.h"
 
 void store_init(struct trace_store *s)
 {
@@ -21,24 +22,14 @@ void store_free(struct trace_store *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* Room for one more of n elements of size sz in *vec. false when out of memory. */
+/* Room for more elements after n in *vec; false (and the store's error
+ * set) when out of memory. */
 static bool room(struct trace_store *s, void **vec, size_t *cap, size_t n, size_t more, size_t sz)
 {
-	if (n + more <= *cap)
+	if (!vec_reserve(vec, cap, n + more, sz))
 		return true;
-	size_t c = *cap ? *cap : 64;
-
-	while (c < n + more)
-		c *= 2;
-	void *g = realloc(*vec, c * sz);
-
-	if (!g) {
-		s->error = ENOMEM;
-		return false;
-	}
-	*vec = g;
-	*cap = c;
-	return true;
+	s->error = ENOMEM;
+	return false;
 }
 
 const char *store_str(struct trace_store *s, const char *text)
