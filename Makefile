@@ -134,6 +134,7 @@ bench:
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/runtime_probes.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/convert.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/daemon.py
+	@SBT_BUILD=$(abspath $(OUT)) SBT_SOAK_SECONDS=600 python3 tests/e2e/run.py daemon_soak
 
 demo:
 	@scripts/deps.sh

@@ -4,12 +4,19 @@
 
 - The Spyre job: the simulator's own timing of its job loop, with and
   without the daemon running, runs interleaved, medians compared.
-- Everything else on the host: the daemon's openat hook sees every open on
-  the machine (it must, to learn VFIO files), so an open/close loop of a
-  process that has nothing to do with Spyre is timed the same way.
+- Everything else on the host: the daemon's syscall tracepoints (ioctl)
+  put every process's system calls on the kernel's slower traced path, so
+  an open/close loop of a process that has nothing to do with Spyre is
+  timed the same way.
 - The daemon itself: its CPU time in user space and the kernel's time in its
   BPF programs (the kernel's own count), per second of wall time, while
   scraped once a second (Prometheus is usually 15 s); and its RSS.
+- A detail window: the same job with a `ctl record` window open on it (its
+  runtime calls by uprobes into the flight recorder), against without; the
+  difference over the calls the window recorded is the cost per traced call.
+
+The always-on runs turn sampling and triggers off (the mock card's ioctls
+all fail, which would trigger a window): they measure the always-on tier.
 
 Usage: bench/daemon.py [--runs N]
 """
@@ -46,6 +53,57 @@ def sim_run(tmp):
     return json.load(open(out))["elapsed_ns"]
 
 
+def ready_sim(tmp, name):
+    """A job that set up its card and waits on stdin to run its loop."""
+    p = subprocess.Popen([SIM, "--mock-dir", os.path.join(tmp, "mock"), "--threads", "2", "--jobs", "300",
+                          "--wait-ready", "--json", os.path.join(tmp, name)],
+                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    for _ in range(400):
+        with open(f"/proc/{p.pid}/syscall") as f:
+            if f.read().startswith("0 0x0 "):  # blocked in read(0, ...)
+                return p
+        time.sleep(0.01)
+    p.kill()
+    raise RuntimeError("the simulator did not get ready")
+
+
+def go(p, tmp, name):
+    p.stdin.write(b"g")
+    p.stdin.close()
+    p.wait(timeout=120)
+    return json.load(open(os.path.join(tmp, name)))["elapsed_ns"]
+
+
+def window_cost(tmp, runs):
+    """ns per traced call: the job inside a ctl record window and outside."""
+    quiet = ["--no-sampling", "--no-triggers", "--state-dir", os.path.join(tmp, "state"),
+             "--runtime-dir", os.path.join(tmp, "run")]
+    d = subprocess.Popen([TOOL, "daemon", "--listen", f"127.0.0.1:{PORT}", *quiet], stderr=subprocess.DEVNULL)
+    ctl = [TOOL, "ctl", "--runtime-dir", os.path.join(tmp, "run")]
+    base, inside, calls = [], [], []
+    try:
+        while not os.path.exists(os.path.join(tmp, "run", "control")):
+            time.sleep(0.05)
+        for i in range(runs):
+            base.append(go(ready_sim(tmp, "b.json"), tmp, "b.json"))
+            p = ready_sim(tmp, "w.json")
+            out = os.path.join(tmp, f"w{i}.sbt")
+            rec = subprocess.Popen(ctl + ["record", "--seconds", "4", "-o", out], stdout=subprocess.DEVNULL)
+            while "window request" not in subprocess.run(ctl + ["status"], capture_output=True,
+                                                         text=True).stdout:
+                time.sleep(0.02)
+            time.sleep(0.2)  # its libraries found and probed
+            inside.append(go(p, tmp, "w.json"))
+            rec.wait(timeout=60)
+            dump = subprocess.run([TOOL, "dump", out], capture_output=True, text=True).stdout
+            calls.append(sum(1 for line in dump.splitlines() if " call_enter " in line and f" {p.pid}/" in line))
+    finally:
+        d.terminate()
+        d.wait(timeout=30)
+    ms = statistics.median
+    return (ms(inside) - ms(base)) / ms(calls), ms(calls), ms(inside) / ms(base)
+
+
 def open_loop():
     r = subprocess.run([sys.executable, "-c", OPEN_LOOP, "200000"], capture_output=True, text=True,
                        check=True)
@@ -57,9 +115,10 @@ def metrics():
         body = r.read().decode()
     vals = {}
     for line in body.splitlines():
-        if line and not line.startswith("#") and "{" not in line:
-            name, v = line.split()
-            vals[name] = float(v)
+        if line and not line.startswith("#"):
+            name, v = line.rsplit(" ", 1)
+            name = name.split("{")[0]  # summed over labels (program, ...)
+            vals[name] = vals.get(name, 0.0) + float(v)
     return vals
 
 
@@ -92,7 +151,8 @@ def main():
     for i in range(args.runs):
         base_sim.append(sim_run(tmp))
         base_open.append(open_loop())
-        d = subprocess.Popen([TOOL, "daemon", "--listen", f"127.0.0.1:{PORT}"],
+        d = subprocess.Popen([TOOL, "daemon", "--listen", f"127.0.0.1:{PORT}", "--no-sampling",
+                              "--no-triggers", "--state-dir", os.path.join(tmp, "state")],
                              stderr=subprocess.DEVNULL)
         for _ in range(100):
             try:
@@ -133,12 +193,17 @@ def main():
         "daemon_rss_mib_max": max(rss),
     }
     res["daemon_core_percent"] = res["daemon_user_cpu_percent"] + res["daemon_bpf_cpu_percent"]
+    per_call, ncalls, ratio = window_cost(tmp, args.runs)
+    res.update({"window_ns_per_traced_call": per_call, "window_calls_per_run": ncalls,
+                "window_job_slowdown": ratio})
     print(f"daemon: Spyre job {res['spyre_job_slowdown']:.4f}x with the daemon (median of {args.runs}, "
           f"job loop {ms(base_sim) / 1e6:.1f} ms); an unrelated open/close loop "
           f"{res['other_process_open_loop_slowdown']:.4f}x ({res['open_close_ns_extra']:+.0f} ns per open); "
           f"daemon {res['daemon_core_percent']:.3f}% of a core "
           f"({res['daemon_user_cpu_percent']:.3f}% user space, {res['daemon_bpf_cpu_percent']:.3f}% in BPF, "
           f"scraped 1/s), RSS {res['daemon_rss_mib_max']:.1f} MiB")
+    print(f"daemon: in a detail window the job runs {ratio:.3f}x, {per_call:.0f} ns per traced call "
+          f"({ncalls:.0f} calls recorded a run, medians of {args.runs})")
     with open(os.path.join(BUILD, "bench-daemon.json"), "w") as f:
         json.dump(res, f, indent=1)
     return 0

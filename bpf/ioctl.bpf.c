@@ -215,10 +215,10 @@ int ioctl_enter(struct trace_event_raw_sys_enter *ctx)
 	struct sbt_ioctl r = {};
 	__u32 fleet_kind, group;
 
-	if (sbt_is_traced(key.tgid)) {
-		kind = bpf_map_lookup_elem(&accel_fds, &key);
-	} else if (fleet_mode && fleet_vfio_cmd((__u32)ctx->args[1])) {
-		/* the always-on tier: any VFIO ioctl, its file looked at now */
+	if (fleet_mode && fleet_vfio_cmd((__u32)ctx->args[1])) {
+		/* the always-on tier: any VFIO ioctl, its file looked at now,
+		 * also of a process a detail window traces (a group it opens
+		 * in the window is in no table: there is no hook on opens) */
 		fleet_seen(key.tgid);
 		fleet_kind = fleet_fd_kind(key.fd, &group);
 		if (fleet_kind == SBT_FD_GROUP) {
@@ -227,6 +227,8 @@ int ioctl_enter(struct trace_event_raw_sys_enter *ctx)
 				fleet_set_container_enter(tid, group, ctx->args[2]);
 		}
 		kind = &fleet_kind;
+	} else if (sbt_is_traced(key.tgid)) {
+		kind = bpf_map_lookup_elem(&accel_fds, &key);
 	} else {
 		return 0;
 	}

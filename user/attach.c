@@ -74,9 +74,10 @@ static void configure_devices(struct attacher *a)
 
 static bool is_runtime_prog(const struct attacher *a, const struct bpf_program *p);
 
-/* The always-on tier: the ioctl, interrupt and exit hooks only. The others
- * serve traced processes, of which it has none; each would run on every
- * fork, rename or DMA mapping of the host for nothing. */
+/* The always-on tier: the ioctl, interrupt and exit hooks, and the runtime
+ * programs (attached as uprobes in detail windows only). The others serve
+ * record's traced processes; each would run on every fork, rename or DMA
+ * mapping of the host for nothing. */
 static void fleet_trim(struct attacher *a)
 {
 	struct spyre_bpf *s = a->skel;
@@ -118,7 +119,8 @@ static int configure(struct attacher *a)
 	if (a->o->fleet) {
 		plan_add(&a->plan, "fleet", "per-CPU maps",
 			 "every process's VFIO ioctls; counts and histograms summed in the kernel, no records");
-		plan_add(&a->plan, "runtime", "-", "no uprobe in the always-on tier");
+		plan_add(&a->plan, "runtime", "uprobe per process",
+			 "only in detail windows, on the processes that hold a card");
 		/* files are told by the ioctl itself: no hook on every open of the host */
 		plan_add(&a->plan, "fd-track", "-", "not needed: an ioctl's file is looked at when VFIO's");
 	} else if (!sbt_have_uprobes()) {
@@ -273,6 +275,14 @@ int attach_trace_pid(struct attacher *a, pid_t pid)
 	}
 	proc_for_each_fd(pid, seed_fd_cb, &c);
 	return 0;
+}
+
+void attach_untrace_pid(struct attacher *a, pid_t pid)
+{
+	uint32_t key = (uint32_t)pid;
+
+	attach_forget(a, pid);
+	bpf_map_delete_elem(bpf_map__fd(a->skel->maps.traced), &key);
 }
 
 bool attach_any_traced(struct attacher *a)

@@ -4,7 +4,7 @@
  * (the attach plan), load it, attach the kernel programs, and put the
  * runtime probes on each traced process: entry and return-site uprobes,
  * targeted at that process only, on every runtime library it has or can
- * load. `record` uses it; the daemon is to use it as it is.
+ * load. `record` uses it, and the daemon for its detail windows.
  */
 #ifndef SBT_ATTACH_H
 #define SBT_ATTACH_H
@@ -65,6 +65,9 @@ int attach_open(struct attacher *a, const struct record_opts *o);
 int attach_load(struct attacher *a);
 /* Trace this process: the BPF filter, and the accelerator fds it has open. */
 int attach_trace_pid(struct attacher *a, pid_t pid);
+/* Stop tracing it (the daemon's window ends): its uprobes released, the
+ * BPF filter told. */
+void attach_untrace_pid(struct attacher *a, pid_t pid);
 /* Attach every loaded kernel program (not the runtime ones). */
 int attach_kernel(struct attacher *a);
 

@@ -143,6 +143,26 @@ int cli_parse_seconds(const char *s, double *out)
 	return 0;
 }
 
+int cli_parse_duration(const char *s, double *out)
+{
+	static const struct { const char *unit; double sec; } units[] = {
+		{ "", 1 }, { "s", 1 }, { "ms", 1e-3 }, { "m", 60 }, { "h", 3600 }
+	};
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v <= 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].unit) && v * units[i].sec <= SBT_MAX_SECONDS) {
+			*out = v * units[i].sec;
+			return 0;
+		}
+	return -1;
+}
+
 int cli_split_glob(const char *glob, size_t max_part, size_t *prefix_len, size_t *suffix_len,
 		   bool *has_star)
 {

@@ -55,6 +55,8 @@ void cli_free_record(struct record_opts *o);
 int cli_parse_pid(const char *s, pid_t *out);
 int cli_parse_size(const char *s, unsigned long *out); /* 4096, 64K, 8M, 1G */
 int cli_parse_seconds(const char *s, double *out);
+/* "250ms", "30s", "2m", "1h" or plain seconds, > 0: 0, or -1. */
+int cli_parse_duration(const char *s, double *out);
 /* Split a --vfio-path glob at its one '*' (or none). 0 or -1. */
 int cli_split_glob(const char *glob, size_t max_part, size_t *prefix_len, size_t *suffix_len,
 		   bool *has_star);

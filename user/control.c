@@ -13,8 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "control.h"
 #include "log.h"
+#include "outfile.h"
 
 static int socket_path(const char *dir, struct sockaddr_un *a)
 {
@@ -26,42 +28,17 @@ static int socket_path(const char *dir, struct sockaddr_un *a)
 	return 0;
 }
 
-/* dir's parents, as mkdir -p makes them (0755); dir itself is made 0700 below. */
-static void make_parents(const char *dir)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s", dir);
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		mkdir(path, 0755);
-		*p = '/';
-	}
-}
-
 int control_listen(const char *dir, char *err, size_t errlen)
 {
 	struct sockaddr_un a;
-	struct stat st;
 	int fd;
 
 	if (socket_path(dir, &a)) {
 		snprintf(err, errlen, "--runtime-dir '%s' is too long for a socket path", dir);
 		return -1;
 	}
-	make_parents(dir);
-	if (mkdir(dir, 0700) && errno != EEXIST) {
-		snprintf(err, errlen, "cannot make '%s': %s; hint: choose another --runtime-dir", dir,
-			 strerror(errno));
+	if (outfile_private_dir(dir, "--runtime-dir", err, errlen))
 		return -1;
-	}
-	if (lstat(dir, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
-		snprintf(err, errlen, "'%s' is not a directory of ours that only we can enter; hint: "
-			 "remove it or choose another --runtime-dir", dir);
-		return -1;
-	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot make the control socket: %s", strerror(errno));
@@ -102,6 +79,12 @@ int control_accept(int lfd, char *line, size_t len)
 		return -1;
 	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) ||
 	    (peer.uid != 0 && peer.uid != geteuid())) {
+		char drain[256];
+
+		/* what it sent already, read: closing on unread data resets
+		 * the connection, and it would not see why */
+		while (recv(cfd, drain, sizeof(drain), MSG_DONTWAIT) > 0)
+			;
 		control_reply(cfd, "error: not allowed; hint: run ctl as root\n");
 		return -1;
 	}
@@ -148,25 +131,6 @@ struct ctl_opts {
 
 enum { OPT_RUNTIME_DIR = 1000, OPT_SECONDS, OPT_LAST, OPT_FROM, OPT_TO };
 
-/* "30s", "2m", "1h" or plain seconds. */
-static bool parse_duration(const char *s, double *sec)
-{
-	char *end;
-	double v = strtod(s, &end);
-
-	if (end == s || !(v > 0))
-		return false;
-	if (!strcmp(end, "") || !strcmp(end, "s"))
-		*sec = v;
-	else if (!strcmp(end, "m"))
-		*sec = v * 60;
-	else if (!strcmp(end, "h"))
-		*sec = v * 3600;
-	else
-		return false;
-	return true;
-}
-
 /* A wall-clock time: seconds since the epoch (fractions allowed), or
  * 2026-12-02T21:30:00 in UTC (a trailing Z allowed). ns, 0 if neither. */
 static uint64_t parse_time(const char *s)
@@ -197,7 +161,7 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid --seconds '%s'; hint: 0.1 to 3600", arg);
 		break;
 	case OPT_LAST:
-		if (!parse_duration(arg, &o->last))
+		if (cli_parse_duration(arg, &o->last))
 			argp_error(state, "invalid --last '%s'; hint: 30s, 2m, 1h", arg);
 		break;
 	case OPT_FROM:
@@ -229,22 +193,19 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-/* The window's file, absolute (the daemon writes it, from its own cwd). */
+/* The trace's file, absolute (the daemon writes it, from its own cwd);
+ * "-" without -o: the daemon puts it in its spool and says where. */
 static int out_path(const struct ctl_opts *o, char *path, size_t len)
 {
-	char cwd[PATH_MAX], name[64], fmt[64];
-	time_t now = time(NULL);
-	struct tm tm;
+	char cwd[PATH_MAX];
 
-	if (o->out && o->out[0] == '/')
+	if (!o->out)
+		return snprintf(path, len, "-") >= (int)len ? -1 : 0;
+	if (o->out[0] == '/')
 		return snprintf(path, len, "%s", o->out) >= (int)len ? -1 : 0;
 	if (!getcwd(cwd, sizeof(cwd)))
 		return -1;
-	localtime_r(&now, &tm);
-	snprintf(fmt, sizeof(fmt), "spyre-bpftrace-%s-%%Y%%m%%d-%%H%%M%%S.pftrace",
-		 strcmp(o->what, "record") ? "snapshot" : "window");
-	strftime(name, sizeof(name), fmt, &tm);
-	return snprintf(path, len, "%s/%s", cwd, o->out ? o->out : name) >= (int)len ? -1 : 0;
+	return snprintf(path, len, "%s/%s", cwd, o->out) >= (int)len ? -1 : 0;
 }
 
 int cmd_ctl(int argc, char **argv)
@@ -252,7 +213,7 @@ int cmd_ctl(int argc, char **argv)
 	static const struct argp_option options[] = {
 		{ "runtime-dir", OPT_RUNTIME_DIR, "DIR", 0, "the daemon's runtime directory (default " CONTROL_DEFAULT_DIR ")", 0 },
 		{ "seconds", OPT_SECONDS, "N", 0, "record: how long the window is", 0 },
-		{ "output", 'o', "FILE", 0, "record: the trace (.pftrace, .json or .sbt; default spyre-bpftrace-window-TIME.pftrace)", 0 },
+		{ "output", 'o', "FILE", 0, "the trace (.pftrace, .json or .sbt; default: in the daemon's spool, STATE_DIR/snapshots)", 0 },
 		{ "last", OPT_LAST, "DURATION", 0, "snapshot: the last DURATION (30s, 2m)", 0 },
 		{ "from", OPT_FROM, "T0", 0, "snapshot: from this wall-clock time (epoch seconds or 2026-12-02T21:30:00, UTC)", 0 },
 		{ "to", OPT_TO, "T1", 0, "snapshot: to this one", 0 },

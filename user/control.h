@@ -6,8 +6,10 @@
  * closed. `spyre-bpftrace ctl` is its client.
  *
  *   status                     -> "ok" and status lines
- *   record SECONDS ABSPATH     -> "ok ABSPATH" once the window is written
- *   snapshot FROM TO ABSPATH   -> "ok ABSPATH" (REALTIME ns; the flight recorder's window)
+ *   record SECONDS ABSPATH|-   -> "ok PATH" once the window is written
+ *   snapshot FROM TO ABSPATH|- -> "ok PATH" (REALTIME ns; the flight recorder's window)
+ *
+ * "-" for the path: a file in the daemon's spool, named in the answer.
  */
 #ifndef SBT_CONTROL_H
 #define SBT_CONTROL_H

@@ -233,3 +233,33 @@ const char *fleet_op_name(uint32_t op)
 		name = sbt_vfio_cmd_name(0x3b00 | (100 + op - 6), SBT_FD_DEVICE);
 	return name ? name : "other";
 }
+
+/* The least value bucket b holds (events.h: 4(k-1)+j holds from 2^k (1 + j/4)). */
+static uint64_t bucket_floor(int b)
+{
+	uint64_t p;
+
+	if (b < 4)
+		return (uint64_t)b;
+	p = 1ull << (b / 4 + 1);
+	return p + p * (uint64_t)(b % 4) / 4;
+}
+
+uint64_t fleet_slower_than(const struct fleet_counts *c, uint64_t ns)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < SBT_FLEET_OPS; i++)
+		for (int b = SBT_FLEET_BUCKETS - 1; b >= 0 && bucket_floor(b) >= ns; b--)
+			n += c->ops[i].bucket[b];
+	return n;
+}
+
+uint64_t fleet_errors(const struct fleet_counts *c)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < SBT_FLEET_OPS; i++)
+		n += c->ops[i].errors;
+	return n;
+}

@@ -52,6 +52,11 @@ int fleet_processes(struct fleet *f, pid_t *pids, int max);
 int fleet_sweep(struct fleet *f);
 /* The counters now. 0 or -errno. */
 int fleet_read(struct fleet *f, struct fleet_counts *c);
+/* VFIO ioctls that took at least ns (counted in buckets wholly at or
+ * above it, so a little under the exact number). */
+uint64_t fleet_slower_than(const struct fleet_counts *c, uint64_t ns);
+/* Failed VFIO ioctls, of every command. */
+uint64_t fleet_errors(const struct fleet_counts *c);
 /* The name of a command slot (sbt_fleet_op): "VFIO_IOMMU_MAP_DMA", "other". */
 const char *fleet_op_name(uint32_t op);
 

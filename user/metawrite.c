@@ -16,7 +16,10 @@ void metaw_put(struct meta_writer *m, struct sbt_hdr *h, uint16_t type, size_t t
 	h->size = (uint16_t)(total - sizeof(*h));
 	if (!h->ts)
 		h->ts = sbt_now_boottime();
-	output_add(m->out, h);
+	if (m->sink)
+		m->sink(m->sink_ctx, h);
+	else
+		output_add(m->out, h);
 }
 
 void metaw_host(struct meta_writer *m)

@@ -18,6 +18,9 @@
 
 struct meta_writer {
 	struct output *out;
+	/* instead of out, when set: the daemon keeps these in its flight recorder */
+	void (*sink)(void *ctx, const struct sbt_hdr *h);
+	void *sink_ctx;
 	bool irq_named[METAW_MAX_IRQ];
 	struct {
 		pid_t pid;

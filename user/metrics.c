@@ -177,13 +177,35 @@ static void self_metrics(struct page *p, const struct metrics_self *s)
 {
 	head(p, "spyre_bpftrace_lost_records_total", "counter", "Records the ring buffer could not take.");
 	put(p, "spyre_bpftrace_lost_records_total %llu\n", (unsigned long long)s->lost_records);
-	if (s->bpf_run_seconds >= 0) {
+	if (s->bpf_stats) {
 		head(p, "spyre_bpftrace_bpf_run_seconds_total", "counter",
-		     "Time the kernel spent in the daemon's BPF programs.");
-		put(p, "spyre_bpftrace_bpf_run_seconds_total %.9f\n", s->bpf_run_seconds);
-		head(p, "spyre_bpftrace_bpf_runs_total", "counter", "Runs of the daemon's BPF programs.");
-		put(p, "spyre_bpftrace_bpf_runs_total %llu\n", (unsigned long long)s->bpf_run_count);
+		     "Time the kernel spent in the daemon's BPF programs, by program.");
+		for (int i = 0; i < s->nprogs; i++)
+			put(p, "spyre_bpftrace_bpf_run_seconds_total{program=\"%s\"} %.9f\n", s->progs[i].name,
+			    s->progs[i].seconds);
+		head(p, "spyre_bpftrace_bpf_runs_total", "counter", "Runs of the daemon's BPF programs, by program.");
+		for (int i = 0; i < s->nprogs; i++)
+			put(p, "spyre_bpftrace_bpf_runs_total{program=\"%s\"} %llu\n", s->progs[i].name,
+			    (unsigned long long)s->progs[i].runs);
 	}
+	head(p, "spyre_bpftrace_snapshots_total", "counter",
+	     "Snapshots of the flight recorder written, by why (asked, a window asked, a trigger).");
+	for (int r = 0; r < SNAP_N; r++)
+		put(p, "spyre_bpftrace_snapshots_total{reason=\"%s\"} %llu\n", snapshot_reason_name(r),
+		    (unsigned long long)s->snapshots[r]);
+	head(p, "spyre_bpftrace_snapshot_failures_total", "counter", "Snapshots that could not be written.");
+	put(p, "spyre_bpftrace_snapshot_failures_total %llu\n", (unsigned long long)s->snapshot_failures);
+	head(p, "spyre_bpftrace_detail_windows_total", "counter",
+	     "Detail windows (runtime uprobes on the processes with a card) opened, by why.");
+	for (int r = WIN_SAMPLE; r <= WIN_TRIGGER; r++)
+		put(p, "spyre_bpftrace_detail_windows_total{reason=\"%s\"} %llu\n", window_reason_name(r),
+		    (unsigned long long)s->windows[r]);
+	head(p, "spyre_bpftrace_detail_window_open", "gauge", "1 while a detail window is open.");
+	put(p, "spyre_bpftrace_detail_window_open %d\n", s->window_open);
+	head(p, "spyre_bpftrace_recorder_bytes", "gauge", "Memory the flight recorder holds.");
+	put(p, "spyre_bpftrace_recorder_bytes %llu\n", (unsigned long long)s->recorder_bytes);
+	head(p, "spyre_bpftrace_spool_bytes", "gauge", "Bytes of snapshots in the state directory's spool.");
+	put(p, "spyre_bpftrace_spool_bytes %llu\n", (unsigned long long)s->spool_bytes);
 	head(p, "spyre_bpftrace_scrapes_total", "counter", "Pages of metrics served.");
 	put(p, "spyre_bpftrace_scrapes_total %llu\n", (unsigned long long)s->scrapes);
 	head(p, "spyre_bpftrace_build_info", "gauge", "The daemon's version.");

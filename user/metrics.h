@@ -11,13 +11,26 @@
 #include <stdint.h>
 
 #include "fleet.h"
+#include "snapshot.h"
+#include "window.h"
+
+#define METRICS_PROGS 16
 
 struct metrics_self {
 	uint64_t lost_records;
-	double bpf_run_seconds; /* all our programs; < 0 when the kernel keeps no stats */
-	uint64_t bpf_run_count;
+	bool bpf_stats; /* the kernel keeps the programs' run time */
+	struct {
+		char name[16];
+		double seconds;
+		uint64_t runs;
+	} progs[METRICS_PROGS]; /* the daemon's loaded programs */
+	int nprogs;
 	uint64_t scrapes;
 	double start_time; /* seconds since the epoch */
+	uint64_t snapshots[SNAP_N], snapshot_failures;
+	uint64_t windows[3]; /* detail windows opened, by enum window_reason */
+	bool window_open;
+	uint64_t spool_bytes, recorder_bytes;
 };
 
 /* The page for /metrics: malloc'd, NUL ended, its length in *len; NULL

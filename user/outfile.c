@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -82,4 +84,30 @@ void outfile_release(struct outfile *of)
 	free(of->tmp);
 	free(of->path);
 	memset(of, 0, sizeof(*of));
+}
+
+int outfile_private_dir(const char *dir, const char *flag, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s", dir);
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		mkdir(path, 0755);
+		*p = '/';
+	}
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		snprintf(err, errlen, "cannot make '%s': %s; hint: choose another %s", dir, strerror(errno),
+			 flag);
+		return -1;
+	}
+	if (lstat(dir, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		snprintf(err, errlen, "'%s' is not a directory of ours that only we can enter; hint: "
+			 "remove it or choose another %s", dir, flag);
+		return -1;
+	}
+	return 0;
 }

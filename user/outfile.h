@@ -28,4 +28,10 @@ uint64_t outfile_size(const struct outfile *of);
 /* Not committed: remove the temporary file. Frees the names either way. */
 void outfile_release(struct outfile *of);
 
+/* A directory only we may enter: its parents made as mkdir -p does (0755),
+ * itself 0700, and refused if it is not ours or others may enter it
+ * (what the daemon writes there holds traces). 0, or -1 with err (what
+ * names it: flag, e.g. "--state-dir"). */
+int outfile_private_dir(const char *dir, const char *flag, char *err, size_t errlen);
+
 #endif

@@ -3,8 +3,9 @@
  * A snapshot of the flight recorder: the records of a window through the
  * same correlator and writers as `convert`, to a trace written atomically
  * (0600, renamed into place), and beside it a small JSON manifest: the
- * window, the host, the processes, lost records, what was sampled, and the
- * clock snapshot that ties the trace's BOOTTIME to the wall clock.
+ * window, the host, the processes, lost records, the detail windows in it
+ * and their sampling weights, and the clock snapshot that ties the trace's
+ * BOOTTIME to the wall clock.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,56 +16,124 @@
 #include "clock.h"
 #include "metawrite.h"
 #include "outfile.h"
+#include "probes.h"
 #include "procfs.h"
 #include "snapshot.h"
 
 #define MAX_PROCS 256
 
-struct feed {
-	struct output *out;
-	uint32_t pids[MAX_PROCS];
-	int npids;
-};
+static const char *const reasons[SNAP_N] = { "request", "window", "errors", "slow_ioctl", "lost" };
 
-static void feed_one(void *ctx, const struct sbt_hdr *h)
+const char *snapshot_reason_name(enum snap_reason r)
 {
-	struct feed *f = ctx;
-	int i;
-
-	for (i = 0; i < f->npids && f->pids[i] != h->tgid; i++)
-		;
-	if (i == f->npids && f->npids < MAX_PROCS && h->tgid)
-		f->pids[f->npids++] = h->tgid;
-	output_add(f->out, h);
+	return r < SNAP_N ? reasons[r] : "unknown";
 }
 
-static int write_manifest(const char *trace, const struct snapshot_window *w,
-			  const struct sbt_meta_clock *clock, const struct feed *f, uint64_t records,
-			  char *err, size_t errlen)
+static void job_add(void *ctx, const struct sbt_hdr *h)
 {
-	char path[4200], host[64] = "";
+	struct snapshot_job *j = ctx;
+	size_t size = (sizeof(*h) + h->size + 7) & ~(size_t)7;
+
+	if (j->len + size > j->cap) {
+		size_t cap = j->cap ? j->cap * 2 : 1 << 16;
+		uint8_t *grown;
+
+		while (cap < j->len + size)
+			cap *= 2;
+		if (!(grown = realloc(j->buf, cap))) {
+			j->oom = true;
+			return;
+		}
+		j->buf = grown;
+		j->cap = cap;
+	}
+	memcpy(j->buf + j->len, h, sizeof(*h) + h->size);
+	j->len += size;
+}
+
+struct snapshot_job *snapshot_collect(const struct flight_recorder *r, struct snapshot_window *w,
+				      const struct probe_set *probes)
+{
+	struct snapshot_job *j = calloc(1, sizeof(*j));
+	struct meta_writer mw = { .sink = job_add };
+
+	if (!j)
+		return NULL;
+	j->client = -1;
+	j->w = *w;
+	mw.sink_ctx = j;
+	for (size_t i = 0; probes && i < probes->n; i++)
+		if (!probes->sites[i].refused)
+			metaw_probe(&mw, &probes->sites[i]);
+	j->records = recorder_each(r, w->from_boot, w->to_boot, job_add, j, &j->w.oldest_boot);
+	w->oldest_boot = j->w.oldest_boot;
+	if (j->oom) {
+		snapshot_job_free(j);
+		return NULL;
+	}
+	return j;
+}
+
+void snapshot_job_free(struct snapshot_job *j)
+{
+	if (!j)
+		return;
+	free(j->buf);
+	free(j->windows);
+	free(j);
+}
+
+/* The processes in it, and those of them that have a description. */
+struct procs {
+	uint32_t pid[MAX_PROCS];
+	bool described[MAX_PROCS];
+	int n;
+};
+
+static void note_proc(struct procs *p, const struct sbt_hdr *h)
+{
+	int i;
+
+	for (i = 0; i < p->n && p->pid[i] != h->tgid; i++)
+		;
+	if (i == p->n) {
+		if (p->n == MAX_PROCS || !h->tgid)
+			return;
+		p->pid[p->n++] = h->tgid;
+	}
+	p->described[i] |= h->type == SBT_META_PROC;
+}
+
+static int write_manifest(const struct snapshot_job *j, const struct sbt_meta_clock *clock,
+			  const struct procs *p, char *err, size_t errlen)
+{
+	const struct snapshot_window *w = &j->w;
+	char path[PATH_MAX + 32], host[64] = "";
 	struct outfile of;
 	FILE *m;
 
-	snprintf(path, sizeof(path), "%s.manifest.json", trace);
+	snprintf(path, sizeof(path), "%s.manifest.json", j->path);
 	if (!(m = outfile_create(&of, path, err, errlen)))
 		return -1;
 	gethostname(host, sizeof(host) - 1);
 	fprintf(m, "{\n  \"producer\": \"spyre-bpftrace daemon\",\n  \"version\": \"%s\",\n", SBT_VERSION);
-	fprintf(m, "  \"host\": \"%s\",\n  \"trace\": \"%s\",\n", host, trace);
+	fprintf(m, "  \"host\": \"%s\",\n  \"trace\": \"%s\",\n  \"reason\": \"%s\",\n", host, j->path,
+		snapshot_reason_name(j->reason));
 	fprintf(m, "  \"window\": {\"from_realtime_ns\": %llu, \"to_realtime_ns\": %llu, "
 		   "\"from_boottime_ns\": %llu, \"to_boottime_ns\": %llu},\n",
 		(unsigned long long)w->from_realtime, (unsigned long long)w->to_realtime,
 		(unsigned long long)w->from_boot, (unsigned long long)w->to_boot);
 	fprintf(m, "  \"recorder_oldest_boottime_ns\": %llu,\n", (unsigned long long)w->oldest_boot);
 	fprintf(m, "  \"records\": %llu,\n  \"lost_records\": %llu,\n  \"dropped_by_recorder\": %llu,\n",
-		(unsigned long long)records, (unsigned long long)w->lost,
+		(unsigned long long)j->records, (unsigned long long)w->lost,
 		(unsigned long long)w->dropped);
 	fprintf(m, "  \"sampling\": \"kernel events of every process with a card (VFIO ioctls, "
-		   "DMA mappings, interrupts); runtime calls only in ctl record windows\",\n");
+		   "interrupts) throughout; runtime calls only in the detail windows below, a "
+		   "sampled window's calls standing for sampling_weight times as many\",\n");
+	fprintf(m, "  \"detail_windows\": %s,\n", j->windows ? j->windows : "[]");
 	fprintf(m, "  \"processes\": [");
-	for (int i = 0; i < f->npids; i++)
-		fprintf(m, "%s%u", i ? ", " : "", f->pids[i]);
+	for (int i = 0; i < p->n; i++)
+		fprintf(m, "%s%u", i ? ", " : "", p->pid[i]);
 	fprintf(m, "],\n  \"clock_snapshot\": {\"boottime_ns\": %llu, \"monotonic_ns\": %llu, "
 		   "\"realtime_ns\": %llu, \"spread_ns\": %llu}\n}\n",
 		(unsigned long long)clock->boottime, (unsigned long long)clock->monotonic,
@@ -78,21 +147,24 @@ static int write_manifest(const char *trace, const struct snapshot_window *w,
 	return 0;
 }
 
-int snapshot_write(const struct flight_recorder *r, struct snapshot_window *w, const char *path,
-		   char *err, size_t errlen, uint64_t *records)
+int snapshot_write(struct snapshot_job *j, char *err, size_t errlen)
 {
 	struct output out;
 	struct meta_writer mw = { 0 };
-	struct feed f = { &out, { 0 }, 0 };
 	struct sbt_meta_clock clock;
+	struct procs *p = calloc(1, sizeof(*p));
 	enum out_format fmt;
 	int ret = -1;
 
-	if (output_format(path, NULL, &fmt, err, errlen))
+	if (!p) {
+		snprintf(err, errlen, "out of memory");
 		return -1;
-	if (output_open(&out, path, fmt, false, err, errlen)) {
+	}
+	if (output_format(j->path, NULL, &fmt, err, errlen))
+		goto done;
+	if (output_open(&out, j->path, fmt, false, err, errlen)) {
 		output_free(&out);
-		return -1;
+		goto done;
 	}
 	mw.out = &out;
 	/* the clock first: the window in the trace's own clock, and the tie
@@ -101,16 +173,24 @@ int snapshot_write(const struct flight_recorder *r, struct snapshot_window *w, c
 	clock.h.ts = clock.boottime;
 	metaw_put(&mw, &clock.h, SBT_META_CLOCK, sizeof(clock));
 	metaw_host(&mw);
-	*records = recorder_each(r, w->from_boot, w->to_boot, feed_one, &f, &w->oldest_boot);
-	for (int i = 0; i < f.npids; i++)
-		if (proc_exists((pid_t)f.pids[i])) /* names of those still there */
-			metaw_proc(&mw, (pid_t)f.pids[i], NULL);
+	for (size_t off = 0; off < j->len;) {
+		const struct sbt_hdr *h = (const void *)(j->buf + off);
+
+		note_proc(p, h);
+		output_add(&out, h);
+		off += (sizeof(*h) + h->size + 7) & ~(size_t)7;
+	}
+	for (int i = 0; i < p->n; i++) /* names of those still there that no window named */
+		if (!p->described[i] && proc_exists((pid_t)p->pid[i]))
+			metaw_proc(&mw, (pid_t)p->pid[i], NULL);
 	if (output_close(&out) || output_commit(&out)) {
-		snprintf(err, errlen, "writing '%s' failed: %s", path, strerror(out.error));
+		snprintf(err, errlen, "writing '%s' failed: %s", j->path, strerror(out.error));
+		output_free(&out);
 		goto done;
 	}
-	ret = write_manifest(path, w, &clock, &f, *records, err, errlen);
-done:
 	output_free(&out);
+	ret = write_manifest(j, &clock, p, err, errlen);
+done:
+	free(p);
 	return ret;
 }

@@ -1515,7 +1515,10 @@ def run_daemon_prometheus(tmp):
         except OSError:
             return False
     wait_for(blocked_on_stdin, 20, "the early job to set up its card")
-    daemon = subprocess.Popen([TOOL, "daemon", "--listen", f"127.0.0.1:{port}"],
+    # the always-on tier alone: no sampled or triggered window (the mock
+    # card's ioctls all fail, which would trigger one)
+    quiet = ["--no-sampling", "--no-triggers", "--state-dir", os.path.join(tmp, "state")]
+    daemon = subprocess.Popen([TOOL, "daemon", "--listen", f"127.0.0.1:{port}", *quiet],
                               stderr=subprocess.PIPE, text=True)
     prom = None
     try:
@@ -1568,13 +1571,14 @@ def run_daemon_prometheus(tmp):
         assert int(float(hist[0]["value"][1])) == want["VFIO_IOMMU_MAP_DMA"], hist
         le = prom_query(pport, 'spyre_vfio_ioctl_duration_seconds_bucket{cmd="VFIO_IOMMU_MAP_DMA",le="+Inf"}')
         assert int(float(le[0]["value"][1])) == want["VFIO_IOMMU_MAP_DMA"], le
-        allowed = {"__name__", "job", "instance", "cmd", "device", "vendor_device", "numa", "le", "version"}
+        allowed = {"__name__", "job", "instance", "cmd", "device", "vendor_device", "numa", "le", "version",
+                   "program", "reason"}
         for r in prom_query(pport, '{__name__=~"spyre_.*"}'):
             assert set(r["metric"]) <= allowed, f"unbounded label in {r['metric']}"
         check_deploy_files(http_get(f"http://127.0.0.1:{port}/metrics")[1], tmp)
         # a second daemon on the same port, a bad address: one line, a hint
-        r = subprocess.run([TOOL, "daemon", "--listen", f"127.0.0.1:{port}"], capture_output=True, text=True,
-                           timeout=60)
+        r = subprocess.run([TOOL, "daemon", "--listen", f"127.0.0.1:{port}", *quiet], capture_output=True,
+                           text=True, timeout=60)
         assert r.returncode == 1 and "Address already in use; hint:" in r.stderr, r.stderr
         r = subprocess.run([TOOL, "daemon", "--listen", "localhost"], capture_output=True, text=True)
         assert r.returncode == 2 and "not ADDR:PORT; hint: 127.0.0.1:9464" in r.stderr, r.stderr
@@ -1611,7 +1615,8 @@ def run_guest_daemon(tmp):
     each ioctl, the bytes mapped for each card (by the container the mapping
     went to) and each card's interrupts, as the simulator counted them."""
     cmd = ("ip link set lo up; "
-           "build/spyre-bpftrace daemon --device 1234:11e8 --listen 127.0.0.1:9464 2> /out/daemon.log & "
+           "build/spyre-bpftrace daemon --device 1234:11e8 --listen 127.0.0.1:9464 --no-sampling "
+           "--state-dir /tmp/state 2> /out/daemon.log & "
            "for i in $(seq 120); do wget -q -O /dev/null http://127.0.0.1:9464/healthz && break; sleep 1; done; "
            "build/spyre-sim-run --backend vfio --threads 2 --jobs 3 --bytes 16384 --container-per-card "
            "--json /out/sim.json; "
@@ -1654,7 +1659,8 @@ def run_daemon_window(tmp):
     os.makedirs(os.path.join(tmp, "mock"))
     run_dir = os.path.join(tmp, "run")
     port = free_port()
-    daemon = subprocess.Popen([TOOL, "daemon", "--listen", f"127.0.0.1:{port}", "--runtime-dir", run_dir],
+    daemon = subprocess.Popen([TOOL, "daemon", "--listen", f"127.0.0.1:{port}", "--runtime-dir", run_dir,
+                               "--state-dir", os.path.join(tmp, "state"), "--no-sampling", "--no-triggers"],
                               stderr=subprocess.PIPE, text=True)
     job = subprocess.Popen(shlex.split(long_sim(tmp)), stdout=subprocess.DEVNULL)
     idle = subprocess.Popen([SIM, "--mock-dir", os.path.join(tmp, "mock2"), "--wait-stdin", "--json",
@@ -1678,6 +1684,10 @@ def run_daemon_window(tmp):
         calls = [e for e in events if e["type"] == "call_enter" and e["tgid"] == job.pid]
         assert len(calls) > 50, f"{len(calls)} runtime calls of the job in a 2 s window"
         assert not [e for e in events if e["tgid"] == idle.pid], "the idle process was traced"
+        # the window closed: its uprobes went with it, the kernel hooks stay
+        progs, links, perf = our_bpf_objects()
+        uprobes = [p for p in perf if "uprobe" in p.get("fd_type", "")]
+        assert progs and links and not uprobes, f"after the window: {len(links)} links, uprobes {uprobes}"
         # the flight recorder: a job that ran and ended, asked for afterwards
         t_before = time.time()
         short = subprocess.run([SIM, "--mock-dir", os.path.join(tmp, "mock3"), "--threads", "2", "--jobs", "3",
@@ -1711,10 +1721,259 @@ def run_daemon_window(tmp):
         assert r.returncode == 1 and "no daemon at" in r.stderr and "hint" in r.stderr, r.stderr
         daemon.send_signal(signal.SIGTERM)
         _, err = daemon.communicate(timeout=20)
-        assert daemon.returncode == 0 and "window: 2.000 s of 1 process" in err, err
+        assert daemon.returncode == 0 and "window (request): 2.000 s of 1 process" in err, err
         assert not os.path.exists(os.path.join(run_dir, "control")), "control socket left behind"
     finally:
         for p in (daemon, job, idle):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def daemon_up(tmp, *args):
+    """A daemon with its control socket and state in tmp; (process, ctl argv, port)."""
+    run_dir, port = os.path.join(tmp, "run"), free_port()
+    daemon = subprocess.Popen([TOOL, "daemon", "--listen", f"127.0.0.1:{port}", "--runtime-dir", run_dir,
+                               "--state-dir", os.path.join(tmp, "state"), *args],
+                              stderr=open(os.path.join(tmp, "daemon.log"), "w"))
+    try:
+        wait_for(lambda: os.path.exists(os.path.join(run_dir, "control")), 20, "the control socket")
+    except AssertionError:
+        daemon.kill()
+        raise AssertionError("daemon did not start: " + open(os.path.join(tmp, "daemon.log")).read())
+    return daemon, [TOOL, "ctl", "--runtime-dir", run_dir], port
+
+
+def ctl_status(ctl):
+    r = subprocess.run(ctl + ["status"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    return dict(line.split(" ", 1) if " " in line else (line, "") for line in r.stdout.splitlines()[1:])
+
+
+def spool_files(tmp):
+    d = os.path.join(tmp, "state", "snapshots")
+    return sorted(os.path.join(d, f) for f in os.listdir(d)) if os.path.isdir(d) else []
+
+
+def assert_no_uprobes_between_windows(port):
+    """Between two windows (none open before and after the look, and none
+    opened meanwhile), no uprobe of ours is in the kernel."""
+    def windows():
+        m = parse_metrics(http_get(f"http://127.0.0.1:{port}/metrics")[1])
+        return (m[("spyre_bpftrace_detail_window_open", frozenset())],
+                sum(v for k, v in m.items() if k[0] == "spyre_bpftrace_detail_windows_total"))
+    end = time.time() + 20
+    while time.time() < end:
+        before = windows()
+        uprobes = [p for p in our_bpf_objects()[2] if "uprobe" in p.get("fd_type", "")]
+        if before[0] == 0 and windows() == before:
+            assert not uprobes, f"uprobes left between windows: {uprobes}"
+            return
+        time.sleep(0.1)
+    raise AssertionError("never between two windows")
+
+
+def run_daemon_sampling_triggers(tmp):
+    """Detail windows the daemon opens on its own. A trigger (the mock
+    card's setup ioctls all fail): a window on the job, then a snapshot in
+    the spool holding those failed ioctls (from before the trigger) and the
+    job's runtime calls (from the window), its manifest saying why. Sampled
+    windows come at random once per period, at most, and their calls are in
+    a later snapshot with their sampling weight. Between windows no uprobe
+    is left; the metrics count windows and snapshots."""
+    os.makedirs(os.path.join(tmp, "mock"))
+    daemon, ctl, port = daemon_up(tmp, "--sample-every", "3s", "--window-seconds", "1",
+                                  "--trigger-errors", "1", "--trigger-slow", "0", "--trigger-every", "1h",
+                                  "--trigger-before", "20s")
+    job = subprocess.Popen(shlex.split(long_sim(tmp)), stdout=subprocess.DEVNULL)
+    t_start = time.time()
+    try:
+        wait_for(lambda: [f for f in spool_files(tmp) if "-errors-" in f and f.endswith(".manifest.json")],
+                 30, "the trigger's snapshot")
+        trace = [f for f in spool_files(tmp) if "-errors-" in f and f.endswith(".pftrace")]
+        assert len(trace) == 1, spool_files(tmp)
+        man = json.load(open(trace[0] + ".manifest.json"))
+        assert man["reason"] == "errors" and job.pid in man["processes"], man
+        # its window: the trigger's own, or a sample it fell into
+        assert man["detail_windows"], man
+        assert oct(os.stat(trace[0]).st_mode & 0o777) == "0o600"
+        r = subprocess.run([TOOL, "inspect", trace[0]], capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+        # the same window as a capture: the failed setup ioctls and the calls
+        t0 = man["window"]["from_realtime_ns"] / 1e9
+        t1 = man["window"]["to_realtime_ns"] / 1e9
+        cap = os.path.join(tmp, "trig.sbt")
+        r = subprocess.run(ctl + ["snapshot", "--from", f"{t0:.3f}", "--to", f"{t1:.3f}", "-o", cap],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        events, _ = parse_dump(cap, outputs=False)
+        failed = [e for e in events if e["type"] == "ioctl" and e["tgid"] == job.pid and int(e["ret"]) < 0]
+        calls = [e for e in events if e["type"] == "call_enter" and e["tgid"] == job.pid]
+        assert failed and calls, f"{len(failed)} failed ioctls, {len(calls)} calls in the trigger's window"
+        # sampled windows: at most one a period, each closed with its uprobes
+        time.sleep(7)
+        st = ctl_status(ctl)
+        m = parse_metrics(http_get(f"http://127.0.0.1:{port}/metrics")[1])
+        samples = m[("spyre_bpftrace_detail_windows_total", frozenset({("reason", "sample")}))]
+        assert 1 <= samples <= (time.time() - t_start) / 3 + 1, (samples, st)
+        assert m[("spyre_bpftrace_snapshots_total", frozenset({("reason", "errors")}))] == 1, st
+        assert "errors 1," in st["triggers"] and "held back as too soon: " in st["triggers"], st
+        assert_no_uprobes_between_windows(port)
+        out = os.path.join(tmp, "later.json")
+        r = subprocess.run(ctl + ["snapshot", "--last", "8s", "-o", out], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        man = json.load(open(out + ".manifest.json"))
+        sampled = [w for w in man["detail_windows"] if w["reason"] == "sample"]
+        assert sampled and all(w["sampling_weight"] == 3 for w in sampled), man["detail_windows"]
+        names = {e.get("name") for e in json.load(open(out))["traceEvents"]}
+        assert names & {"senlib::ControlBlockInterface::QueueControlBlocksSBF"}, "no runtime call sampled"
+        daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(timeout=20) == 0
+        log = open(os.path.join(tmp, "daemon.log")).read()
+        assert "trigger errors:" in log and "window (sample)" in log and "snapshot (errors)" in log, log
+    finally:
+        for p in (daemon, job):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def raw_request(run_dir, line, as_uid=None):
+    """One request line on the control socket, as root or another uid."""
+    import socket
+    pid = os.fork() if as_uid is not None else 0
+    if pid:
+        _, status = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(status)
+    try:
+        if as_uid is not None:
+            os.setgid(as_uid)
+            os.setuid(as_uid)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as so:
+            so.settimeout(10)
+            so.connect(os.path.join(run_dir, "control"))
+            so.sendall(line.encode())
+            answer = b""
+            while chunk := so.recv(4096):
+                answer += chunk
+        if as_uid is None:
+            return answer.decode()
+        os._exit(0 if answer.startswith(b"error: not allowed; hint:") else 3)
+    except Exception:  # noqa: BLE001 - the child tells by its exit code
+        if as_uid is None:
+            raise
+        os._exit(4)
+
+
+def run_daemon_bad_requests(tmp):
+    """Bad control requests get one error line with a hint, and the daemon
+    goes on: an unknown request, a peer of another uid, windows too long, a
+    spool on a full disk (an 8 KiB tmpfs) and a spool over its bound.
+    Then SIGKILL in the middle of a detail window leaves no BPF program,
+    link or uprobe."""
+    os.makedirs(os.path.join(tmp, "mock"))
+    full = os.path.join(tmp, "state")
+    os.makedirs(full)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k,mode=0700", "tmpfs", full], check=True)
+    daemon = job = None
+    try:
+        wait_for(lambda: not our_bpf_objects()[0], 10, "programs of earlier runs to go away")
+        daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers", "--spool-mib", "1")
+        run_dir = os.path.join(tmp, "run")
+        job = subprocess.Popen(shlex.split(long_sim(tmp)), stdout=subprocess.DEVNULL)
+        wait_for(lambda: ctl_status(ctl)["processes"] == "with a card 1", 20, "the daemon to see the job")
+        for line, want in (("frobnicate\n", "error: unknown request; hint:"),
+                           ("record 100000 -\n", "error: a window is 0.1 to 3600 s; hint:"),
+                           (f"snapshot 1 {time.time_ns()} -\n", "error: a snapshot is at most 24 h; hint:"),
+                           ("snapshot 5 1 -\n", "error: unknown request; hint:"),
+                           ("no newline", "error: no request line; hint:")):
+            answer = raw_request(run_dir, line)
+            assert answer.startswith(want), (line, answer)
+        os.chmod(os.path.join(run_dir, "control"), 0o666)
+        os.chmod(run_dir, 0o755)
+        os.chmod(tmp, 0o755)
+        rc = raw_request(run_dir, "status\n", as_uid=65534)
+        assert rc == 0, f"a peer of another uid was not refused (child {rc})"
+        os.chmod(run_dir, 0o700)
+        os.chmod(tmp, 0o700)
+        r = subprocess.run(ctl + ["record", "--seconds", "5000"], capture_output=True, text=True)
+        assert r.returncode == 2 and "invalid --seconds" in r.stderr, r.stderr
+        # the spool's disk fills: an error, counted; nothing half-written stays
+        time.sleep(3)
+        r = subprocess.run(ctl + ["snapshot", "--last", "60s"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1 and "No space left on device" in r.stderr, r.stdout + r.stderr
+        left = os.listdir(os.path.join(full, "snapshots"))
+        assert not left, f"a failed snapshot left {left}"
+        m = parse_metrics(http_get(f"http://127.0.0.1:{port}/metrics")[1])
+        assert m[("spyre_bpftrace_snapshot_failures_total", frozenset())] >= 1
+        # room again: snapshots fit, and the spool keeps under --spool-mib 1
+        subprocess.run(["umount", full], check=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m,mode=0700", "tmpfs", full], check=True)
+        os.makedirs(os.path.join(full, "snapshots"), mode=0o700)
+        for _ in range(6):
+            r = subprocess.run(ctl + ["snapshot", "--last", "2s"], capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0, r.stderr
+            used = sum(os.path.getsize(f) for f in spool_files(tmp))
+            assert used <= 1 << 20, f"spool at {used} bytes, over --spool-mib 1"
+        assert ctl_status(ctl)["snapshots"].startswith("written 6,"), ctl_status(ctl)
+        # SIGKILL in a window: the kernel drops every program, link and uprobe
+        rec = subprocess.Popen(ctl + ["record", "--seconds", "30"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        wait_for(lambda: [p for p in our_bpf_objects()[2] if "uprobe" in p.get("fd_type", "")], 20,
+                 "the window's uprobes")
+        daemon.kill()
+        daemon.wait()
+        rec.wait(timeout=10)
+        wait_for(lambda: our_bpf_objects() == (set(), [], []), 10,
+                 "the daemon's BPF programs, links and uprobes to go away")
+    finally:
+        for p in (daemon, job):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+        subprocess.run(["umount", full], capture_output=True)
+
+
+def run_daemon_soak(tmp):
+    """A soak at a high event rate: detail windows every few seconds, a
+    snapshot every two, for SBT_SOAK_SECONDS (60 by default): the daemon's
+    resident memory stays under the 64 MiB goal and the recorder within its
+    bound, the spool under --spool-mib, and no record is lost."""
+    os.makedirs(os.path.join(tmp, "mock"))
+    seconds = float(os.environ.get("SBT_SOAK_SECONDS", "60"))
+    daemon, ctl, port = daemon_up(tmp, "--sample-every", "4s", "--window-seconds", "2", "--recorder-mib", "8",
+                                  "--recorder-seconds", "20", "--spool-mib", "4", "--trigger-errors", "1",
+                                  "--trigger-every", "10s")
+    jobs = []
+    try:
+        for i in range(2):
+            jobs.append(subprocess.Popen([SIM, "--mock-dir", os.path.join(tmp, "mock"), "--threads", "4",
+                                          "--jobs", "100000000", "--delay-us", "50",
+                                          "--json", os.path.join(tmp, f"soak{i}.json")], stdout=subprocess.DEVNULL))
+        end, rss, spool, snaps = time.time() + seconds, 0, 0, 0
+        while time.time() < end:
+            r = subprocess.run(ctl + ["snapshot", "--last", "1s"], capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0 or "busy" in r.stderr, r.stderr
+            snaps += r.returncode == 0
+            status = open(f"/proc/{daemon.pid}/status").read()
+            rss = max(rss, int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) * 1024)
+            spool = max(spool, sum(os.path.getsize(f) for f in spool_files(tmp)))
+            time.sleep(2)
+        m = parse_metrics(http_get(f"http://127.0.0.1:{port}/metrics")[1])
+        runs = sum(v for k, v in m.items() if k[0] == "spyre_bpftrace_bpf_runs_total")
+        print(f"     soak {seconds:.0f} s: {runs / seconds:.0f} BPF program runs/s, {snaps} snapshots asked, "
+              f"{int(m[('spyre_bpftrace_detail_windows_total', frozenset({('reason', 'sample')}))])} sampled windows, "
+              f"max RSS {rss / 2**20:.1f} MiB, max spool {spool / 2**20:.2f} MiB, "
+              f"recorder {m[('spyre_bpftrace_recorder_bytes', frozenset())] / 2**20:.0f} MiB")
+        assert snaps >= seconds / 4, f"only {snaps} snapshots in {seconds} s"
+        assert rss <= 64 << 20, f"daemon RSS reached {rss / 2**20:.1f} MiB"
+        assert m[("spyre_bpftrace_recorder_bytes", frozenset())] <= 8 << 20
+        assert spool <= 4 << 20, f"spool reached {spool} bytes"
+        assert m[("spyre_bpftrace_lost_records_total", frozenset())] == 0, "records lost"
+        daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(timeout=30) == 0
+    finally:
+        for p in [daemon, *jobs]:
             if p.poll() is None:
                 p.kill()
                 p.wait()
@@ -1749,6 +2008,9 @@ TESTS = [
     ("merge_hosts_and_our_json", run_merge_hosts_and_our_json),
     ("daemon_prometheus_matches_sim", run_daemon_prometheus),
     ("daemon_window_and_snapshot", run_daemon_window),
+    ("daemon_sampling_and_triggers", run_daemon_sampling_triggers),
+    ("daemon_bad_requests_and_sigkill", run_daemon_bad_requests),
+    ("daemon_soak", run_daemon_soak),
     ("guest_kernel_6_1", run_guest_kernel),
     ("guest_vfio_one_card", run_guest_vfio_one_card),
     ("guest_vfio_two_cards", run_guest_vfio_two_cards),
