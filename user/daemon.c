@@ -37,6 +37,7 @@
 #include "control.h"
 #include "fleet.h"
 #include "http.h"
+#include "kubelet.h"
 #include "log.h"
 #include "metawrite.h"
 #include "metrics.h"
@@ -51,6 +52,7 @@
 #define DEFAULT_STATE_DIR "/var/lib/spyre-bpftrace"
 #define SWEEP_SECONDS 10
 #define TRIGGER_CHECK_SECONDS 5
+#define KUBELET_SECONDS 30 /* pods come and go slowly; one small call each time */
 #define MAX_WINDOW_SECONDS 3600 /* ctl record */
 #define MAX_SNAPSHOT_SECONDS 86400 /* ctl snapshot: far more than a recorder holds */
 #define NS 1000000000ull
@@ -64,6 +66,7 @@ struct daemon_opts {
 	double window_seconds, sample_every; /* sample_every 0: no sampling */
 	double trigger_before; /* a trigger's snapshot reaches this far back */
 	struct trigger_cfg trig;
+	const char *kubelet_socket, *kubelet_resource; /* socket NULL: not asked */
 };
 
 struct daemon {
@@ -96,6 +99,8 @@ struct daemon {
 	struct triggers trig;
 	struct snapshot_queue q;
 	char spool[PATH_MAX];
+	struct allocations alloc; /* the kubelet's, under lock */
+	char kubelet_said[256]; /* its last error, said once */
 	struct metrics_self self;
 };
 
@@ -112,7 +117,8 @@ static void on_signal(int sig)
 enum {
 	OPT_LISTEN = 1000, OPT_DEVICE, OPT_RUNTIME_DIR, OPT_STATE_DIR, OPT_REC_SECONDS, OPT_REC_MIB,
 	OPT_NO_REC, OPT_SPOOL_MIB, OPT_WINDOW, OPT_SAMPLE_EVERY, OPT_NO_SAMPLING, OPT_TRIG_ERRORS,
-	OPT_TRIG_SLOW, OPT_TRIG_EVERY, OPT_TRIG_BEFORE, OPT_NO_TRIGGERS
+	OPT_TRIG_SLOW, OPT_TRIG_EVERY, OPT_TRIG_BEFORE, OPT_NO_TRIGGERS, OPT_KUBELET, OPT_KUBELET_RES,
+	OPT_NO_KUBELET
 };
 
 /* A duration option: "30s", "10m", "250ms"; within [min, max] seconds. */
@@ -188,6 +194,13 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case OPT_TRIG_BEFORE:
 		o->trigger_before = duration_arg(state, "--trigger-before", arg, 1, 86400, "30s, 2m");
 		break;
+	case OPT_KUBELET:
+		if (arg[0] != '/')
+			argp_error(state, "--kubelet-socket '%s': give an absolute path", arg);
+		o->kubelet_socket = arg;
+		break;
+	case OPT_KUBELET_RES: o->kubelet_resource = arg; break;
+	case OPT_NO_KUBELET: o->kubelet_socket = NULL; break;
 	case OPT_NO_TRIGGERS:
 		o->trig.errors = o->trig.slow_ns = 0;
 		o->trig.lost = false;
@@ -263,6 +276,7 @@ static char *page(void *ctx, const char *url, unsigned *status, const char **typ
 	d->self.lost_records = attach_read_lost(&d->at);
 	bpf_run_time(d);
 	d->self.scrapes++;
+	d->self.alloc = &d->alloc;
 	body = metrics_render(&d->fleet, c, &d->self, len);
 	pthread_mutex_unlock(&d->lock);
 	free(c);
@@ -361,6 +375,41 @@ static uint64_t realtime_offset(void)
 }
 
 static void snapshot_done(void *ctx, struct snapshot_job *j, int ret, const char *err);
+
+/* Which pods hold which cards, from the kubelet, when there is one (no
+ * socket: not a Kubernetes node, nothing said). An error is said once,
+ * and the last good answer kept meanwhile. */
+static void ask_kubelet(struct daemon *d)
+{
+	struct allocations got = { 0 };
+	char err[256] = "";
+
+	if (!d->o->kubelet_socket)
+		return;
+	if (access(d->o->kubelet_socket, F_OK)) {
+		pthread_mutex_lock(&d->lock);
+		kubelet_free(&d->alloc);
+		pthread_mutex_unlock(&d->lock);
+		sbt_info(1, "kubelet: no socket at %s: not a Kubernetes node\n", d->o->kubelet_socket);
+		return;
+	}
+	if (kubelet_list(d->o->kubelet_socket, d->o->kubelet_resource, 1000, &got, err, sizeof(err))) {
+		if (strcmp(err, d->kubelet_said))
+			sbt_warn("%s; spyre_device_allocation_info keeps the last answer", err);
+		snprintf(d->kubelet_said, sizeof(d->kubelet_said), "%s", err);
+		return;
+	}
+	if (d->kubelet_said[0] || !d->alloc.v)
+		sbt_warn("kubelet: %zu %s device%s allocated to containers", got.n, d->o->kubelet_resource,
+			 got.n == 1 ? "" : "s");
+	d->kubelet_said[0] = 0;
+	pthread_mutex_lock(&d->lock);
+	kubelet_free(&d->alloc);
+	d->alloc = got;
+	if (!d->alloc.v) /* an answer with none: known, and empty */
+		d->alloc.v = calloc(1, sizeof(*d->alloc.v));
+	pthread_mutex_unlock(&d->lock);
+}
 
 static int start(struct daemon *d)
 {
@@ -757,6 +806,11 @@ int cmd_daemon(int argc, char **argv)
 		{ "trigger-every", OPT_TRIG_EVERY, "D", 0, "the same trigger at most once in D (default 10m); records lost trigger too", 0 },
 		{ "trigger-before", OPT_TRIG_BEFORE, "D", 0, "a trigger's snapshot starts D before it (default 30s)", 0 },
 		{ "no-triggers", OPT_NO_TRIGGERS, NULL, 0, "no automatic snapshots", 0 },
+		{ "kubelet-socket", OPT_KUBELET, "PATH", 0, "the kubelet's pod-resources socket, for "
+		  "spyre_device_allocation_info (default " KUBELET_DEFAULT_SOCKET ")", 0 },
+		{ "kubelet-resource", OPT_KUBELET_RES, "GLOB", 0, "the device plugin's resource names that are "
+		  "Spyre cards (default ibm.com/*)", 0 },
+		{ "no-kubelet", OPT_NO_KUBELET, NULL, 0, "do not ask the kubelet", 0 },
 		{ "verbose", 'v', NULL, 0, "print the attach plan, the cards, the windows", 0 },
 		{ 0 }
 	};
@@ -783,10 +837,11 @@ int cmd_daemon(int argc, char **argv)
 		.recorder_seconds = 120, .recorder_mib = 64, .spool_mib = 1024,
 		.window_seconds = 10, .sample_every = 600, .trigger_before = 30,
 		.trig = { .errors = 20, .slow_ns = NS, .lost = true, .interval_ns = 600 * NS },
+		.kubelet_socket = KUBELET_DEFAULT_SOCKET, .kubelet_resource = "ibm.com/*",
 	};
 	struct daemon *d = calloc(1, sizeof(*d));
 	struct sigaction sa = { .sa_handler = on_signal };
-	uint64_t watchdog_us = 0, next_ping = 0, next_sweep, next_check, next_tick = 0;
+	uint64_t watchdog_us = 0, next_ping = 0, next_sweep, next_check, next_tick = 0, next_kubelet = 0;
 	struct timespec now;
 	int ret;
 
@@ -847,11 +902,16 @@ int cmd_daemon(int argc, char **argv)
 				reload_sig = 0;
 				sd_notify(0, "RELOADING=1");
 				look_around(d, "SIGHUP");
+				ask_kubelet(d);
 				sd_notifyf(0, "READY=1\nSTATUS=watching %d cards", d->fleet.ncards - 1);
 			}
 			if (d->rb && t >= next_tick) {
 				tend_window(d, t);
 				next_tick = t + NS / 4;
+			}
+			if (t >= next_kubelet) {
+				ask_kubelet(d);
+				next_kubelet = t + KUBELET_SECONDS * NS;
 			}
 			if (t >= next_check) {
 				check_triggers(d, t);
@@ -883,6 +943,7 @@ int cmd_daemon(int argc, char **argv)
 	pthread_mutex_destroy(&d->lock);
 	pthread_mutex_destroy(&d->rec_lock);
 	free(d->counts);
+	kubelet_free(&d->alloc);
 	free(d);
 	return ret ? 1 : 0;
 }

@@ -173,6 +173,19 @@ static void self_process(struct page *p)
 	put(p, "process_resident_memory_bytes %ld\n", pages * sysconf(_SC_PAGESIZE));
 }
 
+/* Which container holds a card: one series each, for joins on device. */
+static void allocations(struct page *p, const struct allocations *a)
+{
+	if (!a || !a->v)
+		return;
+	head(p, "spyre_device_allocation_info", "gauge",
+	     "Cards allocated to containers by the kubelet (its pod-resources API); join on device.");
+	for (size_t i = 0; i < a->n; i++)
+		put(p, "spyre_device_allocation_info{device=\"%s\",resource=\"%s\",namespace=\"%s\",pod=\"%s\","
+		       "container=\"%s\"} 1\n", a->v[i].device, a->v[i].resource, a->v[i].namespace, a->v[i].pod,
+		    a->v[i].container);
+}
+
 static void self_metrics(struct page *p, const struct metrics_self *s)
 {
 	head(p, "spyre_bpftrace_lost_records_total", "counter", "Records the ring buffer could not take.");
@@ -222,6 +235,7 @@ char *metrics_render(const struct fleet *f, const struct fleet_counts *c,
 
 	ioctls(&p, c);
 	cards(&p, f, c);
+	allocations(&p, self->alloc);
 	self_metrics(&p, self);
 	if (p.oom) {
 		free(p.buf);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "fleet.h"
+#include "kubelet.h"
 #include "snapshot.h"
 #include "window.h"
 
@@ -31,6 +32,7 @@ struct metrics_self {
 	uint64_t windows[3]; /* detail windows opened, by enum window_reason */
 	bool window_open;
 	uint64_t spool_bytes, recorder_bytes;
+	const struct allocations *alloc; /* the kubelet's; v NULL: never answered */
 };
 
 /* The page for /metrics: malloc'd, NUL ended, its length in *len; NULL

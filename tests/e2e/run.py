@@ -1979,6 +1979,65 @@ def run_daemon_soak(tmp):
                 p.wait()
 
 
+def run_daemon_kubelet_allocations(tmp):
+    """spyre_device_allocation_info from the kubelet's pod-resources API:
+    a kubelet stand-in serving v1.PodResourcesLister/List with the real
+    gRPC stack (python3-grpcio, the API's protobuf schema compiled by
+    protoc). Only the Spyre resource's devices, PCI addresses with their
+    domain; a pod gone is gone after SIGHUP; a kubelet gone keeps the
+    last answer and is said once."""
+    gen, sock, pods = os.path.join(tmp, "gen"), os.path.join(tmp, "kubelet.sock"), os.path.join(tmp, "pods.json")
+    os.makedirs(gen)
+    subprocess.run(["protoc", f"--python_out={gen}", "-I", os.path.join(ROOT, "tests", "kubelet"),
+                    "podresources.proto"], check=True)
+    spyre = {"resource_name": "ibm.com/spyre_pf", "device_ids": ["0000:3b:00.0", "3c:00.0"], "numa": [0]}
+    gpu = {"resource_name": "nvidia.com/gpu", "device_ids": ["GPU-1"]}
+    with open(pods, "w") as f:
+        json.dump([{"name": "infer-7d9f", "namespace": "ml", "containers": [
+                       {"name": "model", "cpu_ids": [2, 3], "devices": [spyre, gpu]}]},
+                   {"name": "idle", "namespace": "default", "containers": [{"name": "c", "devices": []}]}], f)
+    kubelet = subprocess.Popen(["/usr/bin/python3", os.path.join(ROOT, "tests", "kubelet", "kubelet.py"), sock,
+                                pods, gen], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    daemon = None
+    try:
+        assert kubelet.stdout.readline().strip() == "ready", kubelet.stderr.read()
+        daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers", "--kubelet-socket", sock)
+
+        def info():
+            m = parse_metrics(http_get(f"http://127.0.0.1:{port}/metrics")[1])
+            return sorted(tuple(sorted(dict(k[1]).items())) for k, v in m.items()
+                          if k[0] == "spyre_device_allocation_info" and v == 1)
+        want = [tuple(sorted({"device": dev, "resource": "ibm.com/spyre_pf", "namespace": "ml",
+                              "pod": "infer-7d9f", "container": "model"}.items()))
+                for dev in ("0000:3b:00.0", "0000:3c:00.0")]
+        wait_for(lambda: info() == want, 20, "the allocations from the kubelet")
+        with open(pods, "w") as f:  # the pod ended
+            json.dump([], f)
+        daemon.send_signal(signal.SIGHUP)
+        wait_for(lambda: info() == [], 20, "the ended pod's allocations to go")
+        with open(pods, "w") as f:
+            json.dump([{"name": "train-1", "namespace": "ml", "containers": [{"name": "t", "devices": [spyre]}]}], f)
+        daemon.send_signal(signal.SIGHUP)
+        wait_for(lambda: len(info()) == 2, 20, "the new pod's allocations")
+        kubelet.kill()
+        kubelet.wait()
+        daemon.send_signal(signal.SIGHUP)
+        time.sleep(1)
+        daemon.send_signal(signal.SIGHUP)
+        wait_for(lambda: "cannot reach the kubelet" in open(os.path.join(tmp, "daemon.log")).read(), 20,
+                 "the daemon to say the kubelet is gone")
+        assert len(info()) == 2 and ("pod", "train-1") in info()[0], info()
+        log = open(os.path.join(tmp, "daemon.log")).read()
+        assert log.count("cannot reach the kubelet") == 1, log
+        daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(timeout=20) == 0
+    finally:
+        for p in (daemon, kubelet):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
 TESTS = [
     ("c_multithread_matches_sim", run_c_multithread),
     ("p_attach_matches_sim", run_p_attach),
@@ -2010,6 +2069,7 @@ TESTS = [
     ("daemon_window_and_snapshot", run_daemon_window),
     ("daemon_sampling_and_triggers", run_daemon_sampling_triggers),
     ("daemon_bad_requests_and_sigkill", run_daemon_bad_requests),
+    ("daemon_kubelet_allocations", run_daemon_kubelet_allocations),
     ("daemon_soak", run_daemon_soak),
     ("guest_kernel_6_1", run_guest_kernel),
     ("guest_vfio_one_card", run_guest_vfio_one_card),

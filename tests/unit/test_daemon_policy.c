@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The daemon's policies, apart from BPF: when a trigger fires (and when it
- * is held back), when sampled windows come, and what the spool keeps
- * under its bound. */
+ * is held back), when sampled windows come, what the spool keeps under
+ * its bound, and the kubelet's answer read. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <errno.h>
@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "kubelet.h"
 #include "spool.h"
 #include "triggers.h"
 #include "window.h"
@@ -171,6 +172,35 @@ static void test_spool_trim(void **state)
 	assert_int_equal(system(path), 0);
 }
 
+/* One pod, one container, a Spyre resource with two ids (one without its
+ * PCI domain, one not a PCI address), cpu ids and a topology to skip. */
+static const uint8_t list_reply[] = {
+	0x0a, 0x2d, 0x0a, 0x01, 'p', 0x12, 0x01, 'n', 0x1a, 0x25, 0x0a, 0x01, 'c', 0x12, 0x1d, 0x0a,
+	0x09, 'i', 'b', 'm', '.', 'c', 'o', 'm', '/', 's', 0x12, 0x07, '3', 'b', ':', '0', '0', '.',
+	'0', 0x12, 0x01, 'x', 0x1a, 0x04, 0x0a, 0x02, 0x08, 0x01, 0x1a, 0x01, 0x02,
+};
+
+static void test_kubelet_reply(void **state)
+{
+	struct allocations a = { 0 };
+
+	(void)state;
+	assert_int_equal(kubelet_parse(list_reply, sizeof(list_reply), "ibm.com/*", &a), 0);
+	assert_int_equal(a.n, 2);
+	assert_string_equal(a.v[0].device, "0000:3b:00.0");
+	assert_string_equal(a.v[1].device, "x");
+	assert_string_equal(a.v[0].pod, "p");
+	assert_string_equal(a.v[0].namespace, "n");
+	assert_string_equal(a.v[0].container, "c");
+	assert_string_equal(a.v[0].resource, "ibm.com/s");
+	kubelet_free(&a);
+	assert_int_equal(kubelet_parse(list_reply, sizeof(list_reply), "nvidia.com/*", &a), 0);
+	assert_int_equal(a.n, 0);
+	/* cut short inside a length: damaged, nothing kept */
+	assert_int_equal(kubelet_parse(list_reply, 20, "*", &a), -EBADMSG);
+	kubelet_free(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -180,6 +210,7 @@ int main(void)
 		cmocka_unit_test(test_sampling_once_per_period),
 		cmocka_unit_test(test_window_json_weights),
 		cmocka_unit_test(test_spool_trim),
+		cmocka_unit_test(test_kubelet_reply),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
