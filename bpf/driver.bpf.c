@@ -15,6 +15,7 @@
  */
 #include "common.bpf.h"
 #include "device.bpf.h"
+#include "fleet.bpf.h"
 #include "vfio.bpf.h"
 
 /* What a thread is inside of: open driver calls and the outermost card. */
@@ -161,9 +162,21 @@ static __always_inline void card_of_type1(struct vfio_iommu___sbt *iommu, struct
 
 /* ---- entry and return ------------------------------------------------------ */
 
+/* A call to look at: a traced process's, or in the daemon's always-on
+ * tier anyone's (vfio's functions run only for VFIO's files). */
 static __always_inline bool traced_task(void)
 {
-	return sbt_is_traced(bpf_get_current_pid_tgid() >> 32);
+	return fleet_mode || sbt_is_traced(bpf_get_current_pid_tgid() >> 32);
+}
+
+/* In the daemon: counted in the kernel; a record only for its flight
+ * recorder. */
+static __always_inline bool drv_counted(__u32 func, const struct drv_frame *f, long ret)
+{
+	if (!fleet_mode)
+		return true;
+	fleet_drv_call(func, f->ts, ret);
+	return fleet_record;
 }
 
 /* Open a call of func on this thread. A call with no card of its own
@@ -238,7 +251,7 @@ static __always_inline int drv_pop(__u32 func, long ret)
 		t->depth--;
 	else if (t)
 		bpf_map_delete_elem(&drv_threads, &tid);
-	if (!f->skip && (r = sbt_reserve(sizeof(*r), SBT_DRV))) {
+	if (!f->skip && drv_counted(func, f, ret) && (r = sbt_reserve(sizeof(*r), SBT_DRV))) {
 		fill_record(r, f, func, ret);
 		sbt_submit(r);
 	}
@@ -343,7 +356,7 @@ static __always_inline int msi_exit(int ret)
 
 	if (!f || !f->ts)
 		return 0;
-	r = sbt_reserve(sizeof(*r), SBT_DRV);
+	r = drv_counted(SBT_DRV_MSI, f, ret) ? sbt_reserve(sizeof(*r), SBT_DRV) : NULL;
 	if (r) {
 		fill_record(r, f, SBT_DRV_MSI, ret);
 		sbt_submit(r);

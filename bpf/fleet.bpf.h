@@ -29,6 +29,14 @@ struct {
 	__type(value, struct sbt_fleet_hist);
 } fleet_ioctls SEC(".maps") __weak;
 
+/* vfio's own functions (driver-level probes), by enum sbt_drv_func */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SBT_DRV_FUNC_MAX);
+	__type(key, __u32);
+	__type(value, struct sbt_fleet_hist);
+} fleet_drv SEC(".maps") __weak;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SBT_FLEET_CARDS);
@@ -208,29 +216,43 @@ static __always_inline void fleet_seen(__u32 tgid)
 		bpf_map_update_elem(&fleet_procs, &tgid, &one, BPF_ANY);
 }
 
+/* One call of dur ns into a histogram (NULL: none). */
+static __always_inline void fleet_hist_add(struct sbt_fleet_hist *h, __u64 dur, long ret)
+{
+	__u32 b;
+
+	if (!h)
+		return;
+	b = fleet_bucket(dur);
+	/* checked again here, on the register used: the compiler drops the
+	 * repeated check, and older verifiers then refuse the access */
+	asm volatile("" : "+r"(b));
+	h->count++;
+	h->sum_ns += dur;
+	if (ret < 0)
+		h->errors++;
+	if (b < SBT_FLEET_BUCKETS)
+		h->bucket[b]++;
+}
+
+/* A call of one of vfio's functions returned (driver-level probes). */
+static __always_inline void fleet_drv_call(__u32 func, __u64 start, long ret)
+{
+	__u64 now = bpf_ktime_get_boot_ns();
+
+	fleet_hist_add(bpf_map_lookup_elem(&fleet_drv, &func), now > start ? now - start : 0, ret);
+}
+
 /* An ioctl on a VFIO file returned. */
 static __always_inline void fleet_ioctl(__u32 tgid, __u32 tid, const struct sbt_ioctl *p, long ret,
 					__u64 now)
 {
 	__u32 op = sbt_fleet_op(p->cmd, p->fd_kind);
 	__u64 dur = now > p->start_ts ? now - p->start_ts : 0;
-	struct sbt_fleet_hist *h;
 	struct sbt_fleet_card *c;
-	__u32 card, b;
+	__u32 card;
 
-	h = bpf_map_lookup_elem(&fleet_ioctls, &op);
-	if (h) {
-		b = fleet_bucket(dur);
-		/* checked again here, on the register used: the compiler drops
-		 * the repeated check, and older verifiers then refuse the access */
-		asm volatile("" : "+r"(b));
-		h->count++;
-		h->sum_ns += dur;
-		if (ret < 0)
-			h->errors++;
-		if (b < SBT_FLEET_BUCKETS)
-			h->bucket[b]++;
-	}
+	fleet_hist_add(bpf_map_lookup_elem(&fleet_ioctls, &op), dur, ret);
 	if (p->cmd == SBT_VFIO_GROUP_SET_CONTAINER)
 		fleet_set_container_exit(tgid, tid, ret);
 	if (p->decoded != SBT_DEC_DMA_MAP && p->decoded != SBT_DEC_DMA_UNMAP)

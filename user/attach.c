@@ -74,7 +74,8 @@ static void configure_devices(struct attacher *a)
 
 static bool is_runtime_prog(const struct attacher *a, const struct bpf_program *p);
 
-/* The always-on tier: the ioctl, interrupt and exit hooks, and the runtime
+/* The always-on tier: the ioctl, interrupt and exit hooks, the driver-level
+ * probes the plan chose (they count vfio's functions), and the runtime
  * programs (attached as uprobes in detail windows only). The others serve
  * record's traced processes; each would run on every fork, rename or DMA
  * mapping of the host for nothing. */
@@ -90,7 +91,7 @@ static void fleet_trim(struct attacher *a)
 
 		for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
 			kept |= p == keep[i];
-		if (!kept && !is_runtime_prog(a, p))
+		if (!kept && !is_runtime_prog(a, p) && !driver_is_prog(p))
 			bpf_program__set_autoload(p, false);
 	}
 	plan_add(&a->plan, "irq", "raw_tp irq_handler_entry,exit", "vfio-pci's, of --device cards, counted per card");

@@ -118,7 +118,7 @@ enum {
 	OPT_LISTEN = 1000, OPT_DEVICE, OPT_RUNTIME_DIR, OPT_STATE_DIR, OPT_REC_SECONDS, OPT_REC_MIB,
 	OPT_NO_REC, OPT_SPOOL_MIB, OPT_WINDOW, OPT_SAMPLE_EVERY, OPT_NO_SAMPLING, OPT_TRIG_ERRORS,
 	OPT_TRIG_SLOW, OPT_TRIG_EVERY, OPT_TRIG_BEFORE, OPT_NO_TRIGGERS, OPT_KUBELET, OPT_KUBELET_RES,
-	OPT_NO_KUBELET
+	OPT_NO_KUBELET, OPT_DRIVER
 };
 
 /* A duration option: "30s", "10m", "250ms"; within [min, max] seconds. */
@@ -201,6 +201,10 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_KUBELET_RES: o->kubelet_resource = arg; break;
 	case OPT_NO_KUBELET: o->kubelet_socket = NULL; break;
+	case OPT_DRIVER:
+		if ((r->driver_mode = driver_mode_parse(arg)) < 0)
+			argp_error(state, "unknown --driver-probes '%s'; hint: auto, fentry, kprobe or off", arg);
+		break;
 	case OPT_NO_TRIGGERS:
 		o->trig.errors = o->trig.slow_ns = 0;
 		o->trig.lost = false;
@@ -811,7 +815,9 @@ int cmd_daemon(int argc, char **argv)
 		{ "kubelet-resource", OPT_KUBELET_RES, "GLOB", 0, "the device plugin's resource names that are "
 		  "Spyre cards (default ibm.com/*)", 0 },
 		{ "no-kubelet", OPT_NO_KUBELET, NULL, 0, "do not ask the kubelet", 0 },
-		{ "verbose", 'v', NULL, 0, "print the attach plan, the cards, the windows", 0 },
+		{ "driver-probes", OPT_DRIVER, "MODE", 0, "count vfio's own functions: auto (fentry, else "
+		  "kprobes, where the kernel allows), fentry, kprobe or off (default auto)", 0 },
+		{ "verbose", 'v', NULL, 0, "print the attach plan (why no fentry), the cards, the windows", 0 },
 		{ 0 }
 	};
 	static const struct argp argp = {
@@ -851,7 +857,7 @@ int cmd_daemon(int argc, char **argv)
 	}
 	o.rec.buffer_size = 8 << 20; /* a few records per job; runtime calls in windows */
 	o.rec.max_probes = SBT_DEFAULT_MAX_PROBES;
-	o.rec.driver_mode = DRIVER_OFF;
+	o.rec.driver_mode = DRIVER_AUTO;
 	o.rec.fleet = true;
 	argp_parse(&argp, argc, argv, 0, NULL, &o);
 	o.rec.fleet_record = o.recorder_seconds > 0;

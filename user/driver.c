@@ -214,3 +214,14 @@ void driver_plan(struct spyre_bpf *s, enum driver_mode mode, struct driver_plan 
 	}
 	btf__free(vmlinux);
 }
+
+bool driver_is_prog(const struct bpf_program *p)
+{
+	static const char *const kinds[] = { "fentry/", "fexit/", "kprobe/", "kretprobe/" };
+	const char *sec = bpf_program__section_name(p);
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (!strncmp(sec, kinds[i], strlen(kinds[i])))
+			return true;
+	return false;
+}

@@ -34,4 +34,7 @@ void driver_plan(struct spyre_bpf *s, enum driver_mode mode, struct driver_plan 
 /* "auto", "fentry", "kprobe", "off" -> mode; -1 if none of them */
 int driver_mode_parse(const char *s);
 
+/* One of the driver-level programs (fentry, fexit, kprobe, kretprobe)? */
+bool driver_is_prog(const struct bpf_program *p);
+
 #endif

@@ -212,13 +212,16 @@ static int sum_percpu(int fd, uint32_t key, int ncpus, void *out, size_t size)
 int fleet_read(struct fleet *f, struct fleet_counts *c)
 {
 	int ops = bpf_map__fd(f->skel->maps.fleet_ioctls), cards = bpf_map__fd(f->skel->maps.fleet_cards);
-	int err;
+	int drv = bpf_map__fd(f->skel->maps.fleet_drv), err;
 
 	for (uint32_t i = 0; i < SBT_FLEET_OPS; i++)
 		if ((err = sum_percpu(ops, i, f->ncpus, &c->ops[i], sizeof(c->ops[i]))))
 			return err;
 	for (uint32_t i = 0; i < SBT_FLEET_CARDS; i++)
 		if ((err = sum_percpu(cards, i, f->ncpus, &c->cards[i], sizeof(c->cards[i]))))
+			return err;
+	for (uint32_t i = 0; i < SBT_DRV_FUNC_MAX; i++)
+		if ((err = sum_percpu(drv, i, f->ncpus, &c->drv[i], sizeof(c->drv[i]))))
 			return err;
 	return 0;
 }

@@ -35,6 +35,7 @@ struct fleet {
 struct fleet_counts {
 	struct sbt_fleet_hist ops[SBT_FLEET_OPS];
 	struct sbt_fleet_card cards[SBT_FLEET_CARDS];
+	struct sbt_fleet_hist drv[SBT_DRV_FUNC_MAX]; /* vfio's functions, by enum sbt_drv_func */
 };
 
 /* The cards bound to vfio-pci that the filter wants, numbered 1.. into the

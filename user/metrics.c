@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "metrics.h"
+#include "names.h"
 
 /* Prometheus buckets: 2^k ns for k in [FIRST_LE, LAST_LE], each the lower
  * bound of one of the kernel's buckets (4(k-1)), so they add up exactly
@@ -58,41 +59,66 @@ static void head(struct page *p, const char *name, const char *type, const char 
 	put(p, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void ioctls(struct page *p, const struct fleet_counts *c)
+/* Counts (counter), failures (metric_errors_total) and a latency
+ * histogram (metric_duration_seconds) per name (a command, a function):
+ * name(i) NULL or a zero count leaves slot i out. */
+static void histograms(struct page *p, const char *counter, const char *metric, const char *label,
+		       const char *what, const struct sbt_fleet_hist *h, uint32_t n,
+		       const char *(*name)(uint32_t))
 {
-	head(p, "spyre_vfio_ioctls_total", "counter",
-	     "VFIO ioctls on Spyre cards' files (container, group, device), by command.");
-	for (uint32_t i = 0; i < SBT_FLEET_OPS; i++)
-		if (c->ops[i].count)
-			put(p, "spyre_vfio_ioctls_total{cmd=\"%s\"} %llu\n", fleet_op_name(i),
-			    (unsigned long long)c->ops[i].count);
-	head(p, "spyre_vfio_ioctl_errors_total", "counter", "Of those, the ones that failed.");
-	for (uint32_t i = 0; i < SBT_FLEET_OPS; i++)
-		if (c->ops[i].count)
-			put(p, "spyre_vfio_ioctl_errors_total{cmd=\"%s\"} %llu\n", fleet_op_name(i),
-			    (unsigned long long)c->ops[i].errors);
-	head(p, "spyre_vfio_ioctl_duration_seconds", "histogram",
-	     "Time in VFIO ioctls, entry to return, by command.");
-	for (uint32_t i = 0; i < SBT_FLEET_OPS; i++) {
-		const struct sbt_fleet_hist *h = &c->ops[i];
+	char title[128];
+
+	head(p, counter, "counter", what);
+	for (uint32_t i = 0; i < n; i++)
+		if (h[i].count && name(i))
+			put(p, "%s{%s=\"%s\"} %llu\n", counter, label, name(i), (unsigned long long)h[i].count);
+	snprintf(title, sizeof(title), "%s_errors_total", metric);
+	head(p, title, "counter", "Of those, the ones that failed.");
+	for (uint32_t i = 0; i < n; i++)
+		if (h[i].count && name(i))
+			put(p, "%s_errors_total{%s=\"%s\"} %llu\n", metric, label, name(i),
+			    (unsigned long long)h[i].errors);
+	snprintf(title, sizeof(title), "%s_duration_seconds", metric);
+	head(p, title, "histogram", "Their time, entry to return.");
+	for (uint32_t i = 0; i < n; i++) {
 		uint64_t below = 0;
 		int b = 0;
 
-		if (!h->count)
+		if (!h[i].count || !name(i))
 			continue;
 		for (int k = FIRST_LE; k <= LAST_LE; k++) {
 			for (; b < 4 * (k - 1) && b < SBT_FLEET_BUCKETS; b++)
-				below += h->bucket[b];
-			put(p, "spyre_vfio_ioctl_duration_seconds_bucket{cmd=\"%s\",le=\"%.9g\"} %llu\n",
-			    fleet_op_name(i), (double)(1ull << k) / 1e9, (unsigned long long)below);
+				below += h[i].bucket[b];
+			put(p, "%s_duration_seconds_bucket{%s=\"%s\",le=\"%.9g\"} %llu\n", metric, label, name(i),
+			    (double)(1ull << k) / 1e9, (unsigned long long)below);
 		}
-		put(p, "spyre_vfio_ioctl_duration_seconds_bucket{cmd=\"%s\",le=\"+Inf\"} %llu\n",
-		    fleet_op_name(i), (unsigned long long)h->count);
-		put(p, "spyre_vfio_ioctl_duration_seconds_sum{cmd=\"%s\"} %.9f\n", fleet_op_name(i),
-		    (double)h->sum_ns / 1e9);
-		put(p, "spyre_vfio_ioctl_duration_seconds_count{cmd=\"%s\"} %llu\n", fleet_op_name(i),
-		    (unsigned long long)h->count);
+		put(p, "%s_duration_seconds_bucket{%s=\"%s\",le=\"+Inf\"} %llu\n", metric, label, name(i),
+		    (unsigned long long)h[i].count);
+		put(p, "%s_duration_seconds_sum{%s=\"%s\"} %.9f\n", metric, label, name(i),
+		    (double)h[i].sum_ns / 1e9);
+		put(p, "%s_duration_seconds_count{%s=\"%s\"} %llu\n", metric, label, name(i),
+		    (unsigned long long)h[i].count);
 	}
+}
+
+static const char *drv_name(uint32_t func)
+{
+	return func ? sbt_drv_func_name(func) : NULL;
+}
+
+static void ioctls(struct page *p, const struct fleet_counts *c)
+{
+	histograms(p, "spyre_vfio_ioctls_total", "spyre_vfio_ioctl", "cmd",
+		   "VFIO ioctls on Spyre cards' files (container, group, device), by command.", c->ops,
+		   SBT_FLEET_OPS, fleet_op_name);
+	/* none when the kernel allows no driver-level probe: no family at all */
+	for (uint32_t i = 1; i < SBT_DRV_FUNC_MAX; i++)
+		if (c->drv[i].count) {
+			histograms(p, "spyre_vfio_driver_calls_total", "spyre_vfio_driver_call", "function",
+				   "Calls of vfio's own functions (fentry or kprobes), by function.", c->drv,
+				   SBT_DRV_FUNC_MAX, drv_name);
+			break;
+		}
 }
 
 /* The per-card metrics: a field of struct sbt_fleet_card, or the pinned gauge. */

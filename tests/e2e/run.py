@@ -1609,24 +1609,13 @@ def parse_metrics(text):
     return out
 
 
-def run_guest_daemon(tmp):
-    """The daemon in the guest, where the simulator drives edu cards through
-    real VFIO: one process, two cards, a container each. Its metrics hold
-    each ioctl, the bytes mapped for each card (by the container the mapping
-    went to) and each card's interrupts, as the simulator counted them."""
-    cmd = ("ip link set lo up; "
-           "build/spyre-bpftrace daemon --device 1234:11e8 --listen 127.0.0.1:9464 --no-sampling "
-           "--state-dir /tmp/state 2> /out/daemon.log & "
-           "for i in $(seq 120); do wget -q -O /dev/null http://127.0.0.1:9464/healthz && break; sleep 1; done; "
-           "build/spyre-sim-run --backend vfio --threads 2 --jobs 3 --bytes 16384 --container-per-card "
-           "--json /out/sim.json; "
-           "wget -q -O /out/metrics.txt http://127.0.0.1:9464/metrics; kill %1; wait")
-    out, _ = run_in_guest(tmp, 2, cmd, 240)
-    sim = json.load(open(os.path.join(out, "sim.json")))
+def check_guest_daemon(out, phase, mech):
+    """One daemon run in the guest: its metrics against the simulator's."""
+    sim = json.load(open(os.path.join(out, f"sim{phase}.json")))
     assert sim["job_failures"] == 0 and len(sim["devices"]) == 2, sim
-    log = open(os.path.join(out, "daemon.log")).read()
+    log = open(os.path.join(out, f"daemon{phase}.log")).read()
     assert "2 cards on vfio-pci watched" in log and "stopping on Terminated" in log, log
-    m = parse_metrics(open(os.path.join(out, "metrics.txt")).read())
+    m = parse_metrics(open(os.path.join(out, f"metrics{phase}.txt")).read())
     want = {}
     for io in sim["ioctls"]:
         want[io["cmd"]] = want.get(io["cmd"], 0) + 1
@@ -1647,6 +1636,40 @@ def run_guest_daemon(tmp):
         info = [k for k in m if k[0] == "spyre_device_info" and ("device", card) in k[1]]
         assert info and ("vendor_device", "1234:11e8") in info[0][1], info
     assert m[("spyre_iommu_mapped_bytes_total", frozenset({("device", "unknown")}))] == 0
+    # vfio's own functions, counted by the driver-level programs: each ioctl
+    # passed one of the three file handlers, each mapping type1's, each
+    # interrupt the MSI handler
+    check_plan_driver_level(log, mech)
+    calls = {dict(k[1])["function"]: int(v) for k, v in m.items() if k[0] == "spyre_vfio_driver_calls_total"}
+    fops = sum(calls.get(f, 0) for f in ("vfio_fops_unl_ioctl", "vfio_group_fops_unl_ioctl",
+                                          "vfio_device_fops_unl_ioctl"))
+    assert fops == len(sim["ioctls"]), f"vfio's ioctl handlers ran {calls}, the simulator made {len(sim['ioctls'])}"
+    maps = sum(1 for io in sim["ioctls"] if io["cmd"] in ("VFIO_IOMMU_MAP_DMA", "VFIO_IOMMU_UNMAP_DMA"))
+    assert calls.get("vfio_iommu_type1_ioctl", 0) >= maps and calls.get("vfio_pin_pages_remote", 0) > 0, calls
+    assert calls.get("vfio_msihandler") == sum(d["irqs"] for d in sim["devices"]), \
+        f"MSI handler {calls.get('vfio_msihandler')}, interrupts {[d['irqs'] for d in sim['devices']]}"
+    hist = [v for k, v in m.items() if k[0] == "spyre_vfio_driver_call_duration_seconds_count" and
+            ("function", "vfio_iommu_type1_ioctl") in k[1]]
+    assert hist == [calls["vfio_iommu_type1_ioctl"]], hist
+
+
+def run_guest_daemon(tmp):
+    """The daemon in the guest, where the simulator drives edu cards through
+    real VFIO: one process, two cards, a container each. Its metrics hold
+    each ioctl, the bytes mapped for each card (by the container the mapping
+    went to) and each card's interrupts, as the simulator counted them, and
+    vfio's own functions as its driver-level programs counted them: fentry
+    (what it chooses there), then kprobes (what it falls back to)."""
+    phase = ("build/spyre-bpftrace daemon -v --device 1234:11e8 --listen 127.0.0.1:946{n} --no-sampling "
+             "--state-dir /tmp/state{n} --runtime-dir /tmp/run{n} --driver-probes {mode} 2> /out/daemon{n}.log & D=$!; "
+             "for i in $(seq 120); do wget -q -O /dev/null http://127.0.0.1:946{n}/healthz && break; sleep 1; done; "
+             "build/spyre-sim-run --backend vfio --threads 2 --jobs 3 --bytes 16384 --container-per-card "
+             "--json /out/sim{n}.json; "
+             "wget -q -O /out/metrics{n}.txt http://127.0.0.1:946{n}/metrics; kill $D; wait $D; ")
+    cmd = "ip link set lo up; " + phase.format(n=1, mode="auto") + phase.format(n=2, mode="kprobe")
+    out, _ = run_in_guest(tmp, 2, cmd, 300)
+    check_guest_daemon(out, 1, "fentry/fexit")
+    check_guest_daemon(out, 2, "kprobe/kretprobe")
 
 
 def run_daemon_window(tmp):
