@@ -109,7 +109,7 @@ test-torch: all
 valgrind: all
 	@SBT_BUILD=$(abspath $(OUT)) tests/valgrind.sh
 
-$(OUT)/bench/gen-capture: bench/gen_capture.c tests/lib/synth.c user/capture.c | $(OUT)/bench
+$(OUT)/bench/gen-capture: bench/gen_capture.c tests/lib/synth.c user/capture.c user/byteorder.c | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -g -std=gnu11 $(WARN) -D_GNU_SOURCE -Ibpf -Iuser -Itests/lib $^ -o $@
 

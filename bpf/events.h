@@ -101,16 +101,44 @@ struct sbt_fd_pattern {
  * values 0..3; the last bucket everything from 2^40 ns (18 min) up. */
 #define SBT_FLEET_OPS 32
 
+/* _IO()'s direction bits differ by architecture: "none" is 0 on x86,
+ * arm64 and s390, but 1 << 29 on powerpc (VFIO_IOMMU_MAP_DMA is 0x3b71
+ * there, 0x20003b71 on Power). BPF objects are built per target
+ * (__TARGET_ARCH_powerpc), user space per host (__powerpc__). */
+#define SBT_IOC_NONE_PPC (1u << 29)
+#if defined(__TARGET_ARCH_powerpc) || defined(__powerpc__)
+#define SBT_IOC_NONE SBT_IOC_NONE_PPC
+#else
+#define SBT_IOC_NONE 0u
+#endif
+
+/* VFIO's _IO(';', 100 + n) as this architecture numbers it, or as one
+ * whose _IOC_NONE is none. */
+#define SBT_VFIO_IO_ON(none, n) ((none) | (0x3b << 8) | (100 + (n)))
+
+/* n of a VFIO command (VFIO_BASE + n), of either numbering: a capture is
+ * read on any host. -1 for anything else. */
+static inline int sbt_vfio_nr(__u32 cmd)
+{
+	__u32 dir_size = cmd & 0xffff0000;
+
+	if ((dir_size && dir_size != SBT_IOC_NONE_PPC) || ((cmd >> 8) & 0xff) != 0x3b ||
+	    (cmd & 0xff) < 100)
+		return -1;
+	return (int)(cmd & 0xff) - 100;
+}
+
 /* The slot of a VFIO command: VFIO_BASE + n, n < 12 as is; from 12 on a
  * device fd's command means something else than a container's (the same
  * number): a container's n, a device's n + 6; the last slot the rest. */
 static inline __u32 sbt_fleet_op(__u32 cmd, __u32 fd_kind)
 {
+	int nr = sbt_vfio_nr(cmd);
 	__u32 n;
 
-	if ((cmd >> 8) != 0x3b || (cmd & 0xff) < 100)
+	if (nr < 0)
 		return SBT_FLEET_OPS - 1;
-	n = (cmd & 0xff) - 100;
+	n = (__u32)nr;
 	if (n < 12)
 		return n;
 	if (n < 18)
@@ -139,7 +167,7 @@ struct sbt_fd_key {
 };
 
 /* VFIO ioctl numbers (linux/vfio.h: _IO(';', 100 + n)); BPF has no uapi. */
-#define SBT_VFIO_IO(n) ((0x3b << 8) | (100 + (n)))
+#define SBT_VFIO_IO(n) SBT_VFIO_IO_ON(SBT_IOC_NONE, n)
 #define SBT_VFIO_SET_IOMMU SBT_VFIO_IO(2)
 #define SBT_VFIO_GROUP_SET_CONTAINER SBT_VFIO_IO(4)
 #define SBT_VFIO_GROUP_GET_DEVICE_FD SBT_VFIO_IO(6)

@@ -94,7 +94,8 @@ struct {
 /* VFIO's ioctl numbers: _IO(';', 100 + n) (linux/vfio.h; iommufd's start at 0x80) */
 static __always_inline bool fleet_vfio_cmd(__u32 cmd)
 {
-	return (cmd >> 8) == 0x3b && (cmd & 0xff) >= 100 && (cmd & 0xff) < 0x80;
+	return (cmd & ~0xffu) == SBT_VFIO_IO_ON(SBT_IOC_NONE, 0) - 100 && (cmd & 0xff) >= 100 &&
+	       (cmd & 0xff) < 0x80;
 }
 
 /*

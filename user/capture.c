@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Writing and reading the raw capture file; format in capture.h. */
+#include <byteswap.h>
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "byteorder.h"
 #include "capture.h"
 
 int capture_create(struct capture_writer *w, const char *path)
@@ -111,6 +114,12 @@ size_t sbt_min_payload(uint16_t type)
 #undef P
 }
 
+/* Files are read through a window, not mapped: a file cut short while it
+ * is read (a capture still being written, a full disk) then ends the read
+ * as a cut-short capture instead of killing the reader with SIGBUS. */
+#define WINDOW (4u << 20)
+#define MAX_RECORD (sizeof(struct sbt_hdr) + 0xffff + 8)
+
 static int reader_check_header(struct capture_reader *r)
 {
 	struct sbt_file_header fh;
@@ -124,6 +133,15 @@ static int reader_check_header(struct capture_reader *r)
 	if (memcmp(fh.magic, SBT_MAGIC, sizeof(fh.magic))) {
 		snprintf(r->error, sizeof(r->error), "not a spyre-bpftrace capture (bad magic)");
 		return -1;
+	}
+	if (fh.version == bswap_32(SBT_FORMAT_VERSION)) { /* the other byte order */
+		fh.version = bswap_32(fh.version);
+		fh.header_size = bswap_32(fh.header_size);
+		r->foreign = true;
+		if (!(r->rec = malloc(MAX_RECORD))) {
+			snprintf(r->error, sizeof(r->error), "out of memory");
+			return -1;
+		}
 	}
 	if (fh.version != SBT_FORMAT_VERSION || fh.header_size < sizeof(fh) ||
 	    fh.header_size > r->len || fh.header_size % 8) {
@@ -146,14 +164,13 @@ int capture_open_mem(struct capture_reader *r, const void *data, size_t len)
 	}
 	r->data = data;
 	r->len = len;
-	return reader_check_header(r);
+	if (reader_check_header(r)) {
+		free(r->rec);
+		r->rec = NULL;
+		return -1;
+	}
+	return 0;
 }
-
-/* Files are read through a window, not mapped: a file cut short while it
- * is read (a capture still being written, a full disk) then ends the read
- * as a cut-short capture instead of killing the reader with SIGBUS. */
-#define WINDOW (4u << 20)
-#define MAX_RECORD (sizeof(struct sbt_hdr) + 0xffff + 8)
 
 /* Move what is left to the front and read more. */
 static void refill(struct capture_reader *r)
@@ -213,6 +230,7 @@ int capture_open(struct capture_reader *r, const char *path)
 enum capture_status capture_next(struct capture_reader *r, const struct sbt_hdr **rec)
 {
 	const struct sbt_hdr *h;
+	struct sbt_hdr ours; /* the header in this host's order */
 	size_t left, need;
 
 	if (r->buf && !r->eof && r->len - r->off < MAX_RECORD)
@@ -224,20 +242,28 @@ enum capture_status capture_next(struct capture_reader *r, const struct sbt_hdr 
 	if (left < sizeof(*h))
 		return CAPTURE_TRUNCATED;
 	h = (const struct sbt_hdr *)(r->data + r->off);
-	if (h->type == 0) {
+	memcpy(&ours, h, sizeof(ours));
+	if (r->foreign)
+		sbt_hdr_swap(&ours);
+	if (ours.type == 0) {
 		snprintf(r->error, sizeof(r->error), "record type 0 at offset %zu",
 			 (size_t)(r->base + r->off));
 		return CAPTURE_CORRUPT;
 	}
-	need = sbt_min_payload(h->type);
-	if (need && h->size < need) {
+	need = sbt_min_payload(ours.type);
+	if (need && ours.size < need) {
 		snprintf(r->error, sizeof(r->error),
 			 "record type %u at offset %zu has %u payload bytes, needs %zu",
-			 h->type, (size_t)(r->base + r->off), h->size, need);
+			 ours.type, (size_t)(r->base + r->off), ours.size, need);
 		return CAPTURE_CORRUPT;
 	}
-	if (sizeof(*h) + h->size > left)
+	if (sizeof(*h) + ours.size > left)
 		return CAPTURE_TRUNCATED;
+	if (r->foreign) { /* a copy in this host's order */
+		memcpy(r->rec, h, sizeof(*h) + ours.size);
+		sbt_record_swap((struct sbt_hdr *)r->rec, sizeof(*h) + ours.size, true);
+		h = (const struct sbt_hdr *)r->rec;
+	}
 	/* the padding of the very last record may be cut off: still whole */
 	r->off += sbt_record_len(h) < left ? sbt_record_len(h) : left;
 	r->records++;
@@ -249,6 +275,7 @@ enum capture_status capture_next(struct capture_reader *r, const struct sbt_hdr 
 
 void capture_close_reader(struct capture_reader *r)
 {
+	free(r->rec);
 	if (r->buf) {
 		close(r->fd);
 		free(r->buf);

@@ -3,7 +3,9 @@
  * The raw capture file (.sbt): what perf.data is to perf.
  *
  * A 16-byte file header (magic, version), then records in the format of
- * bpf/events.h, each padded to 8 bytes. Metadata comes first as records
+ * bpf/events.h, each padded to 8 bytes, all in the byte order of the host
+ * that wrote them: the header's version reads swapped in the other order,
+ * and a reader then swaps each record (byteorder.h). Metadata comes first as records
  * too (clock, host, processes, probes), so a file is read by one loop, and
  * a file cut anywhere still reads back up to its last whole record.
  */
@@ -67,6 +69,8 @@ struct capture_reader {
 	uint64_t base;
 	bool eof;
 	uint32_t version;
+	bool foreign; /* written in the other byte order: records come swapped, in rec */
+	uint8_t *rec;
 	uint64_t records, unknown; /* read so far; of types this build does not know */
 	char error[160];
 };

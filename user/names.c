@@ -88,11 +88,12 @@ const char *sbt_vfio_cmd_name(uint32_t cmd, unsigned int fd_kind)
 		"VFIO_IOMMU_GET_INFO", "VFIO_IOMMU_MAP_DMA", "VFIO_IOMMU_UNMAP_DMA",
 		"VFIO_IOMMU_ENABLE", "VFIO_IOMMU_DISABLE", "VFIO_IOMMU_DIRTY_PAGES",
 	};
+	int nr = sbt_vfio_nr(cmd); /* either architecture's numbering */
 	unsigned int n;
 
-	if ((cmd >> 8) != VFIO_TYPE || (cmd & 0xff) < VFIO_BASE || (cmd >> 16))
+	if (nr < 0)
 		return NULL;
-	n = (cmd & 0xff) - VFIO_BASE;
+	n = (unsigned int)nr;
 	if (n < 12)
 		return common[n];
 	if (n < 18)
