@@ -797,9 +797,9 @@ int cmd_daemon(int argc, char **argv)
 		{ "device", OPT_DEVICE, "BDF|VID:DID|all", 0, "the cards to watch (repeatable; default Spyre's 1014:06a7, 1014:06a8)", 0 },
 		{ "runtime-dir", OPT_RUNTIME_DIR, "DIR", 0, "the control socket's directory (default " CONTROL_DEFAULT_DIR ")", 0 },
 		{ "state-dir", OPT_STATE_DIR, "DIR", 0, "snapshots go to DIR/snapshots (default " DEFAULT_STATE_DIR ")", 0 },
-		{ "spool-mib", OPT_SPOOL_MIB, "M", 0, "keep at most M MiB of snapshots there, the oldest removed (default 1024)", 0 },
+		{ "spool-mib", OPT_SPOOL_MIB, "M", 0, "the spool holds at most M MiB of snapshots, the oldest removed (default 1024)", 0 },
 		{ "recorder-seconds", OPT_REC_SECONDS, "T", 0, "the flight recorder keeps the last T seconds (default 120)", 0 },
-		{ "recorder-mib", OPT_REC_MIB, "M", 0, "... in at most M MiB, taken as used (default 64)", 0 },
+		{ "recorder-mib", OPT_REC_MIB, "M", 0, "the flight recorder holds at most M MiB, taken as used (default 64)", 0 },
 		{ "no-recorder", OPT_NO_REC, NULL, 0, "no flight recorder, hence no windows, snapshots or triggers: "
 		  "nothing per event to user space", 0 },
 		{ "window-seconds", OPT_WINDOW, "W", 0, "a sampled or triggered detail window lasts W (default 10s)", 0 },
@@ -824,7 +824,8 @@ int cmd_daemon(int argc, char **argv)
 		options, parse, NULL,
 		"Watch every Spyre card on this host, always, at a cost nobody notices: VFIO "
 		"ioctls by command (counts, errors, latency histograms), DMA mapping bytes, "
-		"pinned bytes and interrupts per card, summed in the kernel and served to "
+		"pinned bytes and interrupts per card, vfio's own functions where the kernel "
+		"allows, summed in the kernel and served to "
 		"Prometheus on /metrics; the last minutes of those kernel events in a flight "
 		"recorder. A detail window (runtime uprobes on the processes that hold a card) "
 		"opens for W seconds at a random time of every period, on a trigger (failed or "
@@ -833,7 +834,7 @@ int cmd_daemon(int argc, char **argv)
 		"looks again for cards and processes.\n\nEXAMPLES:\n"
 		"  spyre-bpftrace daemon\n"
 		"  spyre-bpftrace daemon --listen 127.0.0.1:9464 --device 0000:3b:00.0\n"
-		"  spyre-bpftrace daemon --window-seconds 5 --sample-every 30m --trigger-slow 500ms\n"
+		"  spyre-bpftrace daemon --window-seconds 5 --sample-every 30m\n"
 		"  curl -s 127.0.0.1:9464/metrics | grep spyre_vfio_ioctls_total\n"
 		"  spyre-bpftrace ctl snapshot --last 30s -o /tmp/last.pftrace",
 		NULL, NULL, NULL

@@ -21,7 +21,7 @@ struct metrics_self {
 	uint64_t lost_records;
 	bool bpf_stats; /* the kernel keeps the programs' run time */
 	struct {
-		char name[16];
+		char name[64]; /* the program's own name: the kernel's is cut at 15 */
 		double seconds;
 		uint64_t runs;
 	} progs[METRICS_PROGS]; /* the daemon's loaded programs */
