@@ -73,21 +73,16 @@ int control_accept(int lfd, char *line, size_t len)
 	struct ucred peer;
 	socklen_t plen = sizeof(peer);
 	size_t got = 0;
+	bool allowed;
 	int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 
 	if (cfd < 0)
 		return -1;
-	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) ||
-	    (peer.uid != 0 && peer.uid != geteuid())) {
-		char drain[256];
-
-		/* what it sent already, read: closing on unread data resets
-		 * the connection, and it would not see why */
-		while (recv(cfd, drain, sizeof(drain), MSG_DONTWAIT) > 0)
-			;
-		control_reply(cfd, "error: not allowed; hint: run ctl as root\n");
-		return -1;
-	}
+	allowed = !getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) &&
+		  (peer.uid == 0 || peer.uid == geteuid());
+	/* the request line first, from anyone: answering before it came
+	 * would close on a peer still writing, which then sees a reset or a
+	 * broken pipe instead of why */
 	while (got + 1 < len) { /* one line, within two seconds */
 		struct pollfd p = { cfd, POLLIN, 0 };
 		ssize_t n;
@@ -102,6 +97,10 @@ int control_accept(int lfd, char *line, size_t len)
 			break;
 	}
 	line[got] = 0;
+	if (!allowed) {
+		control_reply(cfd, "error: not allowed; hint: run ctl as root\n");
+		return -1;
+	}
 	if (!strchr(line, '\n')) {
 		control_reply(cfd, "error: no request line; hint: spyre-bpftrace ctl --help\n");
 		return -1;
@@ -238,7 +237,7 @@ int cmd_ctl(int argc, char **argv)
 	struct sockaddr_un a;
 	size_t got = 0;
 	ssize_t n;
-	int fd;
+	int fd, werr = 0;
 
 	argp_parse(&argp, argc, argv, 0, NULL, &o);
 	if (strcmp(o.what, "status") && out_path(&o, path, sizeof(path))) {
@@ -270,15 +269,18 @@ int cmd_ctl(int argc, char **argv)
 		close(fd);
 		return 1;
 	}
-	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
-		sbt_err("cannot talk to the daemon: %s", strerror(errno));
-		close(fd);
-		return 1;
-	}
+	/* a daemon that refuses may answer and close while we write: its
+	 * answer says why, so read it whatever the write did */
+	if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req))
+		werr = errno;
 	while (got + 1 < sizeof(buf) && (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
 		got += (size_t)n;
 	buf[got] = 0;
 	close(fd);
+	if (!got && werr) {
+		sbt_err("cannot talk to the daemon: %s", strerror(werr));
+		return 1;
+	}
 	if (strncmp(buf, "ok", 2)) {
 		buf[strcspn(buf, "\n")] = 0;
 		sbt_err("%s", !strncmp(buf, "error: ", 7) ? buf + 7 : buf[0] ? buf : "the daemon did not answer");

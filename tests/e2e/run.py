@@ -1881,7 +1881,10 @@ def raw_request(run_dir, line, as_uid=None):
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as so:
             so.settimeout(10)
             so.connect(os.path.join(run_dir, "control"))
-            so.sendall(line.encode())
+            try:
+                so.sendall(line.encode())
+            except BrokenPipeError:  # refused at once: the answer says why
+                pass
             answer = b""
             while chunk := so.recv(4096):
                 answer += chunk
