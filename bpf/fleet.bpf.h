@@ -91,11 +91,13 @@ struct {
 	__type(value, __u32); /* card index */
 } fleet_bdf_card SEC(".maps") __weak;
 
-/* VFIO's ioctl numbers: _IO(';', 100 + n) (linux/vfio.h; iommufd's start at 0x80) */
+/* VFIO's ioctl numbers, as this architecture numbers them: _IO(';', 100 + n)
+ * (linux/vfio.h; iommufd's start at 0x80) */
 static __always_inline bool fleet_vfio_cmd(__u32 cmd)
 {
-	return (cmd & ~0xffu) == SBT_VFIO_IO_ON(SBT_IOC_NONE, 0) - 100 && (cmd & 0xff) >= 100 &&
-	       (cmd & 0xff) < 0x80;
+	int nr = sbt_vfio_nr(cmd);
+
+	return (cmd & 0xffff0000) == SBT_IOC_NONE && nr >= 0 && nr < 0x80 - 100;
 }
 
 /*

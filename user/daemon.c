@@ -42,6 +42,7 @@
 #include "recorder.h"
 #include "snapshot.h"
 #include "snapshot_queue.h"
+#include "thread.h"
 #include "spool.h"
 #include "triggers.h"
 #include "window.h"
@@ -54,6 +55,7 @@
 #define MAX_WINDOW_SECONDS 3600 /* ctl record */
 #define MAX_SNAPSHOT_SECONDS 86400 /* ctl snapshot: far more than a recorder holds */
 #define NS 1000000000ull
+#define NO_RECORDER "error: this daemon runs with --no-recorder; hint: restart it without\n"
 
 struct daemon_opts {
 	struct record_opts rec; /* the kernel-side filters, as record takes them */
@@ -304,21 +306,8 @@ static void look_around(struct daemon *d, const char *why)
 			 d->fleet.cards[i].vendor_device, d->fleet.cards[i].group, d->fleet.cards[i].numa);
 }
 
-/* A record for the flight recorder, from the ring buffer. */
-static int on_record(void *ctx, void *data, size_t size)
-{
-	struct daemon *d = ctx;
-	const struct sbt_hdr *h = data;
-
-	if (size >= sizeof(*h) && sizeof(*h) + h->size <= size) {
-		pthread_mutex_lock(&d->rec_lock);
-		recorder_add(&d->rec, h, sbt_now_boottime());
-		pthread_mutex_unlock(&d->rec_lock);
-	}
-	return 0;
-}
-
-/* A record the daemon writes itself (a window's processes). */
+/* A record into the flight recorder: the daemon's own (a window's
+ * processes), or one from the ring buffer (on_record). */
 static void on_meta(void *ctx, const struct sbt_hdr *h)
 {
 	struct daemon *d = ctx;
@@ -326,6 +315,15 @@ static void on_meta(void *ctx, const struct sbt_hdr *h)
 	pthread_mutex_lock(&d->rec_lock);
 	recorder_add(&d->rec, h, sbt_now_boottime());
 	pthread_mutex_unlock(&d->rec_lock);
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	const struct sbt_hdr *h = data;
+
+	if (size >= sizeof(*h) && sizeof(*h) + h->size <= size)
+		on_meta(ctx, h);
+	return 0;
 }
 
 /* The ring buffer, drained by a thread of its own: a window's attach or a
@@ -352,19 +350,6 @@ static void catch_up(struct daemon *d)
 
 	for (int i = 0; i < 100 && __atomic_load_n(&d->drained, __ATOMIC_ACQUIRE) < seen + 2; i++)
 		usleep(5000);
-}
-
-/* A thread that takes no signal: they end the main loop's poll. */
-static int thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-	sigset_t all, old;
-	int err;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	err = pthread_create(t, NULL, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return -err;
 }
 
 /* The window between the kernel's clocks: REALTIME minus BOOTTIME now. */
@@ -461,7 +446,7 @@ static int start(struct daemon *d)
 		return ret;
 	}
 	d->draining = true;
-	if ((ret = thread_start(&d->drainer, drain, d))) {
+	if ((ret = thread_start_quiet(&d->drainer, drain, d))) {
 		d->draining = false;
 		sbt_err("cannot start the ring buffer's thread: %s", strerror(-ret));
 		return ret;
@@ -530,7 +515,7 @@ static void submit_snapshot(struct daemon *d, uint64_t from, uint64_t to, const 
 
 	if (!d->rb) {
 		if (client >= 0)
-			control_reply(client, "error: this daemon runs with --no-recorder; hint: restart it without\n");
+			control_reply(client, NO_RECORDER);
 		return;
 	}
 	catch_up(d); /* what came just now too */
@@ -672,11 +657,9 @@ static void check_triggers(struct daemon *d, uint64_t now)
 	d->fired.pending = true;
 	d->fired.kind = k;
 	d->fired.from = now > (uint64_t)(d->o->trigger_before * 1e9) ? now - (uint64_t)(d->o->trigger_before * 1e9) : 0;
-	if (d->win.open) {
-		uint64_t until = now + (uint64_t)(d->o->window_seconds * 1e9);
-
-		d->win.until = until > d->win.until ? until : d->win.until;
-	} else if (!open_window(d, WIN_TRIGGER, d->o->window_seconds)) {
+	if (d->win.open)
+		window_extend(&d->win, now + (uint64_t)(d->o->window_seconds * 1e9));
+	else if (!open_window(d, WIN_TRIGGER, d->o->window_seconds)) {
 		d->fired.pending = false; /* nobody to look at closer: the kernel events now */
 		submit_snapshot(d, d->fired.from, now, NULL, (enum snap_reason)(SNAP_ERRORS + k), -1);
 	}
@@ -687,7 +670,7 @@ static void check_triggers(struct daemon *d, uint64_t now)
 static void status(struct daemon *d, int cfd)
 {
 	char msg[CONTROL_LINE + 2048], win[256], sample[128];
-	uint64_t now = sbt_now_boottime(), kept;
+	uint64_t now = sbt_now_boottime(), kept, written = 0, held = 0;
 	size_t mib;
 	pid_t pids[SBT_MAX_PIDS];
 	int n = card_holders(d, pids), pending = d->rb ? snapq_pending(&d->q) : 0;
@@ -709,6 +692,10 @@ static void status(struct daemon *d, int cfd)
 	mib = recorder_bytes(&d->rec) >> 20;
 	pthread_mutex_unlock(&d->rec_lock);
 	pthread_mutex_lock(&d->lock);
+	for (int r = 0; r < SNAP_N; r++)
+		written += d->self.snapshots[r];
+	for (int k = 0; k < TRIG_N; k++)
+		held += d->trig.held[k];
 	snprintf(msg, sizeof(msg),
 		 "ok\nversion %s\ncards %d\nprocesses with a card %d\nscrapes %llu\nlost records %llu\n"
 		 "window %s\nnext sample %s\nflight recorder %llu records kept, %zu MiB\n"
@@ -717,13 +704,12 @@ static void status(struct daemon *d, int cfd)
 		 SBT_VERSION, d->fleet.ncards - 1, n, (unsigned long long)d->self.scrapes,
 		 (unsigned long long)attach_read_lost(&d->at), win, sample,
 		 (unsigned long long)kept, mib,
-		 (unsigned long long)(d->self.snapshots[0] + d->self.snapshots[1] + d->self.snapshots[2] +
-				      d->self.snapshots[3] + d->self.snapshots[4]),
+		 (unsigned long long)written,
 		 (unsigned long long)d->self.snapshot_failures, pending, d->rb ? d->spool : "none",
 		 (double)d->self.spool_bytes / (1 << 20), d->o->spool_mib,
 		 (unsigned long long)d->trig.fired[TRIG_ERRORS], (unsigned long long)d->trig.fired[TRIG_SLOW],
 		 (unsigned long long)d->trig.fired[TRIG_LOST],
-		 (unsigned long long)(d->trig.held[0] + d->trig.held[1] + d->trig.held[2]));
+		 (unsigned long long)held);
 	pthread_mutex_unlock(&d->lock);
 	control_reply(cfd, msg);
 }
@@ -735,7 +721,7 @@ static void request_window(struct daemon *d, int cfd, double secs, const char *p
 	uint64_t now = sbt_now_boottime(), until = now + (uint64_t)(secs * 1e9);
 
 	if (!d->rb) {
-		control_reply(cfd, "error: this daemon runs with --no-recorder; hint: restart it without\n");
+		control_reply(cfd, NO_RECORDER);
 		return;
 	}
 	if (d->waiter.client >= 0) {
@@ -743,7 +729,7 @@ static void request_window(struct daemon *d, int cfd, double secs, const char *p
 		return;
 	}
 	if (d->win.open) {
-		d->win.until = until > d->win.until ? until : d->win.until;
+		window_extend(&d->win, until);
 		sbt_warn("window (%s): lengthened for a ctl record of %.3f s", window_reason_name(d->win.reason), secs);
 	} else if (!open_window(d, WIN_REQUEST, secs)) {
 		control_reply(cfd, "error: no process holds a Spyre card now; nothing to record\n");
@@ -754,10 +740,18 @@ static void request_window(struct daemon *d, int cfd, double secs, const char *p
 	snprintf(d->waiter.path, sizeof(d->waiter.path), "%s", path);
 }
 
+/* A request's trace: an absolute path, or "-" for the spool (*out NULL). */
+static bool trace_path(const char *path, const char **out)
+{
+	*out = strcmp(path, "-") ? path : NULL;
+	return path[0] == '/' || !*out;
+}
+
 /* One request from the control socket. */
 static void serve_control(struct daemon *d)
 {
 	char line[CONTROL_LINE], path[CONTROL_LINE];
+	const char *out;
 	unsigned long long from, to;
 	double secs;
 	int cfd = control_accept(d->control_fd, line, sizeof(line));
@@ -766,13 +760,13 @@ static void serve_control(struct daemon *d)
 		return;
 	if (!strcmp(line, "status")) {
 		status(d, cfd);
-	} else if (sscanf(line, "record %lf %4095s", &secs, path) == 2 && (path[0] == '/' || !strcmp(path, "-"))) {
+	} else if (sscanf(line, "record %lf %4095s", &secs, path) == 2 && trace_path(path, &out)) {
 		if (!(secs > 0 && secs <= MAX_WINDOW_SECONDS))
 			control_reply(cfd, "error: a window is 0.1 to 3600 s; hint: ctl record --seconds 10\n");
 		else
-			request_window(d, cfd, secs, strcmp(path, "-") ? path : NULL);
-	} else if (sscanf(line, "snapshot %llu %llu %4095s", &from, &to, path) == 3 &&
-		   (path[0] == '/' || !strcmp(path, "-")) && from <= to) {
+			request_window(d, cfd, secs, out);
+	} else if (sscanf(line, "snapshot %llu %llu %4095s", &from, &to, path) == 3 && trace_path(path, &out) &&
+		   from <= to) {
 		uint64_t off = realtime_offset();
 
 		if (to - from > MAX_SNAPSHOT_SECONDS * NS)
@@ -781,8 +775,7 @@ static void serve_control(struct daemon *d)
 		else if (to < off)
 			control_reply(cfd, "error: that window ends before this host booted\n");
 		else
-			submit_snapshot(d, from > off ? from - off : 0, to - off, strcmp(path, "-") ? path : NULL,
-					SNAP_REQUEST, cfd);
+			submit_snapshot(d, from > off ? from - off : 0, to - off, out, SNAP_REQUEST, cfd);
 	} else {
 		control_reply(cfd, "error: unknown request; hint: status, record SECONDS PATH, snapshot FROM TO PATH\n");
 	}

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "kubelet.h"
+#include "vec.h"
 
 #define LIST_PATH "/v1.PodResourcesLister/List"
 #define MAX_REPLY (16 << 20)
@@ -88,15 +89,8 @@ static void device_name(const char *id, char *out, size_t size)
 
 static int add(struct allocations *out, const struct allocation *a)
 {
-	if (out->n == out->cap) {
-		size_t cap = out->cap ? out->cap * 2 : 16;
-		struct allocation *v = realloc(out->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		out->v = v;
-		out->cap = cap;
-	}
+	if (vec_reserve((void **)&out->v, &out->cap, out->n + 1, sizeof(*out->v)))
+		return -ENOMEM;
 	out->v[out->n++] = *a;
 	return 0;
 }

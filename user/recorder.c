@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "recorder.h"
 
 int recorder_init(struct flight_recorder *r, size_t mib, double seconds)
@@ -32,7 +33,7 @@ static void clear(struct flight_recorder *r, struct recorder_segment *s)
 
 void recorder_add(struct flight_recorder *r, const struct sbt_hdr *h, uint64_t now)
 {
-	size_t len = (sizeof(*h) + h->size + 7) & ~(size_t)7;
+	size_t len = sbt_record_len(h);
 	struct recorder_segment *s = &r->seg[r->head];
 
 	if (len > RECORDER_SEGMENT)
@@ -85,7 +86,7 @@ uint64_t recorder_each(const struct flight_recorder *r, uint64_t from, uint64_t 
 				fn(ctx, h);
 				n++;
 			}
-			off += (sizeof(*h) + h->size + 7) & ~(size_t)7;
+			off += sbt_record_len(h);
 		}
 	}
 	return n;

@@ -13,12 +13,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "capture.h"
 #include "clock.h"
 #include "metawrite.h"
 #include "outfile.h"
 #include "probes.h"
 #include "procfs.h"
 #include "snapshot.h"
+#include "vec.h"
 
 #define MAX_PROCS 256
 
@@ -32,20 +34,11 @@ const char *snapshot_reason_name(enum snap_reason r)
 static void job_add(void *ctx, const struct sbt_hdr *h)
 {
 	struct snapshot_job *j = ctx;
-	size_t size = (sizeof(*h) + h->size + 7) & ~(size_t)7;
+	size_t size = sbt_record_len(h);
 
-	if (j->len + size > j->cap) {
-		size_t cap = j->cap ? j->cap * 2 : 1 << 16;
-		uint8_t *grown;
-
-		while (cap < j->len + size)
-			cap *= 2;
-		if (!(grown = realloc(j->buf, cap))) {
-			j->oom = true;
-			return;
-		}
-		j->buf = grown;
-		j->cap = cap;
+	if (vec_reserve((void **)&j->buf, &j->cap, j->len + size, 1)) {
+		j->oom = true;
+		return;
 	}
 	memcpy(j->buf + j->len, h, sizeof(*h) + h->size);
 	j->len += size;
@@ -178,7 +171,7 @@ int snapshot_write(struct snapshot_job *j, char *err, size_t errlen)
 
 		note_proc(p, h);
 		output_add(&out, h);
-		off += (sizeof(*h) + h->size + 7) & ~(size_t)7;
+		off += sbt_record_len(h);
 	}
 	for (int i = 0; i < p->n; i++) /* names of those still there that no window named */
 		if (!p->described[i] && proc_exists((pid_t)p->pid[i]))

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
 #include <sched.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include "snapshot_queue.h"
+#include "thread.h"
 
 static void *worker(void *arg)
 {
@@ -42,7 +42,6 @@ static void *worker(void *arg)
 
 int snapq_start(struct snapshot_queue *q, snapq_done_fn done, void *ctx)
 {
-	sigset_t all, old;
 	int err;
 
 	memset(q, 0, sizeof(*q));
@@ -50,12 +49,8 @@ int snapq_start(struct snapshot_queue *q, snapq_done_fn done, void *ctx)
 	q->ctx = ctx;
 	pthread_mutex_init(&q->lock, NULL);
 	pthread_cond_init(&q->wake, NULL);
-	sigfillset(&all); /* signals are for the daemon's main loop */
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	err = pthread_create(&q->thread, NULL, worker, q);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err)
-		return -err;
+	if ((err = thread_start_quiet(&q->thread, worker, q)))
+		return err;
 	q->started = true;
 	return 0;
 }

@@ -11,6 +11,7 @@
 
 #include "outfile.h"
 #include "spool.h"
+#include "vec.h"
 
 #define MANIFEST ".manifest.json"
 
@@ -93,13 +94,8 @@ static struct entry *list(const char *dir, size_t *n, uint64_t *total)
 				continue;
 			}
 		}
-		if (*n == cap) {
-			struct entry *grown = realloc(v, (cap = cap ? cap * 2 : 32) * sizeof(*v));
-
-			if (!grown)
-				break;
-			v = grown;
-		}
+		if (vec_reserve((void **)&v, &cap, *n + 1, sizeof(*v)))
+			break;
 		snprintf(v[*n].name, sizeof(v[*n].name), "%s", de->d_name);
 		v[*n].bytes = file_bytes(dir, de->d_name, &v[*n].mtime);
 		*total += v[*n].bytes;

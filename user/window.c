@@ -101,6 +101,12 @@ int window_open(struct detail_window *w, struct attacher *a, struct meta_writer 
 	return (int)attach_nuprobes(a);
 }
 
+void window_extend(struct detail_window *w, uint64_t until)
+{
+	if (until > w->until)
+		w->until = until;
+}
+
 void window_close(struct detail_window *w, struct attacher *a, uint64_t now)
 {
 	struct window_past *p = &w->past[w->npast++ % WINDOW_HISTORY];

@@ -59,6 +59,8 @@ int window_open(struct detail_window *w, struct attacher *a, struct meta_writer 
 /* Processes that took a card while the window is open. Returns how many joined. */
 int window_add(struct detail_window *w, struct attacher *a, struct meta_writer *mw,
 	       const pid_t *pids, int n);
+/* The open window lasts at least until then. */
+void window_extend(struct detail_window *w, uint64_t until);
 /* Closes it: every uprobe released, the BPF filter emptied. */
 void window_close(struct detail_window *w, struct attacher *a, uint64_t now);
 /* The windows that overlap [from, to], as a JSON array (for a manifest),
