@@ -89,7 +89,7 @@ struct daemon {
 	struct { /* a ctl record waits for the window's end */
 		int client; /* -1: none */
 		uint64_t from;
-		char path[CONTROL_LINE];
+		char path[CONTROL_LINE]; /* "": into the spool */
 	} waiter;
 	struct { /* a trigger's snapshot, written at the window's end */
 		bool pending;
@@ -595,7 +595,8 @@ static void close_window(struct daemon *d)
 	window_gauges(d);
 	sbt_info(1, "window closed\n");
 	if (d->waiter.client >= 0) {
-		submit_snapshot(d, d->waiter.from, now, d->waiter.path, SNAP_WINDOW, d->waiter.client);
+		submit_snapshot(d, d->waiter.from, now, d->waiter.path[0] ? d->waiter.path : NULL, SNAP_WINDOW,
+				d->waiter.client);
 		d->waiter.client = -1;
 	}
 	if (d->fired.pending) {
@@ -715,7 +716,7 @@ static void status(struct daemon *d, int cfd)
 }
 
 /* ctl record: a window of secs now (the open one lengthened, if any),
- * its trace written to path when it ends. */
+ * its trace written to path (NULL: into the spool) when it ends. */
 static void request_window(struct daemon *d, int cfd, double secs, const char *path)
 {
 	uint64_t now = sbt_now_boottime(), until = now + (uint64_t)(secs * 1e9);
@@ -737,7 +738,7 @@ static void request_window(struct daemon *d, int cfd, double secs, const char *p
 	}
 	d->waiter.client = cfd;
 	d->waiter.from = now;
-	snprintf(d->waiter.path, sizeof(d->waiter.path), "%s", path);
+	snprintf(d->waiter.path, sizeof(d->waiter.path), "%s", path ? path : "");
 }
 
 /* A request's trace: an absolute path, or "-" for the spool (*out NULL). */

@@ -1713,6 +1713,15 @@ def run_daemon_window(tmp):
         calls = [e for e in events if e["type"] == "call_enter" and e["tgid"] == job.pid]
         assert len(calls) > 50, f"{len(calls)} runtime calls of the job in a 2 s window"
         assert not [e for e in events if e["tgid"] == idle.pid], "the idle process was traced"
+        # without -o: into the spool, its path in the answer
+        r = subprocess.run(ctl + ["record", "--seconds", "1"], capture_output=True, text=True, timeout=60)
+        spooled = r.stdout.split("\n")[0][3:]
+        assert r.returncode == 0 and spooled.startswith(os.path.join(tmp, "state", "snapshots") + "/") and \
+            "-window-" in spooled, r.stdout + r.stderr
+        man = json.load(open(spooled + ".manifest.json"))
+        assert man["reason"] == "window" and man["processes"] == [job.pid], man
+        r = subprocess.run([TOOL, "inspect", spooled], capture_output=True, text=True)
+        assert r.returncode == 0 and "slices" in r.stdout, r.stdout + r.stderr
         # the window closed: its uprobes went with it, the kernel hooks stay
         progs, links, perf = our_bpf_objects()
         uprobes = [p for p in perf if "uprobe" in p.get("fd_type", "")]
