@@ -578,8 +578,11 @@ static bool open_window(struct daemon *d, enum window_reason why, double seconds
 
 	if (!n)
 		return false;
-	uprobes = window_open(&d->win, &d->at, &d->mw, why, pids, n, now, now + (uint64_t)(seconds * 1e9));
+	/* said open before the first uprobe goes in, as closed after the last goes */
+	window_open(&d->win, &d->at, &d->mw, why, pids, 0, now, now + (uint64_t)(seconds * 1e9));
 	window_gauges(d);
+	window_add(&d->win, &d->at, &d->mw, pids, n);
+	uprobes = (int)attach_nuprobes(&d->at);
 	sbt_warn("window (%s): %.3f s of %d process%s, %d uprobes", window_reason_name(why), seconds,
 		 d->win.npids, d->win.npids == 1 ? "" : "es", uprobes);
 	return true;
