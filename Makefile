@@ -12,7 +12,7 @@ CFLAGS     ?= -O2 -g
 # what the build needs, whatever CFLAGS the user gives
 ALL_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DSBT_VERSION='"$(VERSION)"' \
               -I$(OUT) -Ibpf -Iuser
-LDLIBS     := -lbpf -lelf -lz -liberty -lcapstone -lmicrohttpd -lsystemd -lnghttp2 -lm -lpthread
+LDLIBS     := -lbpf -lelf -lz -liberty -lcapstone -lnghttp2 -lm -lpthread
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))

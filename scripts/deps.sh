@@ -4,7 +4,7 @@ set -euo pipefail
 pkgs=(make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libiberty-dev
       libcmocka-dev libcapstone-dev pkg-config python3 bpftrace g++ binutils util-linux
       libclang-rt-14-dev protobuf-compiler qemu-system-x86 busybox-static cpio
-      libmicrohttpd-dev libsystemd-dev prometheus curl libnghttp2-dev python3-grpcio
+      prometheus curl libnghttp2-dev python3-grpcio
       python3-protobuf)
 missing=()
 for p in "${pkgs[@]}"; do

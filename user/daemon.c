@@ -24,7 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <systemd/sd-daemon.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +40,7 @@
 #include "metawrite.h"
 #include "metrics.h"
 #include "recorder.h"
+#include "sdnotify.h"
 #include "snapshot.h"
 #include "snapshot_queue.h"
 #include "thread.h"
@@ -875,9 +876,8 @@ int cmd_daemon(int argc, char **argv)
 
 	ret = start(d);
 	if (!ret) {
-		sd_notifyf(0, "READY=1\nSTATUS=watching %d cards", d->fleet.ncards - 1);
-		if (sd_watchdog_enabled(0, &watchdog_us) <= 0)
-			watchdog_us = 0;
+		sd_notify_send("READY=1\nSTATUS=watching %d cards", d->fleet.ncards - 1);
+		watchdog_us = sd_notify_watchdog_usec();
 		next_sweep = sbt_now_boottime() + SWEEP_SECONDS * NS;
 		next_check = sbt_now_boottime();
 		while (!stop_sig) {
@@ -885,7 +885,7 @@ int cmd_daemon(int argc, char **argv)
 			struct pollfd p = { d->control_fd, POLLIN, 0 };
 
 			if (watchdog_us && t >= next_ping) {
-				sd_notify(0, "WATCHDOG=1");
+				sd_notify_send("WATCHDOG=1");
 				next_ping = t + watchdog_us * 1000 / 2;
 			}
 			if (t >= next_sweep) {
@@ -902,10 +902,10 @@ int cmd_daemon(int argc, char **argv)
 			}
 			if (reload_sig) {
 				reload_sig = 0;
-				sd_notify(0, "RELOADING=1");
+				sd_notify_send("RELOADING=1");
 				look_around(d, "SIGHUP");
 				ask_kubelet(d);
-				sd_notifyf(0, "READY=1\nSTATUS=watching %d cards", d->fleet.ncards - 1);
+				sd_notify_send("READY=1\nSTATUS=watching %d cards", d->fleet.ncards - 1);
 			}
 			if (d->rb && t >= next_tick) {
 				tend_window(d, t);
@@ -923,7 +923,7 @@ int cmd_daemon(int argc, char **argv)
 			if (poll(&p, 1, 250) > 0 && (p.revents & POLLIN))
 				serve_control(d);
 		}
-		sd_notify(0, "STOPPING=1");
+		sd_notify_send("STOPPING=1");
 		if (d->win.open) /* the window ends now; what waits for it is written */
 			close_window(d);
 		sbt_warn("stopping on %s after %llu scrapes", strsignal(stop_sig),

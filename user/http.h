@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* A small HTTP server (libmicrohttpd, its own thread) for the daemon's
+/* A small HTTP/1.1 server (its own thread, one connection at a time) for the daemon's
  * /metrics and /healthz: GET only, a page made per request. */
 #ifndef SBT_HTTP_H
 #define SBT_HTTP_H
@@ -17,9 +17,9 @@ int http_parse_listen(const char *listen, struct sockaddr_storage *ss);
 typedef char *(*http_page_fn)(void *ctx, const char *url, unsigned *status, const char **type,
 			      size_t *len);
 
-/* listen: "127.0.0.1:9464", "[::1]:9464" or ":9464" (all addresses).
+/* addr: "127.0.0.1:9464", "[::1]:9464" or ":9464" (all addresses).
  * NULL with err filled when it cannot listen. */
-struct http_server *http_start(const char *listen, http_page_fn page, void *ctx, char *err,
+struct http_server *http_start(const char *addr, http_page_fn page, void *ctx, char *err,
 			       size_t errlen);
 void http_stop(struct http_server *s);
 

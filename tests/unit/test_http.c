@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The daemon's HTTP server and systemd notifications, over real sockets on
+ * loopback: what a scraper and a service manager see. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "http.h"
+#include "sdnotify.h"
+
+static int pages;
+
+static char *page(void *ctx, const char *url, unsigned *status, const char **type, size_t *len)
+{
+	(void)ctx;
+	pages++;
+	if (strcmp(url, "/metrics")) {
+		*status = 404;
+		*len = 10;
+		return strdup("not found\n");
+	}
+	*type = "text/plain; version=0.0.4";
+	*len = 12;
+	return strdup("spyre_up 1\n\n");
+}
+
+/* The port the server got: bind to 0 and read it back is not possible
+ * through http_start, so try a few fixed high ports. */
+static struct http_server *start(int *port)
+{
+	char addr[64], err[256];
+
+	for (int p = 39464; p < 39564; p++) {
+		struct http_server *s;
+
+		snprintf(addr, sizeof(addr), "127.0.0.1:%d", p);
+		s = http_start(addr, page, NULL, err, sizeof(err));
+		if (s) {
+			*port = p;
+			return s;
+		}
+	}
+	fail_msg("no port to listen on");
+	return NULL;
+}
+
+/* Sends req, reads the whole answer until the server closes. */
+static char *exchange(int port, const char *req, size_t reqlen)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	static char buf[65536];
+	size_t got = 0;
+	ssize_t n;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(send(fd, req, reqlen, MSG_NOSIGNAL), (ssize_t)reqlen);
+	while ((n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0)) > 0)
+		got += (size_t)n;
+	buf[got] = 0;
+	close(fd);
+	return buf;
+}
+
+static void test_get_head_and_errors(void **state)
+{
+	struct http_server *s;
+	char big[10000];
+	int port;
+	char *r;
+
+	(void)state;
+	s = start(&port);
+	r = exchange(port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 34);
+	assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+	assert_non_null(strstr(r, "Content-Type: text/plain; version=0.0.4\r\n"));
+	assert_non_null(strstr(r, "Content-Length: 12\r\n"));
+	assert_non_null(strstr(r, "\r\n\r\nspyre_up 1\n\n"));
+	/* a query is not part of the page's name */
+	r = exchange(port, "GET /metrics?x=1 HTTP/1.0\r\n\r\n", 29);
+	assert_non_null(strstr(r, " 200 OK"));
+	r = exchange(port, "HEAD /metrics HTTP/1.1\r\n\r\n", 26);
+	assert_non_null(strstr(r, "Content-Length: 12\r\n"));
+	assert_null(strstr(r, "spyre_up"));
+	r = exchange(port, "GET /nope HTTP/1.1\r\n\r\n", 22);
+	assert_non_null(strstr(r, "HTTP/1.1 404 Not Found"));
+	r = exchange(port, "POST /metrics HTTP/1.1\r\n\r\n", 26);
+	assert_non_null(strstr(r, "HTTP/1.1 405 "));
+	r = exchange(port, "hello\r\n\r\n", 9);
+	assert_non_null(strstr(r, "HTTP/1.1 400 "));
+	memset(big, 'a', sizeof(big));
+	memcpy(big, "GET /metrics HTTP/1.1\r\nX: ", 26);
+	r = exchange(port, big, sizeof(big));
+	assert_non_null(strstr(r, "HTTP/1.1 431 "));
+	/* the server still answers after all that */
+	pages = 0;
+	r = exchange(port, "GET /metrics HTTP/1.1\r\n\r\n", 25);
+	assert_non_null(strstr(r, " 200 OK"));
+	assert_int_equal(pages, 1);
+	http_stop(s);
+}
+
+static void test_listen_errors(void **state)
+{
+	struct http_server *s, *again;
+	char addr[64], err[256];
+	int port;
+
+	(void)state;
+	assert_null(http_start("9464", page, NULL, err, sizeof(err)));
+	assert_non_null(strstr(err, "is not ADDR:PORT; hint:"));
+	s = start(&port);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	again = http_start(addr, page, NULL, err, sizeof(err));
+	assert_null(again);
+	assert_non_null(strstr(err, "cannot listen on"));
+	http_stop(s);
+}
+
+static void test_sd_notify(void **state)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char path[] = "/tmp/sbt-notify-XXXXXX", sock[64], msg[256];
+	int fd;
+	ssize_t n;
+
+	(void)state;
+	unsetenv("NOTIFY_SOCKET");
+	assert_int_equal(sd_notify_send("READY=1"), 0);
+	assert_non_null(mkdtemp(path));
+	snprintf(sock, sizeof(sock), "%s/notify", path);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	setenv("NOTIFY_SOCKET", sock, 1);
+	assert_int_equal(sd_notify_send("READY=1\nSTATUS=watching %d cards", 2), 1);
+	n = recv(fd, msg, sizeof(msg) - 1, 0);
+	assert_true(n > 0);
+	msg[n] = 0;
+	assert_string_equal(msg, "READY=1\nSTATUS=watching 2 cards");
+	close(fd);
+	unlink(sock);
+	rmdir(path);
+	/* the abstract namespace, as systemd uses */
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "sbt-notify-%d", getpid());
+	fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa,
+			      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+					  strlen(sa.sun_path + 1))), 0);
+	snprintf(sock, sizeof(sock), "@sbt-notify-%d", getpid());
+	setenv("NOTIFY_SOCKET", sock, 1);
+	assert_int_equal(sd_notify_send("WATCHDOG=1"), 1);
+	n = recv(fd, msg, sizeof(msg) - 1, 0);
+	assert_int_equal(n, 10);
+	close(fd);
+	setenv("NOTIFY_SOCKET", "relative", 1);
+	assert_true(sd_notify_send("READY=1") < 0);
+	unsetenv("NOTIFY_SOCKET");
+
+	unsetenv("WATCHDOG_PID");
+	setenv("WATCHDOG_USEC", "20000000", 1);
+	assert_int_equal(sd_notify_watchdog_usec(), 20000000);
+	setenv("WATCHDOG_PID", "1", 1); /* another process's */
+	assert_int_equal(sd_notify_watchdog_usec(), 0);
+	snprintf(msg, sizeof(msg), "%d", getpid());
+	setenv("WATCHDOG_PID", msg, 1);
+	assert_int_equal(sd_notify_watchdog_usec(), 20000000);
+	setenv("WATCHDOG_USEC", "soon", 1);
+	assert_int_equal(sd_notify_watchdog_usec(), 0);
+	unsetenv("WATCHDOG_USEC");
+	unsetenv("WATCHDOG_PID");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_get_head_and_errors),
+		cmocka_unit_test(test_listen_errors),
+		cmocka_unit_test(test_sd_notify),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
