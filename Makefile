@@ -1,11 +1,38 @@
 # spyre-bpftrace: see README.md. `make` builds, `make test` tests, `make demo` demos.
 SHELL      := /bin/bash
 VERSION    := 0.1.0
-OUT        := build
-CC         ?= gcc
 CLANG      ?= clang
 BPFTOOL    ?= bpftool
-ARCH       := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' -e 's/ppc64le/powerpc/' -e 's/s390x/s390/')
+
+# What to build for: this machine, or ARCH=ppc64le / ARCH=s390x, cross-built
+# static into build/ARCH with Debian's cross compilers and the target's
+# libraries unpacked into build/ARCH/sysroot (docs/architectures.md).
+HOST_ARCH  := $(shell uname -m)
+ARCH       ?= $(HOST_ARCH)
+# the kernel's and Debian's spellings are taken too
+override ARCH := $(patsubst x86,x86_64,$(patsubst amd64,x86_64,$(patsubst powerpc,ppc64le,$(patsubst ppc64el,ppc64le,$(patsubst s390,s390x,$(ARCH))))))
+KARCH_x86_64   := x86
+KARCH_ppc64le  := powerpc
+KARCH_s390x    := s390
+# s390x is big-endian: its BPF objects are too
+ENDIAN_s390x   := bpfeb
+KARCH      := $(KARCH_$(ARCH))
+$(if $(KARCH),,$(error ARCH=$(ARCH) is not supported; hint: x86_64, ppc64le or s390x))
+TRIPLET    := $(patsubst ppc64le-%,powerpc64le-%,$(ARCH)-linux-gnu)
+BPF_TARGET := $(or $(ENDIAN_$(ARCH)),bpfel)
+VMLINUX_H  := vmlinux/$(KARCH)/vmlinux.h
+
+ifeq ($(ARCH),$(HOST_ARCH))
+CROSS      :=
+OUT        ?= build
+CC         ?= gcc
+else
+CROSS      := $(TRIPLET)-
+OUT        ?= build/$(ARCH)
+CC         := $(CROSS)gcc
+AR         := $(CROSS)ar
+SYSROOT    := $(OUT)/sysroot
+endif
 
 WARN       := -Wall -Wextra -Werror -Wno-missing-field-initializers
 CFLAGS     ?= -O2 -g
@@ -13,10 +40,16 @@ CFLAGS     ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DSBT_VERSION='"$(VERSION)"' \
               -I$(OUT) -Ibpf -Iuser
 LDLIBS     := -lbpf -lelf -lz -liberty -lcapstone -lnghttp2 -lm -lpthread
+ifneq ($(CROSS),)
+# static: one file to copy onto a Power or Z host
+ALL_CFLAGS += -isystem $(SYSROOT)/usr/include -isystem $(SYSROOT)/usr/include/$(TRIPLET)
+LDFLAGS    += -static -L$(SYSROOT)/usr/lib/$(TRIPLET)
+LDLIBS     := -lbpf -lelf -lz -lzstd -liberty -lcapstone -lnghttp2 -lm -lpthread
+endif
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
-BPF_HDRS   := $(wildcard bpf/*.h) vmlinux/vmlinux.h
+BPF_HDRS   := $(wildcard bpf/*.h) $(VMLINUX_H)
 
 LIB_SRCS   := $(filter-out user/main.c,$(wildcard user/*.c))
 USER_HDRS  := $(wildcard user/*.h)
@@ -39,7 +72,7 @@ SAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize
 .DELETE_ON_ERROR:
 PREFIX     ?= /usr/local
 
-.PHONY: all deps test unit unit-asan e2e bench demo clean format vmlinux sim install fuzz valgrind test-torch
+.PHONY: all deps cross test unit unit-asan e2e bench demo clean format vmlinux sim install fuzz valgrind test-torch
 all: $(TOOL) sim
 
 # The Debian packages: checked by the commands that set up a fresh machine
@@ -48,11 +81,13 @@ deps:
 	@scripts/deps.sh
 
 # ---- BPF ----------------------------------------------------------------
+BPF_CFLAGS := -g -O2 -D__TARGET_ARCH_$(KARCH) -Wall -Werror -Ivmlinux/$(KARCH) -Ibpf
+
 $(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(OUT)/bpf
 	$(call msg,BPF,$<)
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
-		-Ivmlinux -Ibpf -c $< -o $@
+	$(Q)$(CLANG) $(BPF_CFLAGS) -target $(BPF_TARGET) -c $< -o $@
 
+ifeq ($(BPF_TARGET),bpfel)
 $(OUT)/spyre.bpf.o: $(BPF_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(BPFTOOL) gen object $@ $^
@@ -60,12 +95,32 @@ $(OUT)/spyre.bpf.o: $(BPF_OBJS)
 $(OUT)/spyre.skel.h: $(OUT)/spyre.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name spyre_bpf > $@
+else
+# Big-endian: bpftool 7.1 can neither link nor make a skeleton of such an
+# object. All programs are compiled as one unit instead (bpf/one_object.c),
+# the skeleton is made from its little-endian twin (same source, same
+# names and layout) and given the big-endian bytes to open
+# (scripts/skel-object.py checks that the two objects match).
+$(OUT)/spyre.bpf.o: bpf/one_object.c $(BPF_SRCS) $(BPF_HDRS) | $(OUT)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -target bpfeb -c $< -o $@
+
+$(OUT)/spyre.twin.bpf.o: bpf/one_object.c $(BPF_SRCS) $(BPF_HDRS) | $(OUT)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -target bpfel -c $< -o $@
+
+$(OUT)/spyre.skel.h: $(OUT)/spyre.twin.bpf.o $(OUT)/spyre.bpf.o scripts/skel-object.py
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name spyre_bpf > $@.twin
+	$(Q)python3 scripts/skel-object.py $@.twin $< $(OUT)/spyre.bpf.o > $@
+	$(Q)rm -f $@.twin
+endif
 
 # ---- user space -----------------------------------------------------------
 # Each object depends on the headers it includes (-MMD -MP writes them down);
 # the skeleton is generated before any object is compiled.
 DEPFLAGS    = -MMD -MP
-$(OUT)/obj/%.o: user/%.c | $(OUT)/obj $(OUT)/spyre.skel.h
+$(OUT)/obj/%.o: user/%.c | $(OUT)/obj $(OUT)/spyre.skel.h $(SYSROOT)
 	$(call msg,CC,$<)
 	$(Q)$(CC) $(CFLAGS) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
@@ -75,10 +130,16 @@ $(OUT)/libsbt.a: $(patsubst user/%.c,$(OUT)/obj/%.o,$(LIB_SRCS))
 
 $(TOOL): $(OUT)/obj/main.o $(OUT)/libsbt.a
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(CFLAGS) $(ALL_CFLAGS) $^ -o $@ $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 $(OUT)/bpf $(OUT)/obj $(OUT)/obj-san $(OUT)/sim $(OUT)/tests:
 	$(Q)mkdir -p $@
+
+ifneq ($(CROSS),)
+$(SYSROOT):
+	$(call msg,SYSROOT,$@)
+	$(Q)scripts/sysroot.sh $(ARCH) $@
+endif
 
 include tests/sim/sim.mk
 include tests/unit/unit.mk
@@ -89,9 +150,15 @@ include tests/fuzz/fuzz.mk
 test:
 	@scripts/deps.sh
 	@$(MAKE) --no-print-directory all unit-asan
+	@$(MAKE) --no-print-directory cross
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=10
 	@$(MAKE) --no-print-directory e2e
 	@echo "make test: all tiers done"
+
+# the Power and Z builds, tested in their guests by e2e
+cross:
+	@$(MAKE) --no-print-directory ARCH=ppc64le all
+	@$(MAKE) --no-print-directory ARCH=s390x all
 
 e2e: all
 	@SBT_BUILD=$(abspath $(OUT)) python3 tests/e2e/run.py
@@ -114,9 +181,9 @@ $(OUT)/bench/gen-capture: bench/gen_capture.c tests/lib/synth.c user/capture.c u
 	$(Q)$(CC) -O2 -g -std=gnu11 $(WARN) -D_GNU_SOURCE -Ibpf -Iuser -Itests/lib $^ -o $@
 
 # the floor of a probe's cost: empty (or counting) programs on the same sites
-$(OUT)/bench/floor.bpf.o: bench/floor.bpf.c vmlinux/vmlinux.h | $(OUT)/bench
+$(OUT)/bench/floor.bpf.o: bench/floor.bpf.c $(VMLINUX_H) | $(OUT)/bench
 	$(call msg,BPF,$<)
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ivmlinux -c $< -o $@
+	$(Q)$(CLANG) $(BPF_CFLAGS) -target $(BPF_TARGET) -c $< -o $@
 
 $(OUT)/bench/bench-floor: bench/floor.c | $(OUT)/bench
 	$(call msg,CC,$@)
@@ -142,7 +209,7 @@ demo:
 	@scripts/demo.sh
 
 vmlinux:
-	scripts/gen-vmlinux.sh
+	scripts/gen-vmlinux.sh $(ARCH)
 
 install: $(TOOL)
 	install -D -m 0755 $(TOOL) $(DESTDIR)$(PREFIX)/bin/spyre-bpftrace

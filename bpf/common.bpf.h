@@ -28,6 +28,18 @@
 #endif
 #endif
 
+/* libbpf 1.1 names powerpc's stack pointer and link register wrongly (sp,
+ * regs[31]); later releases use these, so redefining is harmless there. */
+#if defined(__TARGET_ARCH_powerpc)
+#undef __PT_SP_REG
+#define __PT_SP_REG gpr[1]
+#undef __PT_RET_REG
+#define __PT_RET_REG link
+#endif
+
+/* GPL for the helpers the programs use; weak like the maps, one copy. */
+char LICENSE[] SEC("license") __weak = "GPL";
+
 /* The one ring buffer; the loader sets its size before load. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

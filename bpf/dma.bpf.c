@@ -86,5 +86,3 @@ int dma_unmap(struct trace_event_raw_dma_unmap *ctx)
 	sbt_submit(r);
 	return 0;
 }
-
-char LICENSE[] SEC("license") = "GPL";

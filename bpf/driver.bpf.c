@@ -311,6 +311,66 @@ static __always_inline int type1_enter(void *iommu, unsigned int cmd, unsigned l
 	return drv_push(SBT_DRV_TYPE1_IOCTL, &f);
 }
 
+/* An sPAPR TCE container's card: its one group's (Power). */
+static __always_inline void card_of_spapr(struct tce_container___sbt *c, struct drv_frame *f)
+{
+	struct list_head *gl = BPF_CORE_READ(c, group_list.next);
+	struct tce_iommu_group___sbt *grp;
+
+	if (!c || !gl || (void *)gl == (void *)&c->group_list)
+		return;
+	if ((void *)BPF_CORE_READ(gl, next) != (void *)&c->group_list) {
+		f->cards = SBT_DRV_SHARED;
+		return;
+	}
+	grp = container_of_core(gl, struct tce_iommu_group___sbt, next);
+	card_of_iommu_group(BPF_CORE_READ(grp, grp), f);
+}
+
+/* uapi struct vfio_iommu_spapr_register_memory */
+struct spapr_register_arg {
+	__u32 argsz, flags;
+	__u64 vaddr, size;
+};
+
+static __always_inline int spapr_enter(void *container, unsigned int cmd, unsigned long arg)
+{
+	struct drv_frame f = { .bdf = SBT_BDF_NONE, .cmd = cmd };
+
+	if (!traced_task())
+		return 0;
+	card_of_spapr(container, &f);
+	if (cmd == SBT_VFIO_IOMMU_MAP_DMA) {
+		struct dma_map_arg m;
+
+		if (!bpf_probe_read_user(&m, sizeof(m), (void *)arg)) {
+			f.args[0] = m.iova;
+			f.args[1] = m.size;
+			f.args[2] = m.vaddr;
+			f.decoded = SBT_DEC_DMA_MAP;
+		}
+	} else if (cmd == SBT_VFIO_IOMMU_UNMAP_DMA) {
+		struct dma_unmap_arg u;
+
+		if (!bpf_probe_read_user(&u, sizeof(u), (void *)arg)) {
+			f.args[0] = u.iova;
+			f.args[1] = u.size;
+			f.decoded = SBT_DEC_DMA_UNMAP;
+		}
+	} else if (cmd == SBT_VFIO_SPAPR_REGISTER_MEMORY ||
+		   cmd == SBT_VFIO_SPAPR_UNREGISTER_MEMORY) {
+		struct spapr_register_arg r;
+
+		if (!bpf_probe_read_user(&r, sizeof(r), (void *)arg)) {
+			f.args[0] = r.vaddr;
+			f.args[1] = r.size;
+			f.decoded = cmd == SBT_VFIO_SPAPR_REGISTER_MEMORY ? SBT_DEC_SPAPR_REGISTER
+									  : SBT_DEC_SPAPR_UNREGISTER;
+		}
+	}
+	return drv_push(SBT_DRV_SPAPR_IOCTL, &f);
+}
+
 static __always_inline int pages_enter(__u32 func, __u64 addr, long npage)
 {
 	struct drv_frame f = { .bdf = SBT_BDF_NONE };
@@ -473,6 +533,58 @@ int BPF_KRETPROBE(vfio_unpin_pages_remote_kretprobe, long ret)
 	return drv_pop(SBT_DRV_UNPIN_PAGES, ret);
 }
 
+/* tce_iommu_ioctl(container, cmd, arg): sPAPR TCE's container ioctls (Power) */
+SEC("fentry/tce_iommu_ioctl")
+int BPF_PROG(tce_iommu_ioctl_fentry, void *container, unsigned int cmd, unsigned long arg)
+{
+	return spapr_enter(container, cmd, arg);
+}
+
+SEC("fexit/tce_iommu_ioctl")
+int BPF_PROG(tce_iommu_ioctl_fexit, void *container, unsigned int cmd, unsigned long arg,
+	     long ret)
+{
+	return drv_pop(SBT_DRV_SPAPR_IOCTL, ret);
+}
+
+SEC("kprobe/tce_iommu_ioctl")
+int BPF_KPROBE(tce_iommu_ioctl_kprobe, void *container, unsigned int cmd, unsigned long arg)
+{
+	return spapr_enter(container, cmd, arg);
+}
+
+SEC("kretprobe/tce_iommu_ioctl")
+int BPF_KRETPROBE(tce_iommu_ioctl_kretprobe, long ret)
+{
+	return drv_pop(SBT_DRV_SPAPR_IOCTL, ret);
+}
+
+/* mm_iommu_new(mm, ua, entries, pmem): REGISTER_MEMORY pins the pages */
+SEC("fentry/mm_iommu_new")
+int BPF_PROG(mm_iommu_new_fentry, void *mm, unsigned long ua, unsigned long entries)
+{
+	return pages_enter(SBT_DRV_SPAPR_PIN, ua, (long)entries);
+}
+
+SEC("fexit/mm_iommu_new")
+int BPF_PROG(mm_iommu_new_fexit, void *mm, unsigned long ua, unsigned long entries,
+	     void *pmem, long ret)
+{
+	return drv_pop(SBT_DRV_SPAPR_PIN, ret);
+}
+
+SEC("kprobe/mm_iommu_new")
+int BPF_KPROBE(mm_iommu_new_kprobe, void *mm, unsigned long ua, unsigned long entries)
+{
+	return pages_enter(SBT_DRV_SPAPR_PIN, ua, (long)entries);
+}
+
+SEC("kretprobe/mm_iommu_new")
+int BPF_KRETPROBE(mm_iommu_new_kretprobe, long ret)
+{
+	return drv_pop(SBT_DRV_SPAPR_PIN, ret);
+}
+
 /* vfio_msihandler(irq, trigger) */
 SEC("fentry/vfio_msihandler")
 int BPF_PROG(vfio_msihandler_fentry, int irq, void *arg)
@@ -497,5 +609,3 @@ int BPF_KRETPROBE(vfio_msihandler_kretprobe, int ret)
 {
 	return msi_exit(ret);
 }
-
-char LICENSE[] SEC("license") = "GPL";

@@ -75,7 +75,23 @@ enum sbt_fd_kind {
 	SBT_FD_GROUP = 2, /* /dev/vfio/<group> */
 	SBT_FD_DEVICE = 3, /* [vfio-device] or /dev/vfio/devices/vfioN */
 	SBT_FD_PATH = 4, /* matched a --vfio-path pattern */
+	/* a container whose IOMMU is sPAPR TCE (IBM Power): its commands from
+	 * VFIO_BASE + 12 on are sPAPR's (REGISTER_MEMORY is type1's
+	 * DIRTY_PAGES number). Learned from VFIO_SET_IOMMU; Power kernels
+	 * build no other container IOMMU, so one found open there is one. */
+	SBT_FD_SPAPR = 5,
 };
+
+/* What a container is on this architecture when nothing else tells */
+#if defined(__TARGET_ARCH_powerpc) || defined(__powerpc__)
+#define SBT_FD_HOST_CONTAINER SBT_FD_SPAPR
+#else
+#define SBT_FD_HOST_CONTAINER SBT_FD_CONTAINER
+#endif
+
+/* VFIO_SET_IOMMU's argument for the sPAPR TCE backends */
+#define SBT_VFIO_SPAPR_TCE_IOMMU 2
+#define SBT_VFIO_SPAPR_TCE_v2_IOMMU 7
 
 /* Paths of accelerator files: the loader fills these patterns (exact, or
  * PREFIX*SUFFIX), and openat() is matched against them in BPF. The first
@@ -130,7 +146,8 @@ static inline int sbt_vfio_nr(__u32 cmd)
 
 /* The slot of a VFIO command: VFIO_BASE + n, n < 12 as is; from 12 on a
  * device fd's command means something else than a container's (the same
- * number): a container's n, a device's n + 6; the last slot the rest. */
+ * number): a container's n, a device's n + 6, an sPAPR container's 17..21
+ * n + 7; the last slot the rest. */
 static inline __u32 sbt_fleet_op(__u32 cmd, __u32 fd_kind)
 {
 	int nr = sbt_vfio_nr(cmd);
@@ -141,8 +158,10 @@ static inline __u32 sbt_fleet_op(__u32 cmd, __u32 fd_kind)
 	n = (__u32)nr;
 	if (n < 12)
 		return n;
-	if (n < 18)
+	if (n < 18 && !(fd_kind == SBT_FD_SPAPR && n == 17))
 		return fd_kind == SBT_FD_DEVICE ? n + 6 : n;
+	if (fd_kind == SBT_FD_SPAPR && n < 22)
+		return n + 7; /* 24..28 */
 	return SBT_FLEET_OPS - 1;
 }
 #define SBT_FLEET_BUCKETS 160
@@ -174,6 +193,11 @@ struct sbt_fd_key {
 #define SBT_VFIO_DEVICE_SET_IRQS SBT_VFIO_IO(10)
 #define SBT_VFIO_IOMMU_MAP_DMA SBT_VFIO_IO(13)
 #define SBT_VFIO_IOMMU_UNMAP_DMA SBT_VFIO_IO(14)
+#define SBT_VFIO_IOMMU_GET_INFO SBT_VFIO_IO(12) /* sPAPR: SPAPR_TCE_GET_INFO */
+#define SBT_VFIO_SPAPR_REGISTER_MEMORY SBT_VFIO_IO(17)
+#define SBT_VFIO_SPAPR_UNREGISTER_MEMORY SBT_VFIO_IO(18)
+#define SBT_VFIO_SPAPR_TCE_CREATE SBT_VFIO_IO(19)
+#define SBT_VFIO_SPAPR_TCE_REMOVE SBT_VFIO_IO(20)
 
 /* Decoded ioctl argument, according to sbt_ioctl.decoded. */
 enum sbt_ioctl_decoded {
@@ -182,6 +206,14 @@ enum sbt_ioctl_decoded {
 	SBT_DEC_DMA_UNMAP = 2,
 	SBT_DEC_SET_IRQS = 3,
 	SBT_DEC_FAULT = 4, /* argument could not be read from user memory */
+	/* sPAPR TCE (Power): u.dma's vaddr and size */
+	SBT_DEC_SPAPR_REGISTER = 5,
+	SBT_DEC_SPAPR_UNREGISTER = 6,
+	/* u.window: GET_INFO's 32-bit DMA window, CREATE's new window (its
+	 * start read back after the call), REMOVE's start */
+	SBT_DEC_SPAPR_INFO = 7,
+	SBT_DEC_SPAPR_CREATE = 8,
+	SBT_DEC_SPAPR_REMOVE = 9,
 };
 
 /* The vfio driver functions the driver-level probes watch. */
@@ -193,6 +225,8 @@ enum sbt_drv_func {
 	SBT_DRV_PIN_PAGES = 5, /* vfio_pin_pages_remote: pins a mapping's pages */
 	SBT_DRV_UNPIN_PAGES = 6, /* vfio_unpin_pages_remote */
 	SBT_DRV_MSI = 7, /* vfio_msihandler: the card's MSI, in interrupt context */
+	SBT_DRV_SPAPR_IOCTL = 8, /* tce_iommu_ioctl: sPAPR TCE's container ioctls */
+	SBT_DRV_SPAPR_PIN = 9, /* mm_iommu_new: REGISTER_MEMORY pins its pages */
 	SBT_DRV_FUNC_MAX,
 };
 
@@ -306,6 +340,14 @@ struct sbt_ioctl {
 			__u32 count;
 			__u32 pad;
 		} irqs; /* DEVICE_SET_IRQS */
+		struct {
+			__u64 start;
+			__u64 size;
+			__u32 page_shift; /* CREATE */
+			__u32 levels; /* CREATE */
+			__u32 flags;
+			__u32 argsz;
+		} window; /* sPAPR GET_INFO, TCE_CREATE, TCE_REMOVE */
 	} u;
 };
 
@@ -320,7 +362,9 @@ struct sbt_drv {
 	struct sbt_hdr h; /* ts: the function returned; MSI: tgid/tid interrupted */
 	__u64 start_ts;
 	__s64 ret;
-	/* TYPE1 MAP_DMA: iova, size, vaddr; UNMAP_DMA: iova, size;
+	/* TYPE1 and SPAPR_IOCTL MAP_DMA: iova, size, vaddr; UNMAP_DMA: iova,
+	 * size; SPAPR_IOCTL (UN)REGISTER_MEMORY: vaddr, size; SPAPR_PIN: vaddr,
+	 * pages;
 	 * PIN_PAGES: vaddr, pages asked; UNPIN_PAGES: iova, pages; MSI: irq */
 	__u64 args[3];
 	__u32 func; /* enum sbt_drv_func */
@@ -328,7 +372,7 @@ struct sbt_drv {
 	__u32 bdf; /* the card, SBT_BDF_NONE if not known here */
 	__u16 vendor, device; /* its PCI ids, 0 if not known */
 	__u16 level; /* driver functions of this thread open around this one */
-	__u16 decoded; /* TYPE1: SBT_DEC_DMA_MAP/UNMAP if args were read */
+	__u16 decoded; /* TYPE1, SPAPR_IOCTL: SBT_DEC_* if args were read */
 	__u16 cards; /* 1: bdf is the one card; SBT_DRV_SHARED: several (bdf none) */
 	__u16 pad;
 };

@@ -125,7 +125,7 @@ static __always_inline __u32 fleet_fd_kind(int fd, __u32 *group)
 	if (!name || bpf_probe_read_kernel_str(n, sizeof(n), name) < 2)
 		return SBT_FD_PATH;
 	if (n[0] == 'v' && n[1] == 'f' && n[2] == 'i' && n[3] == 'o')
-		return n[4] == 0 ? SBT_FD_CONTAINER : SBT_FD_DEVICE;
+		return n[4] == 0 ? SBT_FD_HOST_CONTAINER : SBT_FD_DEVICE;
 	if (n[0] == '[')
 		return SBT_FD_DEVICE; /* [vfio-device] */
 	for (int i = 0; i < 8; i++) {

@@ -172,12 +172,17 @@ static __always_inline void decode_arg(struct sbt_ioctl *r)
 	__u32 *irq = (__u32 *)&w;
 	/* VFIO numbers overlap across fd types: MAP_DMA's is a device fd's
 	 * PCI_HOT_RESET. Path-matched files (the mock) may be either. */
-	bool iommu = r->fd_kind == SBT_FD_CONTAINER || r->fd_kind == SBT_FD_PATH;
+	bool iommu = r->fd_kind == SBT_FD_CONTAINER || r->fd_kind == SBT_FD_PATH ||
+		     r->fd_kind == SBT_FD_SPAPR;
 	bool device = r->fd_kind == SBT_FD_DEVICE || r->fd_kind == SBT_FD_PATH;
+	bool spapr = r->fd_kind == SBT_FD_SPAPR;
 
 	if (!(iommu && (r->cmd == SBT_VFIO_IOMMU_MAP_DMA ||
 			r->cmd == SBT_VFIO_IOMMU_UNMAP_DMA)) &&
-	    !(device && r->cmd == SBT_VFIO_DEVICE_SET_IRQS))
+	    !(device && r->cmd == SBT_VFIO_DEVICE_SET_IRQS) &&
+	    !(spapr && (r->cmd == SBT_VFIO_SPAPR_REGISTER_MEMORY ||
+			r->cmd == SBT_VFIO_SPAPR_UNREGISTER_MEMORY ||
+			r->cmd == SBT_VFIO_SPAPR_TCE_REMOVE)))
 		return;
 	if (bpf_probe_read_user(&w, sizeof(w), (void *)r->arg)) {
 		r->decoded = SBT_DEC_FAULT;
@@ -196,13 +201,73 @@ static __always_inline void decode_arg(struct sbt_ioctl *r)
 		r->u.dma.flags = w.flags;
 		r->u.dma.iova = w.q[0];
 		r->u.dma.size = w.q[1];
-	} else {
+	} else if (r->cmd == SBT_VFIO_DEVICE_SET_IRQS) {
 		r->decoded = SBT_DEC_SET_IRQS;
 		r->u.irqs.argsz = irq[0];
 		r->u.irqs.flags = irq[1];
 		r->u.irqs.index = irq[2];
 		r->u.irqs.start = irq[3];
 		r->u.irqs.count = irq[4];
+	} else if (r->cmd == SBT_VFIO_SPAPR_TCE_REMOVE) {
+		r->decoded = SBT_DEC_SPAPR_REMOVE;
+		r->u.window.argsz = w.argsz;
+		r->u.window.flags = w.flags;
+		r->u.window.start = w.q[0];
+	} else { /* struct vfio_iommu_spapr_register_memory */
+		r->decoded = r->cmd == SBT_VFIO_SPAPR_REGISTER_MEMORY ? SBT_DEC_SPAPR_REGISTER
+								       : SBT_DEC_SPAPR_UNREGISTER;
+		r->u.dma.argsz = w.argsz;
+		r->u.dma.flags = w.flags;
+		r->u.dma.vaddr = w.q[0];
+		r->u.dma.size = w.q[1];
+	}
+}
+
+/* uapi struct vfio_iommu_spapr_tce_info and _tce_create, as far as read */
+struct spapr_info_arg {
+	__u32 argsz, flags;
+	__u32 dma32_window_start, dma32_window_size;
+};
+
+struct spapr_create_arg {
+	__u32 argsz, flags;
+	__u32 page_shift, resv1;
+	__u64 window_size;
+	__u32 levels, resv2;
+	__u64 start_addr;
+};
+
+/* What sPAPR's GET_INFO and TCE_CREATE give back, read after the call. */
+static __always_inline void decode_out(struct sbt_ioctl *r, long ret)
+{
+	if (r->fd_kind != SBT_FD_SPAPR || ret)
+		return;
+	if (r->cmd == SBT_VFIO_IOMMU_GET_INFO) {
+		struct spapr_info_arg i;
+
+		if (bpf_probe_read_user(&i, sizeof(i), (void *)r->arg)) {
+			r->decoded = SBT_DEC_FAULT;
+			return;
+		}
+		r->decoded = SBT_DEC_SPAPR_INFO;
+		r->u.window.argsz = i.argsz;
+		r->u.window.flags = i.flags;
+		r->u.window.start = i.dma32_window_start;
+		r->u.window.size = i.dma32_window_size;
+	} else if (r->cmd == SBT_VFIO_SPAPR_TCE_CREATE) {
+		struct spapr_create_arg c;
+
+		if (bpf_probe_read_user(&c, sizeof(c), (void *)r->arg)) {
+			r->decoded = SBT_DEC_FAULT;
+			return;
+		}
+		r->decoded = SBT_DEC_SPAPR_CREATE;
+		r->u.window.argsz = c.argsz;
+		r->u.window.flags = c.flags;
+		r->u.window.start = c.start_addr;
+		r->u.window.size = c.window_size;
+		r->u.window.page_shift = c.page_shift;
+		r->u.window.levels = c.levels;
 	}
 }
 
@@ -255,11 +320,23 @@ int ioctl_exit(struct trace_event_raw_sys_exit *ctx)
 	if (!p)
 		return 0;
 	if (p->cmd == SBT_VFIO_GROUP_GET_DEVICE_FD && ctx->ret >= 0 &&
-	    p->fd_kind != SBT_FD_CONTAINER && p->fd_kind != SBT_FD_DEVICE) {
+	    p->fd_kind != SBT_FD_CONTAINER && p->fd_kind != SBT_FD_SPAPR &&
+	    p->fd_kind != SBT_FD_DEVICE) {
 		struct sbt_fd_key key = { .tgid = id >> 32, .fd = (__s32)ctx->ret };
 
 		bpf_map_update_elem(&accel_fds, &key, &kind, BPF_ANY);
 	}
+	/* the container's IOMMU is known now: its later commands decode by it */
+	if (p->cmd == SBT_VFIO_SET_IOMMU && ctx->ret == 0 && !fleet_mode &&
+	    (p->fd_kind == SBT_FD_CONTAINER || p->fd_kind == SBT_FD_SPAPR)) {
+		struct sbt_fd_key key = { .tgid = id >> 32, .fd = p->fd };
+
+		kind = p->arg == SBT_VFIO_SPAPR_TCE_IOMMU || p->arg == SBT_VFIO_SPAPR_TCE_v2_IOMMU
+			       ? SBT_FD_SPAPR
+			       : SBT_FD_CONTAINER;
+		bpf_map_update_elem(&accel_fds, &key, &kind, BPF_EXIST);
+	}
+	decode_out(p, ctx->ret);
 	if (fleet_mode)
 		fleet_ioctl(id >> 32, tid, p, ctx->ret, bpf_ktime_get_boot_ns());
 	/* in fleet mode, records only for the flight recorder */
@@ -274,5 +351,3 @@ int ioctl_exit(struct trace_event_raw_sys_exit *ctx)
 	bpf_map_delete_elem(&ioctl_pending, &tid);
 	return 0;
 }
-
-char LICENSE[] SEC("license") = "GPL";

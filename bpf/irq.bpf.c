@@ -93,5 +93,3 @@ int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 	sbt_submit(r);
 	return 0;
 }
-
-char LICENSE[] SEC("license") = "GPL";

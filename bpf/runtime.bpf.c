@@ -208,5 +208,3 @@ int BPF_KPROBE(call_return)
 	sbt_submit(e);
 	return 0;
 }
-
-char LICENSE[] SEC("license") = "GPL";

@@ -121,5 +121,3 @@ int task_rename(struct trace_event_raw_task_rename *ctx)
 			  0, ctx->newcomm);
 	return 0;
 }
-
-char LICENSE[] SEC("license") = "GPL";

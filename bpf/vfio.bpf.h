@@ -44,4 +44,14 @@ struct vfio_iommu_group___sbt {
 	struct list_head next;
 } __attribute__((preserve_access_index));
 
+/* vfio_iommu_spapr_tce.c (Power): a container and its groups */
+struct tce_container___sbt {
+	struct list_head group_list;
+} __attribute__((preserve_access_index));
+
+struct tce_iommu_group___sbt {
+	struct list_head next;
+	struct iommu_group *grp;
+} __attribute__((preserve_access_index));
+
 #endif /* SBT_VFIO_BPF_H */

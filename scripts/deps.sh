@@ -1,22 +1,50 @@
 #!/usr/bin/env bash
 # Install the Debian packages spyre-bpftrace needs; do nothing when all are there.
+#
+# Besides the host's packages: the cross compilers, QEMU and dpkg's ppc64el
+# and s390x architectures for the Power and Z builds and guests (their
+# libraries and kernels are only downloaded, never installed), and
+# bookworm-backports for s390x alone (Debian 12's 6.12 s390x kernel is only
+# there; backports are never installed from unless asked for by name).
 set -euo pipefail
 pkgs=(make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libiberty-dev
       libcmocka-dev libcapstone-dev pkg-config python3 bpftrace g++ binutils util-linux
       libclang-rt-14-dev protobuf-compiler qemu-system-x86 busybox-static cpio
-      prometheus curl libnghttp2-dev python3-grpcio
-      python3-protobuf)
+      prometheus curl libnghttp2-dev python3-grpcio python3-protobuf kmod xz-utils
+      gcc-powerpc64le-linux-gnu libc6-dev-ppc64el-cross qemu-system-ppc
+      gcc-s390x-linux-gnu libc6-dev-s390x-cross qemu-system-misc)
+foreign=(ppc64el s390x)
+backports=/etc/apt/sources.list.d/spyre-bpftrace-backports.sources
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
 		missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-echo "deps: installing ${missing[*]}"
+arches=()
+for a in "${foreign[@]}"; do
+	dpkg --print-foreign-architectures | grep -qx "$a" || arches+=("$a")
+done
+[ ${#missing[@]} -eq 0 ] && [ ${#arches[@]} -eq 0 ] && [ -f "$backports" ] && exit 0
+echo "deps: installing ${missing[*]}${arches:+ (and dpkg architectures ${arches[*]})}"
 if [ "$(id -u)" -ne 0 ]; then
 	echo "deps: need root to install packages; hint: sudo make deps" >&2
 	exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+for a in "${arches[@]}"; do
+	dpkg --add-architecture "$a"
+done
+if [ ! -f "$backports" ]; then
+	cat > "$backports" <<'SRC'
+# spyre-bpftrace (scripts/deps.sh): Debian 12's 6.12 kernel for the s390x test
+# guest is only in bookworm-backports; it is downloaded, never installed.
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Architectures: s390x
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+fi
 apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+[ ${#missing[@]} -eq 0 ] || apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -3,14 +3,21 @@
 # real vfio-pci driver behind an emulated IOMMU: the closest thing to a
 # Spyre card this machine has (../shared/reference/edu-device.md).
 #
-#   scripts/vm.sh [--edu N] [--timeout S] [--out DIR] -- CMD [ARGS...]
+#   scripts/vm.sh [--arch A] [--edu N] [--timeout S] [--out DIR] -- CMD [ARGS...]
 #
-# Debian's kernel package is downloaded once (apt-get download, never
-# installed) into $SBT_VM_CACHE; an initramfs is built with busybox, the
-# project's binaries and their libraries, and the vfio modules. In the guest,
-# CMD runs in /work (the project's build/ is at /work/build) with /out for
-# results; /out comes back to DIR on the host through the serial console.
-# Exits with CMD's status; a failed step says which and why.
+# --arch: x86_64 (default: q35 with an Intel IOMMU, Debian 12's kernel),
+# ppc64le (pseries, whose IOMMU is sPAPR TCE) or s390x (s390-ccw-virtio with
+# zPCI; QEMU has no edu there, so no card is bound): both on Debian 12's
+# 6.12 kernels, its 6.1 ones cannot do VFIO there; everything under TCG.
+# Other architectures run the cross build (make ARCH=A, in build/A).
+#
+# Debian's kernel (and, for another architecture, busybox) package is
+# downloaded once (apt-get download, never installed) into $SBT_VM_CACHE; an
+# initramfs is built with busybox, the project's binaries and their
+# libraries, and the vfio modules. In the guest, CMD runs in /work (the
+# project's build is at /work/build) with /out for results; /out comes back
+# to DIR on the host through the serial console. Exits with CMD's status; a
+# failed step says which and why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -18,13 +25,17 @@ CACHE=${SBT_VM_CACHE:-/var/cache/spyre-bpftrace/vm}
 EDU=1
 TIMEOUT=120
 OUT=build/vm-out
+ARCH=x86_64
+NOBUILD=
 while [ $# -gt 0 ]; do
 	case "$1" in
+	--arch) ARCH=$2; shift 2 ;;
 	--edu) EDU=$2; shift 2 ;;
+	--no-build) NOBUILD=1; shift ;; # the guest alone (scripts/gen-vmlinux.sh)
 	--timeout) TIMEOUT=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
 	--) shift; break ;;
-	*) echo "vm: unknown option '$1'; usage: scripts/vm.sh [--edu N] [--timeout S] [--out DIR] -- CMD" >&2; exit 2 ;;
+	*) echo "vm: unknown option '$1'; usage: scripts/vm.sh [--arch A] [--edu N] [--timeout S] [--out DIR] -- CMD" >&2; exit 2 ;;
 	esac
 done
 [ $# -gt 0 ] || { echo "vm: no command; usage: scripts/vm.sh [--edu N] -- CMD" >&2; exit 2; }
@@ -32,50 +43,114 @@ done
 fail() { echo "vm: $1 failed: $2" >&2; exit 1; }
 step() { [ -n "${SBT_VM_QUIET:-}" ] || echo "vm: $*" >&2; }
 
-for tool in qemu-system-x86_64 busybox cpio dpkg-deb apt-get; do
+# per architecture: Debian's name, QEMU, the kernel package, the modules
+# (their dependencies come from modules.dep) and the console
+case "$ARCH" in
+x86_64)
+	deb=amd64; qemu=qemu-system-x86_64; console=ttyS0
+	kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+	want_mods="vfio_iommu_type1 vfio-pci" ;;
+ppc64le)
+	deb=ppc64el; qemu=qemu-system-ppc64; console=hvc0
+	kpkg=$(apt-cache pkgnames linux-image-6.12 | grep -E '^linux-image-6\.12\.[0-9]+\+deb12-powerpc64le$' | sort -V | tail -1 || true)
+	want_mods="vfio_iommu_spapr_tce vfio-pci" ;;
+s390x)
+	deb=s390x; qemu=qemu-system-s390x; console=ttysclp0
+	kpkg=$(apt-cache pkgnames linux-image-6.12 | grep -E '^linux-image-6\.12\.[0-9]+\+deb12-s390x$' | sort -V | tail -1 || true)
+	want_mods="vfio_iommu_type1 vfio-pci" ;;
+*) echo "vm: no guest for --arch '$ARCH'; hint: x86_64, ppc64le or s390x" >&2; exit 2 ;;
+esac
+tools=("$qemu" cpio dpkg-deb apt-get xz depmod)
+[ "$ARCH" = x86_64 ] && tools+=(busybox)
+for tool in "${tools[@]}"; do
 	command -v "$tool" >/dev/null || fail "checking tools" "$tool missing; hint: make deps"
 done
 # the build to copy in (make's OUT; the e2e tests pass it as SBT_BUILD)
-build=${SBT_BUILD:-build}
-[ -x "$build/spyre-bpftrace" ] || fail "checking the build" "$build/spyre-bpftrace missing; hint: make"
+if [ "$ARCH" = "$(uname -m)" ]; then build=${SBT_BUILD:-build}; else build=${SBT_BUILD:-build/$ARCH}; fi
+[ -n "$NOBUILD" ] || [ -x "$build/spyre-bpftrace" ] || fail "checking the build" "$build/spyre-bpftrace missing; hint: make ARCH=$ARCH"
 
-# 1. the kernel: Debian's current linux-image-*-amd64, cached
+# 1. the kernel (and busybox of that architecture), cached
 mkdir -p "$CACHE"
-pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
-[ -n "$pkg" ] || fail "finding the kernel package" "apt-cache knows no linux-image-amd64; hint: apt-get update"
-kdir=$CACHE/$pkg
-if [ ! -d "$kdir" ]; then
-	step "downloading $pkg (once)"
-	(cd "$CACHE" && apt-get download -q "$pkg" >/dev/null 2>&1) ||
-		fail "downloading $pkg" "apt-get download failed"
-	dpkg-deb -x "$CACHE"/"$pkg"_*.deb "$kdir.tmp" || fail "unpacking $pkg" "dpkg-deb -x failed"
-	mv "$kdir.tmp" "$kdir"
+[ -n "$kpkg" ] || fail "finding the kernel package" "apt-cache knows no 6.12 kernel for $deb; hint: sudo make deps (it adds the architecture and, for s390x, bookworm-backports)"
+unpack() { # package[:arch] -> $CACHE/name, downloaded once
+	local pkg=$1 dir=$CACHE/${1/:/_}
+	if [ ! -d "$dir" ]; then
+		step "downloading $pkg (once)"
+		(cd "$CACHE" && apt-get download -q "$pkg" >/dev/null 2>&1) ||
+			fail "downloading $pkg" "apt-get download failed"
+		dpkg-deb -x "$(ls "$CACHE"/"${pkg%%:*}"_*_"${pkg##*:}".deb | tail -1)" "$dir.tmp" ||
+			fail "unpacking $pkg" "dpkg-deb -x failed"
+		mv "$dir.tmp" "$dir"
+	fi
+	echo "$dir"
+}
+kdir=$(unpack "$kpkg:$deb") && [ -d "$kdir" ] || exit 1
+kernel=$(ls "$kdir"/boot/vmlinu[xz]-* | head -1)
+release=${kernel##*/vmlinu?-}
+mods=$kdir/lib/modules/$release
+# the package leaves modules.dep to its installation: made here, once
+if [ ! -s "$mods/modules.dep" ]; then
+	depmod -b "$kdir" "$release" 2>/dev/null || fail "indexing modules" "depmod -b failed; hint: make deps (kmod)"
 fi
-kernel=$(ls "$kdir"/boot/vmlinuz-* | head -1)
-release=${kernel##*/vmlinuz-}
-mods=$kdir/lib/modules/$release/kernel
+if [ "$ARCH" = x86_64 ]; then
+	busybox=$(command -v busybox)
+else
+	busybox=$(unpack "busybox-static:$deb")/bin/busybox && [ -x "$busybox" ] || exit 1
+fi
 
 # 2. the initramfs
 work=$(mktemp -d)
 trap '[ -n "${SBT_VM_KEEP:-}" ] && echo "vm: kept $work" >&2 || rm -rf "$work"' EXIT
 init=$work/root
 mkdir -p "$init"/{bin,sbin,dev,proc,sys,tmp,out,modules,work,etc}
-cp "$(command -v busybox)" "$init/bin/busybox"
-for m in virt/lib/irqbypass drivers/vfio/vfio drivers/vfio/vfio_iommu_type1 \
-	 drivers/vfio/vfio_virqfd drivers/vfio/pci/vfio-pci-core drivers/vfio/pci/vfio-pci; do
-	[ -f "$mods/$m.ko" ] || fail "collecting modules" "$m.ko not in $pkg"
-	cp "$mods/$m.ko" "$init/modules/"
-done
-# the project's binaries and every library they load
-mkdir -p "$init/work/build"
-cp -a "$build/spyre-bpftrace" "$init/work/build/"
-[ -x "$build/spyre-sim-run" ] && cp -a "$build/spyre-sim-run" "$build/sim" "$init/work/build/"
-for bin in "$init"/work/build/spyre-bpftrace "$init"/work/build/spyre-sim-run "$init"/work/build/sim/*.so; do
-	[ -e "$bin" ] || continue
-	ldd "$bin" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
-		[ -e "$init$lib" ] || { mkdir -p "$init$(dirname "$lib")"; cp -L "$lib" "$init$lib"; }
+cp "$busybox" "$init/bin/busybox"
+# the modules wanted and what they need, in load order, uncompressed
+load_order() {
+	local m=$1 dep
+	for dep in $(awk -v m="$m" -F: '{n=$1; sub(/.*\//, "", n); sub(/\.ko(\.xz|\.zst)?$/, "", n);
+		gsub(/-/, "_", n); if (n == m) print $2}' "$mods/modules.dep"); do
+		dep=${dep##*/}; load_order "$(echo "${dep%%.ko*}" | tr - _)"
+	done
+	echo "$m"
+}
+: > "$init/modules/order"
+for m in $want_mods; do
+	for n in $(load_order "$(echo "$m" | tr - _)"); do
+		grep -qx "$n" "$init/modules/order" && continue
+		f=$(awk -v m="$n" -F: '{n=$1; sub(/.*\//, "", n); sub(/\.ko(\.xz|\.zst)?$/, "", n);
+			gsub(/-/, "_", n); if (n == m) {print $1; exit}}' "$mods/modules.dep")
+		[ -n "$f" ] || fail "collecting modules" "$n not in $kpkg"
+		case "$f" in
+		*.xz) xz -dc "$mods/$f" > "$init/modules/$n.ko" ;;
+		*) cp "$mods/$f" "$init/modules/$n.ko" ;;
+		esac
+		echo "$n" >> "$init/modules/order"
 	done
 done
+[ -s "$init/modules/order" ] || fail "collecting modules" "no modules.dep in $kpkg"
+# the project's binaries and every library they load: the host's, or the
+# cross toolchain's C library for another architecture
+mkdir -p "$init/work/build"
+[ -n "$NOBUILD" ] || cp -a "$build/spyre-bpftrace" "$init/work/build/"
+[ -z "$NOBUILD" ] && [ -x "$build/spyre-sim-run" ] && cp -a "$build/spyre-sim-run" "$build/sim" "$init/work/build/"
+if [ "$ARCH" = x86_64 ]; then
+	for bin in "$init"/work/build/spyre-bpftrace "$init"/work/build/spyre-sim-run "$init"/work/build/sim/*.so; do
+		[ -e "$bin" ] || continue
+		ldd "$bin" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
+			[ -e "$init$lib" ] || { mkdir -p "$init$(dirname "$lib")"; cp -L "$lib" "$init$lib"; }
+		done
+	done
+else
+	triplet=$(ls -d /usr/*-linux-gnu | grep -m1 "/usr/${ARCH/ppc64le/powerpc64le}-linux-gnu") ||
+		fail "collecting libraries" "no cross C library for $ARCH; hint: make deps"
+	mkdir -p "$init/lib/${triplet##*/}"
+	cp -L "$triplet"/lib/lib{c,m,pthread,dl,gcc_s}.so.* "$init/lib/${triplet##*/}/" 2>/dev/null || true
+	if [ -z "$NOBUILD" ] && [ -x "$build/spyre-sim-run" ]; then
+		interp=$(readelf -l "$build/spyre-sim-run" | sed -n 's/.*interpreter: \(.*\)]/\1/p')
+		mkdir -p "$init$(dirname "$interp")"
+		cp -L "$triplet/lib/$(basename "$interp")" "$init$interp"
+	fi
+fi
 printf '%s\n' "$*" > "$init/cmd"
 cat > "$init/init" <<'EOF'
 #!/bin/busybox sh
@@ -88,9 +163,10 @@ mount -t tmpfs tmp /tmp
 mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
 mount -t debugfs nodev /sys/kernel/debug 2>/dev/null
 say() { echo "SBT-VM: $*"; }
-for m in irqbypass vfio vfio_iommu_type1 vfio_virqfd vfio-pci-core vfio-pci; do
+for m in $(cat /modules/order); do
 	insmod /modules/$m.ko || { say "STEP loading $m.ko FAILED"; poweroff -f; }
 done
+export LD_LIBRARY_PATH=$(ls -d /lib/*-linux-gnu 2>/dev/null | head -1)
 n=0
 for d in /sys/bus/pci/devices/*; do
 	[ "$(cat $d/vendor):$(cat $d/device)" = "0x1234:0x11e8" ] || continue
@@ -117,14 +193,26 @@ chmod +x "$init/init"
 
 # 3. boot
 devices=()
+case "$ARCH" in
+x86_64)
+	machine=(-machine q35,kernel-irqchip=split -cpu max -smp 2
+		 -device intel-iommu,intremap=on,caching-mode=on)
+	extra="intel_iommu=on" ;;
+ppc64le) # the cap-* settings: what TCG cannot emulate of the Spectre mitigations
+	machine=(-machine pseries,x-vof=on,cap-cfpc=broken,cap-sbbc=broken,cap-ibs=broken,cap-ccf-assist=off
+		 -smp 1 -vga none -nic none)
+	extra="" ;;
+s390x)
+	machine=(-machine s390-ccw-virtio -cpu max -smp 1 -nic none)
+	extra=""
+	[ "$EDU" -eq 0 ] || fail "starting the guest" "QEMU has no edu device on s390x; hint: --edu 0" ;;
+esac
 for _ in $(seq "$EDU"); do devices+=(-device edu); done
-step "booting $release with $EDU edu device(s) (timeout ${TIMEOUT}s)"
+step "booting $release ($ARCH) with $EDU edu device(s) (timeout ${TIMEOUT}s)"
 set +e
-timeout --foreground -k 5 "$TIMEOUT" qemu-system-x86_64 \
-	-machine q35,kernel-irqchip=split -accel tcg -cpu max -m 1024 -smp 2 \
-	-device intel-iommu,intremap=on,caching-mode=on "${devices[@]}" \
+timeout --foreground -k 5 "$TIMEOUT" "$qemu" "${machine[@]}" -accel tcg -m 1024 "${devices[@]}" \
 	-kernel "$kernel" -initrd "$work/initrd" \
-	-append "console=ttyS0 intel_iommu=on panic=-1 quiet loglevel=3" \
+	-append "console=$console $extra panic=-1 quiet loglevel=3" \
 	-nographic -no-reboot -monitor none -serial stdio > "$work/console" 2>&1
 rc=$?
 set -e

@@ -26,7 +26,7 @@ static const struct {
 	uint32_t kind;
 } vfio_patterns[SBT_VFIO_FD_PATTERNS] = {
 	{ "/dev/vfio/devices/*", SBT_FD_DEVICE },
-	{ "/dev/vfio/vfio", SBT_FD_CONTAINER },
+	{ "/dev/vfio/vfio", SBT_FD_HOST_CONTAINER }, /* SET_IOMMU may tell more */
 	{ "/dev/vfio/*", SBT_FD_GROUP },
 };
 

@@ -67,8 +67,12 @@ static void payload_swap(struct sbt_hdr *h, uint8_t *end, bool foreign)
 		/* the union is told by decoded: in our order after the swap
 		 * when the record came in the other one, before it else */
 		decoded = foreign ? r->decoded : bswap_16(r->decoded);
-		if (decoded == SBT_DEC_DMA_MAP || decoded == SBT_DEC_DMA_UNMAP)
+		if (decoded == SBT_DEC_DMA_MAP || decoded == SBT_DEC_DMA_UNMAP ||
+		    decoded == SBT_DEC_SPAPR_REGISTER || decoded == SBT_DEC_SPAPR_UNREGISTER)
 			swap_fields((uint8_t *)&r->u, end, "88844");
+		else if (decoded == SBT_DEC_SPAPR_INFO || decoded == SBT_DEC_SPAPR_CREATE ||
+			 decoded == SBT_DEC_SPAPR_REMOVE)
+			swap_fields((uint8_t *)&r->u, end, "884444");
 		else if (decoded == SBT_DEC_SET_IRQS)
 			swap_fields((uint8_t *)&r->u, end, "444444");
 		else

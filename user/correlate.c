@@ -653,6 +653,18 @@ static void on_ioctl(struct correlator *c, const struct sbt_ioctl *r)
 		arg_u(&e, "index", r->u.irqs.index);
 		arg_u(&e, "start", r->u.irqs.start);
 		arg_u(&e, "count", r->u.irqs.count);
+	} else if (r->decoded == SBT_DEC_SPAPR_REGISTER || r->decoded == SBT_DEC_SPAPR_UNREGISTER) {
+		arg_x(&e, "vaddr", r->u.dma.vaddr);
+		arg_u(&e, "size", r->u.dma.size);
+	} else if (r->decoded == SBT_DEC_SPAPR_INFO || r->decoded == SBT_DEC_SPAPR_CREATE ||
+		   r->decoded == SBT_DEC_SPAPR_REMOVE) {
+		arg_x(&e, "window_start", r->u.window.start);
+		if (r->decoded != SBT_DEC_SPAPR_REMOVE)
+			arg_u(&e, "window_size", r->u.window.size);
+		if (r->decoded == SBT_DEC_SPAPR_CREATE) {
+			arg_u(&e, "page_shift", r->u.window.page_shift);
+			arg_u(&e, "levels", r->u.window.levels);
+		}
 	}
 	emit(c, &e);
 }
@@ -832,8 +844,12 @@ static void on_drv(struct correlator *c, const struct sbt_drv *r)
 		arg_u(&e, "size", r->args[1]);
 		if (map)
 			arg_x(&e, "vaddr", r->args[2]);
-	} else if (r->func == SBT_DRV_PIN_PAGES || r->func == SBT_DRV_UNPIN_PAGES) {
-		arg_x(&e, r->func == SBT_DRV_PIN_PAGES ? "vaddr" : "iova", r->args[0]);
+	} else if (r->decoded == SBT_DEC_SPAPR_REGISTER || r->decoded == SBT_DEC_SPAPR_UNREGISTER) {
+		arg_x(&e, "vaddr", r->args[0]);
+		arg_u(&e, "size", r->args[1]);
+	} else if (r->func == SBT_DRV_PIN_PAGES || r->func == SBT_DRV_UNPIN_PAGES ||
+		   r->func == SBT_DRV_SPAPR_PIN) {
+		arg_x(&e, r->func == SBT_DRV_UNPIN_PAGES ? "iova" : "vaddr", r->args[0]);
 		arg_u(&e, "pages", r->args[1]);
 	}
 	emit(c, &e);

@@ -18,16 +18,32 @@
 
 #include "driver.h"
 
+/* The container IOMMU backends: type1 everywhere but Power, sPAPR TCE on
+ * Power only (the kernel's Kconfig builds nothing else there). */
+#if defined(__powerpc__)
+#define TYPE1_HERE false
+#define SPAPR_HERE true
+#else
+#define TYPE1_HERE true
+#define SPAPR_HERE false
+#endif
+
 static const struct driver_func {
 	const char *name, *module, *role, *what;
+	bool here; /* this architecture's kernels can have it */
 } funcs[] = {
-	{ "vfio_fops_unl_ioctl", "vfio", "driver", "container ioctls" },
-	{ "vfio_group_fops_unl_ioctl", "vfio", "driver", "group ioctls" },
-	{ "vfio_device_fops_unl_ioctl", "vfio", "driver", "device ioctls" },
-	{ "vfio_iommu_type1_ioctl", "vfio_iommu_type1", "driver", "type1 MAP_DMA, UNMAP_DMA" },
-	{ "vfio_pin_pages_remote", "vfio_iommu_type1", "driver", "page pinning" },
-	{ "vfio_unpin_pages_remote", "vfio_iommu_type1", "driver", "page unpinning" },
-	{ "vfio_msihandler", "vfio_pci_core", "driver", "MSI handler" },
+	{ "vfio_fops_unl_ioctl", "vfio", "driver", "container ioctls", true },
+	{ "vfio_group_fops_unl_ioctl", "vfio", "driver", "group ioctls", true },
+	{ "vfio_device_fops_unl_ioctl", "vfio", "driver", "device ioctls", true },
+	{ "vfio_iommu_type1_ioctl", "vfio_iommu_type1", "driver", "type1 MAP_DMA, UNMAP_DMA",
+	  TYPE1_HERE },
+	{ "vfio_pin_pages_remote", "vfio_iommu_type1", "driver", "page pinning", TYPE1_HERE },
+	{ "vfio_unpin_pages_remote", "vfio_iommu_type1", "driver", "page unpinning", TYPE1_HERE },
+	{ "vfio_msihandler", "vfio_pci_core", "driver", "MSI handler", true },
+	{ "tce_iommu_ioctl", "vfio_iommu_spapr_tce", "driver",
+	  "sPAPR TCE REGISTER_MEMORY, MAP_DMA, UNMAP_DMA, windows", SPAPR_HERE },
+	{ "mm_iommu_new", "vmlinux", "driver", "sPAPR memory registration (page pinning)",
+	  SPAPR_HERE },
 };
 
 #define NFUNCS (sizeof(funcs) / sizeof(funcs[0]))
@@ -63,19 +79,62 @@ static int module_btf_fd(const char *module)
 	return -ENOENT;
 }
 
-/* Load and attach an empty fentry program on module:func; 0 or -errno,
- * with why filled. */
-static int try_fentry(const char *module, const char *func, struct btf **vmlinux, char *why,
-		      size_t len)
+/* Load and attach an empty fentry program on BTF id (of the module whose
+ * BTF object is btf_fd, or of vmlinux when -1); 0 or -errno, why filled. */
+static int trial_fentry(int id, int btf_fd, char *why, size_t len)
 {
 	struct bpf_insn insns[] = {
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
+	int prog_fd, link_fd, err;
+
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_FENTRY,
+		    .attach_btf_id = (__u32)id, .attach_btf_obj_fd = btf_fd < 0 ? 0 : (__u32)btf_fd);
+	prog_fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "sbt_probe", "GPL", insns, 2, &opts);
+	err = prog_fd < 0 ? -errno : 0;
+	if (!err) {
+		link_fd = bpf_raw_tracepoint_open(NULL, prog_fd);
+		err = link_fd < 0 ? -errno : 0;
+		if (link_fd >= 0)
+			close(link_fd);
+		close(prog_fd);
+	}
+	if (err == -524) /* the kernel's ENOTSUPP, which libc does not name */
+		snprintf(why, len, "trial fentry %s: not supported (ENOTSUPP: no BPF trampoline "
+			 "on this kernel and architecture)", prog_fd < 0 ? "load" : "attach");
+	else if (err)
+		snprintf(why, len, "trial fentry %s: %s", prog_fd < 0 ? "load" : "attach",
+			 strerror(-err));
+	return err;
+}
+
+static int try_fentry_vmlinux(const char *func, struct btf **vmlinux, char *why, size_t len)
+{
+	int id;
+
+	if (!*vmlinux && !(*vmlinux = btf__load_vmlinux_btf())) {
+		snprintf(why, len, "no vmlinux BTF");
+		return -ENOENT;
+	}
+	id = btf__find_by_name_kind(*vmlinux, func, BTF_KIND_FUNC);
+	if (id <= 0) {
+		snprintf(why, len, "not in vmlinux BTF");
+		return -ENOENT;
+	}
+	return trial_fentry(id, -1, why, len);
+}
+
+/* fentry on module:func, tried for real; 0 or -errno, with why filled. */
+static int try_fentry(const char *module, const char *func, struct btf **vmlinux, char *why,
+		      size_t len)
+{
 	char path[128];
 	struct btf *btf;
-	int id, btf_fd, prog_fd, link_fd, err;
+	int id, btf_fd, err;
 
+	if (!strcmp(module, "vmlinux")) /* the kernel's own function */
+		return try_fentry_vmlinux(func, vmlinux, why, len);
 	snprintf(path, sizeof(path), "/sys/kernel/btf/%s", module);
 	if (!sbt_module_btf(module)) {
 		snprintf(why, len, "no %s module BTF (%s)", module, path);
@@ -101,21 +160,8 @@ static int try_fentry(const char *module, const char *func, struct btf **vmlinux
 		snprintf(why, len, "%s's BTF not loaded in the kernel", module);
 		return btf_fd;
 	}
-	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_FENTRY,
-		    .attach_btf_id = (__u32)id, .attach_btf_obj_fd = (__u32)btf_fd);
-	prog_fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "sbt_probe", "GPL", insns, 2, &opts);
-	err = prog_fd < 0 ? -errno : 0;
-	if (!err) {
-		link_fd = bpf_raw_tracepoint_open(NULL, prog_fd);
-		err = link_fd < 0 ? -errno : 0;
-		if (link_fd >= 0)
-			close(link_fd);
-		close(prog_fd);
-	}
+	err = trial_fentry(id, btf_fd, why, len);
 	close(btf_fd);
-	if (err)
-		snprintf(why, len, "trial fentry %s: %s", prog_fd < 0 ? "load" : "attach",
-			 strerror(-err));
 	return err;
 }
 
@@ -128,7 +174,7 @@ static void scan_kallsyms(bool present[])
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%*s %*s %255s", sym) != 1 || strncmp(sym, "vfio_", 5))
+		if (sscanf(line, "%*s %*s %255s", sym) != 1)
 			continue;
 		for (size_t i = 0; i < NFUNCS; i++)
 			if (!strcmp(sym, funcs[i].name))
@@ -174,6 +220,8 @@ void driver_plan(struct spyre_bpf *s, enum driver_mode mode, struct driver_plan 
 		for (int k = 0; k < 4; k++)
 			if (p[k])
 				bpf_program__set_autoload(p[k], false);
+		if (!fn->here) /* the other architectures' IOMMU backend: no line */
+			continue;
 		if (!p[0] || !p[1] || !p[2] || !p[3]) {
 			plan_add(plan, fn->role, "-", "%s: programs missing from this build", fn->name);
 			dp->nnone++;

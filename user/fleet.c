@@ -231,9 +231,11 @@ const char *fleet_op_name(uint32_t op)
 	const char *name = NULL;
 
 	if (op < 18) /* VFIO_BASE + op on a container (or any file that is not a device's) */
-		name = sbt_vfio_cmd_name(SBT_VFIO_IO(op), SBT_FD_CONTAINER);
+		name = sbt_vfio_cmd_name(SBT_VFIO_IO(op), SBT_FD_HOST_CONTAINER);
 	else if (op < 24) /* a device fd's 12..17 */
 		name = sbt_vfio_cmd_name(SBT_VFIO_IO(op - 6), SBT_FD_DEVICE);
+	else if (op < 29) /* an sPAPR container's 17..21 */
+		name = sbt_vfio_cmd_name(SBT_VFIO_IO(op - 7), SBT_FD_SPAPR);
 	return name ? name : "other";
 }
 

@@ -98,6 +98,21 @@ static void fmt_ioctl(struct out *o, const struct sbt_ioctl *r)
 	case SBT_DEC_FAULT:
 		put(o, " arg_fault=1");
 		break;
+	case SBT_DEC_SPAPR_REGISTER:
+	case SBT_DEC_SPAPR_UNREGISTER:
+		put(o, " vaddr=0x%llx size=%llu", (unsigned long long)r->u.dma.vaddr,
+		    (unsigned long long)r->u.dma.size);
+		break;
+	case SBT_DEC_SPAPR_CREATE:
+		put(o, " page_shift=%u levels=%u", r->u.window.page_shift, r->u.window.levels);
+		/* fallthrough */
+	case SBT_DEC_SPAPR_INFO:
+		put(o, " window_start=0x%llx window_size=%llu",
+		    (unsigned long long)r->u.window.start, (unsigned long long)r->u.window.size);
+		break;
+	case SBT_DEC_SPAPR_REMOVE:
+		put(o, " window_start=0x%llx", (unsigned long long)r->u.window.start);
+		break;
 	}
 }
 
@@ -108,7 +123,7 @@ static void fmt_drv(struct out *o, const struct sbt_drv *r)
 	put(o, " func=%s", sbt_drv_func_name(r->func));
 	if (cmd)
 		put(o, " cmd=%s", cmd);
-	else if (r->func <= SBT_DRV_TYPE1_IOCTL)
+	else if (r->func <= SBT_DRV_TYPE1_IOCTL || r->func == SBT_DRV_SPAPR_IOCTL)
 		put(o, " cmd=0x%x", r->cmd);
 	if (r->bdf != SBT_BDF_NONE) {
 		char bdf[16];
@@ -125,12 +140,22 @@ static void fmt_drv(struct out *o, const struct sbt_drv *r)
 		put(o, " err=%s", sbt_errno_name((int)-r->ret));
 	put(o, " dur_ns=%llu", (unsigned long long)(r->h.ts - r->start_ts));
 	switch (r->func) {
+	case SBT_DRV_SPAPR_IOCTL:
+		if (r->decoded == SBT_DEC_SPAPR_REGISTER || r->decoded == SBT_DEC_SPAPR_UNREGISTER)
+			put(o, " vaddr=0x%llx size=%llu", (unsigned long long)r->args[0],
+			    (unsigned long long)r->args[1]);
+		/* MAP_DMA and UNMAP_DMA as type1's */
+		/* fallthrough */
 	case SBT_DRV_TYPE1_IOCTL:
 		if (r->decoded == SBT_DEC_DMA_MAP || r->decoded == SBT_DEC_DMA_UNMAP)
 			put(o, " iova=0x%llx size=%llu", (unsigned long long)r->args[0],
 			    (unsigned long long)r->args[1]);
 		if (r->decoded == SBT_DEC_DMA_MAP)
 			put(o, " vaddr=0x%llx", (unsigned long long)r->args[2]);
+		break;
+	case SBT_DRV_SPAPR_PIN:
+		put(o, " vaddr=0x%llx pages=%lld", (unsigned long long)r->args[0],
+		    (long long)r->args[1]);
 		break;
 	case SBT_DRV_PIN_PAGES:
 	case SBT_DRV_UNPIN_PAGES:

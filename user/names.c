@@ -13,6 +13,13 @@ _Static_assert(SBT_VFIO_IOMMU_UNMAP_DMA == VFIO_IOMMU_UNMAP_DMA, "UNMAP_DMA");
 _Static_assert(SBT_VFIO_DEVICE_SET_IRQS == VFIO_DEVICE_SET_IRQS, "SET_IRQS");
 _Static_assert(SBT_VFIO_GROUP_GET_DEVICE_FD == VFIO_GROUP_GET_DEVICE_FD, "GET_DEVICE_FD");
 _Static_assert(SBT_VFIO_SET_IOMMU == VFIO_SET_IOMMU, "SET_IOMMU");
+_Static_assert(SBT_VFIO_IOMMU_GET_INFO == VFIO_IOMMU_SPAPR_TCE_GET_INFO, "TCE_GET_INFO");
+_Static_assert(SBT_VFIO_SPAPR_REGISTER_MEMORY == VFIO_IOMMU_SPAPR_REGISTER_MEMORY, "REGISTER");
+_Static_assert(SBT_VFIO_SPAPR_UNREGISTER_MEMORY == VFIO_IOMMU_SPAPR_UNREGISTER_MEMORY, "UNREG");
+_Static_assert(SBT_VFIO_SPAPR_TCE_CREATE == VFIO_IOMMU_SPAPR_TCE_CREATE, "TCE_CREATE");
+_Static_assert(SBT_VFIO_SPAPR_TCE_REMOVE == VFIO_IOMMU_SPAPR_TCE_REMOVE, "TCE_REMOVE");
+_Static_assert(SBT_VFIO_SPAPR_TCE_IOMMU == VFIO_SPAPR_TCE_IOMMU, "SPAPR_TCE_IOMMU");
+_Static_assert(SBT_VFIO_SPAPR_TCE_v2_IOMMU == VFIO_SPAPR_TCE_v2_IOMMU, "SPAPR_TCE_v2");
 
 const char *sbt_type_name(uint16_t type)
 {
@@ -64,6 +71,7 @@ const char *sbt_fd_kind_name(unsigned int kind)
 	case SBT_FD_GROUP: return "group";
 	case SBT_FD_DEVICE: return "device";
 	case SBT_FD_PATH: return "path";
+	case SBT_FD_SPAPR: return "spapr-container";
 	default: return "none";
 	}
 }
@@ -88,6 +96,13 @@ const char *sbt_vfio_cmd_name(uint32_t cmd, unsigned int fd_kind)
 		"VFIO_IOMMU_GET_INFO", "VFIO_IOMMU_MAP_DMA", "VFIO_IOMMU_UNMAP_DMA",
 		"VFIO_IOMMU_ENABLE", "VFIO_IOMMU_DISABLE", "VFIO_IOMMU_DIRTY_PAGES",
 	};
+	/* a container with the sPAPR TCE IOMMU (Power) */
+	static const char *const spapr[] = {
+		"VFIO_IOMMU_SPAPR_TCE_GET_INFO", "VFIO_IOMMU_MAP_DMA", "VFIO_IOMMU_UNMAP_DMA",
+		"VFIO_IOMMU_ENABLE", "VFIO_IOMMU_DISABLE", "VFIO_IOMMU_SPAPR_REGISTER_MEMORY",
+		"VFIO_IOMMU_SPAPR_UNREGISTER_MEMORY", "VFIO_IOMMU_SPAPR_TCE_CREATE",
+		"VFIO_IOMMU_SPAPR_TCE_REMOVE", "VFIO_EEH_PE_OP",
+	};
 	int nr = sbt_vfio_nr(cmd); /* either architecture's numbering */
 	unsigned int n;
 
@@ -96,6 +111,8 @@ const char *sbt_vfio_cmd_name(uint32_t cmd, unsigned int fd_kind)
 	n = (unsigned int)nr;
 	if (n < 12)
 		return common[n];
+	if (fd_kind == SBT_FD_SPAPR)
+		return n < 22 ? spapr[n - 12] : NULL;
 	if (n < 18)
 		return fd_kind == SBT_FD_DEVICE ? device[n - 12] : iommu[n - 12];
 	return NULL;
@@ -140,6 +157,8 @@ const char *sbt_drv_func_name(unsigned int func)
 		[SBT_DRV_PIN_PAGES] = "vfio_pin_pages_remote",
 		[SBT_DRV_UNPIN_PAGES] = "vfio_unpin_pages_remote",
 		[SBT_DRV_MSI] = "vfio_msihandler",
+		[SBT_DRV_SPAPR_IOCTL] = "tce_iommu_ioctl",
+		[SBT_DRV_SPAPR_PIN] = "mm_iommu_new",
 	};
 
 	return func < SBT_DRV_FUNC_MAX && names[func] ? names[func] : "vfio?";
@@ -150,9 +169,14 @@ const char *sbt_drv_cmd_name(const struct sbt_drv *r)
 	static const unsigned int kinds[SBT_DRV_FUNC_MAX] = {
 		[SBT_DRV_CONTAINER_IOCTL] = SBT_FD_CONTAINER, [SBT_DRV_GROUP_IOCTL] = SBT_FD_GROUP,
 		[SBT_DRV_DEVICE_IOCTL] = SBT_FD_DEVICE, [SBT_DRV_TYPE1_IOCTL] = SBT_FD_CONTAINER,
+		[SBT_DRV_SPAPR_IOCTL] = SBT_FD_SPAPR,
 	};
 
 	if (r->func >= SBT_DRV_FUNC_MAX || !kinds[r->func])
 		return NULL;
+	/* vfio's container handler passes any IOMMU's commands on: Power's
+	 * numbering says the IOMMU was sPAPR's, the only one Power has */
+	if (r->func == SBT_DRV_CONTAINER_IOCTL && (r->cmd & SBT_IOC_NONE_PPC))
+		return sbt_vfio_cmd_name(r->cmd, SBT_FD_SPAPR);
 	return sbt_vfio_cmd_name(r->cmd, kinds[r->func]);
 }

@@ -147,6 +147,37 @@ def tracer(tmp, *args, out="cap.sbt"):
             os.path.join(tmp, "mock") + "/*", *args]
 
 
+def check_ioctls_match_sim(ioctls, sim):
+    """Every ioctl the simulator made, per thread in order, with its decoded
+    arguments and result (type1's and sPAPR's)."""
+    got_io, want_io = {}, {}
+    for e in ioctls:
+        got_io.setdefault(e["tid"], []).append(e)
+    for s in sim["ioctls"]:
+        want_io.setdefault(s["tid"], []).append(s)
+    assert set(got_io) == set(want_io), f"ioctl threads differ: {sorted(got_io)} vs {sorted(want_io)}"
+    for tid, wl in want_io.items():
+        gl = got_io[tid]
+        assert len(gl) == len(wl), f"tid {tid}: {len(gl)} ioctls traced, sim made {len(wl)}"
+        for g, w in zip(gl, wl):
+            assert g["cmd"] == w["cmd"], f"tid {tid}: cmd {g['cmd']} vs {w['cmd']}"
+            assert int(g["fd"]) == w["fd"], f"{w['cmd']}: fd {g['fd']} vs {w['fd']}"
+            want_ret = -w["errno"] if w["ret"] < 0 else w["ret"]
+            assert int(g["ret"]) == want_ret, f"{w['cmd']}: ret {g['ret']} vs {want_ret}"
+            if w["cmd"] in ("VFIO_IOMMU_MAP_DMA", "VFIO_IOMMU_UNMAP_DMA"):
+                assert num(g["iova"]) == w["iova"], f"{w['cmd']}: iova {g['iova']} vs {w['iova']:#x}"
+                assert int(g["size"]) == w["size"], f"{w['cmd']}: size {g['size']} vs {w['size']}"
+                assert num(g["flags"]) == w["flags"]
+            if w["cmd"] in ("VFIO_IOMMU_MAP_DMA", "VFIO_IOMMU_SPAPR_REGISTER_MEMORY",
+                            "VFIO_IOMMU_SPAPR_UNREGISTER_MEMORY"):
+                assert num(g["vaddr"]) == w["vaddr"], f"{w['cmd']} vaddr {g['vaddr']} vs {w['vaddr']:#x}"
+            if w["cmd"].startswith("VFIO_IOMMU_SPAPR_") and w["cmd"].endswith("REGISTER_MEMORY"):
+                assert int(g["size"]) == w["size"], f"{w['cmd']}: size {g['size']} vs {w['size']}"
+            if w["cmd"] == "VFIO_DEVICE_SET_IRQS":
+                for k, sk in (("irq_index", "index"), ("start", "start"), ("count", "count")):
+                    assert int(g[k]) == w[sk], f"SET_IRQS {k} {g[k]} vs {w[sk]}"
+
+
 def check_capture_matches_sim(events, sim):
     """The heart of the tests: the capture holds exactly what the simulator did."""
     assert not sim["failed"], "the simulator workload itself failed"
@@ -177,29 +208,7 @@ def check_capture_matches_sim(events, sim):
                 assert gb == wb, f"tid {tid}: {n} bytes traced {gb} sim {wb}"
 
     # 2. every ioctl, per thread in order, with its decoded arguments and result
-    got_io, want_io = {}, {}
-    for e in ioctls:
-        got_io.setdefault(e["tid"], []).append(e)
-    for s in sim["ioctls"]:
-        want_io.setdefault(s["tid"], []).append(s)
-    assert set(got_io) == set(want_io), f"ioctl threads differ: {sorted(got_io)} vs {sorted(want_io)}"
-    for tid, wl in want_io.items():
-        gl = got_io[tid]
-        assert len(gl) == len(wl), f"tid {tid}: {len(gl)} ioctls traced, sim made {len(wl)}"
-        for g, w in zip(gl, wl):
-            assert g["cmd"] == w["cmd"], f"tid {tid}: cmd {g['cmd']} vs {w['cmd']}"
-            assert int(g["fd"]) == w["fd"], f"{w['cmd']}: fd {g['fd']} vs {w['fd']}"
-            want_ret = -w["errno"] if w["ret"] < 0 else w["ret"]
-            assert int(g["ret"]) == want_ret, f"{w['cmd']}: ret {g['ret']} vs {want_ret}"
-            if w["cmd"] in ("VFIO_IOMMU_MAP_DMA", "VFIO_IOMMU_UNMAP_DMA"):
-                assert num(g["iova"]) == w["iova"], f"{w['cmd']}: iova {g['iova']} vs {w['iova']:#x}"
-                assert int(g["size"]) == w["size"], f"{w['cmd']}: size {g['size']} vs {w['size']}"
-                assert num(g["flags"]) == w["flags"]
-            if w["cmd"] == "VFIO_IOMMU_MAP_DMA":
-                assert num(g["vaddr"]) == w["vaddr"], f"MAP_DMA vaddr {g['vaddr']} vs {w['vaddr']:#x}"
-            if w["cmd"] == "VFIO_DEVICE_SET_IRQS":
-                for k, sk in (("irq_index", "index"), ("start", "start"), ("count", "count")):
-                    assert int(g[k]) == w[sk], f"SET_IRQS {k} {g[k]} vs {w[sk]}"
+    check_ioctls_match_sim(ioctls, sim)
 
     # 3. nesting: calls pair up LIFO per thread; each ioctl sits inside the call
     #    that made it, on the same thread
@@ -764,20 +773,129 @@ def run_verbose_plan(tmp):
     assert "uprobe     -> " in r.stderr and "flex::RuntimeStream::launchH2D" in r.stderr
 
 
-def run_in_guest(tmp, cards, cmd, timeout):
-    """Run cmd in the QEMU guest (scripts/vm.sh) with that many edu cards
-    bound to vfio-pci; returns the directory its /out came back to."""
-    if not shutil.which("qemu-system-x86_64"):
-        raise Skip("qemu-system-x86_64 missing (make deps installs it)")
+def run_in_guest(tmp, cards, cmd, timeout, arch="x86_64"):
+    """Run cmd in the QEMU guest (scripts/vm.sh) of that architecture with
+    that many edu cards bound to vfio-pci; returns the directory its /out
+    came back to, and what vm.sh said."""
+    qemu = {"x86_64": "qemu-system-x86_64", "ppc64le": "qemu-system-ppc64", "s390x": "qemu-system-s390x"}[arch]
+    if not shutil.which(qemu):
+        raise Skip(f"{qemu} missing (make deps installs it)")
     out = os.path.join(tmp, "guest")
-    r = subprocess.run([os.path.join(ROOT, "scripts", "vm.sh"), "--edu", str(cards), "--out", out,
-                        "--timeout", str(timeout), "--", cmd],
-                       capture_output=True, text=True, timeout=timeout + 60)
+    env = dict(os.environ)
+    if arch != "x86_64":
+        env["SBT_BUILD"] = os.path.join(BUILD, arch)
+        if not os.path.exists(os.path.join(env["SBT_BUILD"], "spyre-bpftrace")):
+            raise Skip(f"no {arch} build in {env['SBT_BUILD']} (make ARCH={arch}; make test does it)")
+    r = subprocess.run([os.path.join(ROOT, "scripts", "vm.sh"), "--arch", arch, "--edu", str(cards),
+                        "--out", out, "--timeout", str(timeout), "--", cmd],
+                       capture_output=True, text=True, timeout=timeout + 120, env=env)
     if r.returncode and "downloading" in r.stderr and "failed" in r.stderr:
         raise Skip("the kernel package could not be downloaded: " + r.stderr.strip().splitlines()[-1])
     assert r.returncode == 0, f"guest run failed ({r.returncode}):\n{r.stderr[-2000:]}"
     assert f"devices {cards}" in r.stderr, r.stderr
     return out, r.stderr
+
+
+POWER_DRIVER_FUNCS = ("vfio_fops_unl_ioctl", "vfio_group_fops_unl_ioctl", "vfio_device_fops_unl_ioctl",
+                      "vfio_msihandler", "tce_iommu_ioctl", "mm_iommu_new")
+
+
+def run_guest_power_spapr(tmp):
+    """IBM Power: the ppc64le cross build in a pseries guest (Debian 12's 6.12
+    kernel, TCG) tracing the simulator driving an edu card through vfio-pci
+    and the sPAPR TCE IOMMU. Every ioctl with Power's numbering and its
+    arguments (the DMA window, registered memory, MAP/UNMAP), each mapping
+    in tce_iommu_ioctl and each registration's pinning, every interrupt on
+    its card, all through kprobes, the plan saying why not fentry."""
+    cmd = ("build/spyre-bpftrace -q -v --device 1234:11e8 -o /out/cap.sbt "
+           "-c 'build/spyre-sim-run --backend vfio --threads 1 --jobs 3 --bytes 8192 --json /out/sim.json' "
+           "2> /out/rec.log")
+    out, _ = run_in_guest(tmp, 1, cmd, 240, arch="ppc64le")
+    sim = json.load(open(os.path.join(out, "sim.json")))
+    log = open(os.path.join(out, "rec.log")).read()
+    assert not sim["failed"] and sim["job_failures"] == 0, sim
+    card = sim["devices"][0]
+    assert card["iommu"] == "spapr" and card["window_size"] > 0, card
+    # the plan: kprobes, fentry's refusal named, no type1 function tried
+    for fn in POWER_DRIVER_FUNCS:
+        lines = [l for l in log.splitlines() if "driver" in l and re.search(r"\b" + fn + r"\b", l)]
+        assert any("-> kprobe/kretprobe" in l for l in lines), f"{fn} not on kprobes:\n{log}"
+        assert any("fentry " + fn + ": trial fentry attach: not supported (ENOTSUPP" in l for l in lines), \
+            f"no reason given for {fn} without fentry:\n{log}"
+    assert "vfio_iommu_type1_ioctl" not in log, "type1 tried on Power, which has none"
+    events, _ = parse_dump(os.path.join(out, "cap.sbt"))
+    host = [e for e in events if e["type"] == "host"][0]
+    assert host["release"].endswith("powerpc64le"), host
+    ioctls = [e for e in events if e["type"] == "ioctl" and e["tgid"] == sim["pid"]]
+    check_ioctls_match_sim(ioctls, sim)
+    info = [e for e in ioctls if e["cmd"] == "VFIO_IOMMU_SPAPR_TCE_GET_INFO"]
+    assert len(info) == 1 and num(info[0]["window_start"]) == card["window_start"] and \
+        int(info[0]["window_size"]) == card["window_size"], info
+    assert all(e["kind"] in ("spapr-container", "group", "device") for e in ioctls), \
+        {e["kind"] for e in ioctls}
+    regs = [i for i in sim["ioctls"] if i["cmd"] == "VFIO_IOMMU_SPAPR_REGISTER_MEMORY"]
+    maps = [i for i in sim["ioctls"] if i["cmd"] == "VFIO_IOMMU_MAP_DMA"]
+    assert regs and len(regs) == len(maps) and \
+        len([i for i in sim["ioctls"] if i["cmd"] == "VFIO_IOMMU_SPAPR_UNREGISTER_MEMORY"]) == len(regs)
+    # driver level: each MAP/UNMAP/(UN)REGISTER inside tce_iommu_ioctl with
+    # its arguments and the card; each registration pinned its pages
+    drv = [e for e in events if e["type"] == "driver"]
+    mem_cmds = ("VFIO_IOMMU_MAP_DMA", "VFIO_IOMMU_UNMAP_DMA", "VFIO_IOMMU_SPAPR_REGISTER_MEMORY",
+                "VFIO_IOMMU_SPAPR_UNREGISTER_MEMORY")
+    want = [i for i in sim["ioctls"] if i["cmd"] in mem_cmds]
+    seen = sorted((e for e in drv if e["func"] == "tce_iommu_ioctl" and e.get("cmd") in mem_cmds),
+                  key=lambda e: e["ts"])
+    assert len(seen) == len(want), f"tce_iommu_ioctl saw {len(seen)} of the {len(want)} mapping commands"
+    for i, e in zip(want, seen):
+        assert e["cmd"] == i["cmd"] and e["tid"] == i["tid"] and int(e["size"]) == i["size"], (i, e)
+        assert num(e["iova"]) == i["iova"] if "iova" in e else num(e["vaddr"]) == i["vaddr"], (i, e)
+        assert e.get("bdf") == card["bdf"] and int(e["ret"]) == 0, e
+    pins = [e for e in drv if e["func"] == "mm_iommu_new"]
+    assert sorted((num(e["vaddr"]), int(e["pages"])) for e in pins) == \
+        sorted((r["vaddr"], r["size"] // 4096) for r in regs), f"pinning {pins} for {regs}"
+    assert all(e["level"] == "2" for e in pins), "mm_iommu_new not inside tce_iommu_ioctl"
+    # vfio's container handler names Power's commands as sPAPR's
+    assert any(e["func"] == "vfio_fops_unl_ioctl" and e.get("cmd") == "VFIO_IOMMU_SPAPR_REGISTER_MEMORY"
+               for e in drv)
+    msi = [e for e in drv if e["func"] == "vfio_msihandler"]
+    assert len(msi) == card["irqs"] and all(e.get("bdf") == card["bdf"] for e in msi), (len(msi), card)
+    names = {int(e["irq"]): e["name"] for e in events if e["type"] == "irq_info"}
+    irqs = [e for e in events if e["type"] == "irq" and names.get(int(e["irq"]), "").endswith(f"({card['bdf']})")]
+    assert len(irqs) == card["irqs"] == card["h2d"] + card["compute"] + card["d2h"], (len(irqs), card)
+    assert [e for e in events if e["type"] == "end"][0]["lost"] == "0"
+
+
+def run_guest_z_big_endian(tmp):
+    """IBM Z: the s390x cross build (big-endian BPF objects, opened from the
+    skeleton of their little-endian twin) in an s390-ccw-virtio guest
+    (Debian 12's 6.12 kernel, no BPF JIT), recording the simulator; its
+    big-endian capture, converted and dumped on this x86 host, gives what
+    the guest itself gave."""
+    cmd = ("build/spyre-bpftrace -q -v --driver-probes kprobe -o /out/cap.sbt --vfio-path '/tmp/m/*' "
+           "-c 'build/spyre-sim-run --threads 2 --jobs 4 --mock-dir /tmp/m --json /out/sim.json' "
+           "2> /out/rec.log && build/spyre-bpftrace dump /out/cap.sbt > /out/dump.txt && "
+           "build/spyre-bpftrace convert -o /out/guest.json /out/cap.sbt && "
+           "build/spyre-bpftrace convert -o /out/guest.pftrace /out/cap.sbt")
+    out, _ = run_in_guest(tmp, 0, cmd, 240, arch="s390x")
+    sim = json.load(open(os.path.join(out, "sim.json")))
+    log = open(os.path.join(out, "rec.log")).read()
+    cap = os.path.join(out, "cap.sbt")
+    with open(cap, "rb") as f:
+        head = f.read(12)
+    assert head[8:12] == b"\0\0\0\x01", f"not a big-endian capture: {head!r}"
+    assert "vfio_iommu_type1_ioctl (type1" in log and "tce_iommu_ioctl" not in log, log
+    events, _ = parse_dump(cap)
+    assert [e for e in events if e["type"] == "host"][0]["release"].endswith("s390x")
+    ioctls = [e for e in events if e["type"] == "ioctl" and e["tgid"] == sim["pid"]]
+    assert ioctls, "no ioctl recorded on s390x"
+    check_ioctls_match_sim(ioctls, sim)
+    dump = subprocess.run([TOOL, "dump", cap], capture_output=True, text=True, check=True).stdout
+    assert dump == open(os.path.join(out, "dump.txt")).read(), "dump differs between the guest and this host"
+    for ext in ("json", "pftrace"):
+        here = os.path.join(tmp, "host." + ext)
+        subprocess.run([TOOL, "convert", "-o", here, cap], check=True, capture_output=True)
+        assert open(here, "rb").read() == open(os.path.join(out, "guest." + ext), "rb").read(), \
+            f"the {ext} trace differs between the guest and this host"
 
 
 def run_guest_kernel(tmp):
@@ -2108,6 +2226,8 @@ TESTS = [
     ("merge_pytorch_real_fixture", run_merge_pytorch),
     ("merge_refuses_unalignable", run_merge_refuses_unalignable),
     ("merge_hosts_and_our_json", run_merge_hosts_and_our_json),
+    ("guest_power_spapr", run_guest_power_spapr),
+    ("guest_z_big_endian", run_guest_z_big_endian),
     ("daemon_prometheus_matches_sim", run_daemon_prometheus),
     ("daemon_window_and_snapshot", run_daemon_window),
     ("daemon_sampling_and_triggers", run_daemon_sampling_triggers),

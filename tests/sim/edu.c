@@ -38,17 +38,43 @@
 
 static void wr32(struct edu *e, unsigned int off, uint32_t v)
 {
-	*(volatile uint32_t *)(e->bar0 + off) = v;
+	*(volatile uint32_t *)(e->bar0 + off) = e->swap ? __builtin_bswap32(v) : v;
 }
 
 static uint32_t rd32(struct edu *e, unsigned int off)
 {
-	return *(volatile uint32_t *)(e->bar0 + off);
+	uint32_t v = *(volatile uint32_t *)(e->bar0 + off);
+
+	return e->swap ? __builtin_bswap32(v) : v;
 }
 
 static void wr64(struct edu *e, unsigned int off, uint64_t v)
 {
-	*(volatile uint64_t *)(e->bar0 + off) = v;
+	*(volatile uint64_t *)(e->bar0 + off) = e->swap ? __builtin_bswap64(v) : v;
+}
+
+/* The container's IOMMU: type1v2 where the kernel has it (x86, Z), else
+ * sPAPR TCE v2 (Power) with its default 32-bit DMA window. */
+static int set_iommu_of(struct edu *e, int container, vfio_call call)
+{
+	struct vfio_iommu_spapr_tce_info info = { .argsz = sizeof(info) };
+
+	if (call(container, VFIO_CHECK_EXTENSION, "VFIO_CHECK_EXTENSION",
+		 (void *)(uintptr_t)VFIO_TYPE1v2_IOMMU, NULL) > 0)
+		return call(container, VFIO_SET_IOMMU, "VFIO_SET_IOMMU",
+			    (void *)(uintptr_t)VFIO_TYPE1v2_IOMMU, NULL) ? -errno : 0;
+	if (call(container, VFIO_CHECK_EXTENSION, "VFIO_CHECK_EXTENSION",
+		 (void *)(uintptr_t)VFIO_SPAPR_TCE_v2_IOMMU, NULL) <= 0)
+		return -ENOTSUP;
+	if (call(container, VFIO_SET_IOMMU, "VFIO_SET_IOMMU",
+		 (void *)(uintptr_t)VFIO_SPAPR_TCE_v2_IOMMU, NULL) ||
+	    call(container, VFIO_IOMMU_SPAPR_TCE_GET_INFO, "VFIO_IOMMU_SPAPR_TCE_GET_INFO", &info,
+		 NULL))
+		return -errno;
+	e->spapr = true;
+	e->window_start = info.dma32_window_start;
+	e->window_size = info.dma32_window_size;
+	return 0;
 }
 
 static int group_of(const char *bdf)
@@ -141,9 +167,12 @@ int edu_open(struct edu *e, int container, bool set_iommu, const char *bdf, vfio
 		return -EBUSY;
 	if (call(e->group, VFIO_GROUP_SET_CONTAINER, "VFIO_GROUP_SET_CONTAINER", &container, NULL))
 		return -errno;
-	if (set_iommu && call(container, VFIO_SET_IOMMU, "VFIO_SET_IOMMU",
-			      (void *)(uintptr_t)VFIO_TYPE1v2_IOMMU, NULL))
-		return -errno;
+	if (set_iommu) {
+		int err = set_iommu_of(e, container, call);
+
+		if (err)
+			return err;
+	}
 	e->device = call(e->group, VFIO_GROUP_GET_DEVICE_FD, "VFIO_GROUP_GET_DEVICE_FD",
 			 (void *)bdf, NULL);
 	if (e->device < 0)
@@ -175,7 +204,10 @@ int edu_open(struct edu *e, int container, bool set_iommu, const char *bdf, vfio
 	irq.fd = e->msi;
 	if (call(e->device, VFIO_DEVICE_SET_IRQS, "VFIO_DEVICE_SET_IRQS", &irq, NULL))
 		return -errno;
-	if ((rd32(e, 0) & 0xff) != 0xed) /* identification register */
+	/* the identification register, 0x010000ed, tells the byte order */
+	if ((rd32(e, 0) & 0xff) != 0xed)
+		e->swap = true;
+	if ((rd32(e, 0) & 0xff) != 0xed)
 		return -ENODEV;
 	return 0;
 }

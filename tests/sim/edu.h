@@ -16,6 +16,13 @@ struct edu {
 	uint8_t *bar0;
 	uint64_t bar0_size;
 	unsigned long irqs;
+	/* registers read back byte-swapped: QEMU gives edu its target's
+	 * native order, big-endian on ppc64 even for a little-endian guest */
+	bool swap;
+	/* the container's IOMMU is sPAPR TCE (Power): memory is registered
+	 * before it is mapped, into the DMA window GET_INFO gives */
+	bool spapr;
+	uint64_t window_start, window_size;
 };
 
 /* The device's own DMA buffer is 4096 bytes, but QEMU's edu model takes a
@@ -27,7 +34,8 @@ struct edu {
 /* PCI addresses of edu devices bound to vfio-pci; returns how many. */
 int edu_find(char (*bdfs)[16], int max);
 /* Attach the device's group to the container (the first one also sets the
- * type1 IOMMU), get its fd, map BAR0, enable bus mastering and MSI. */
+ * IOMMU: type1v2, or sPAPR TCE v2 where that is what the kernel has), get
+ * its fd, map BAR0, enable bus mastering and MSI. */
 int edu_open(struct edu *e, int container, bool set_iommu, const char *bdf, vfio_call call);
 int edu_copy_in(struct edu *e, uint64_t iova, uint64_t count);
 int edu_copy_out(struct edu *e, uint64_t iova, uint64_t count);

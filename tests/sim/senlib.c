@@ -460,6 +460,59 @@ static int mapping_container(struct ioctl_log *a)
 	return d->container;
 }
 
+/* sPAPR TCE (Power): memory is registered with the container (its pages
+ * pinned) before it is mapped, and unregistered after the unmap. */
+static int spapr_register(int container, unsigned long cmd, const char *name, void *vaddr,
+			  unsigned long size, struct ioctl_log *a)
+{
+	struct vfio_iommu_spapr_register_memory r = {
+		.argsz = sizeof(r), .vaddr = (uintptr_t)vaddr, .size = size,
+	};
+	struct ioctl_log l = { .vaddr = r.vaddr, .size = size, .card = a->card };
+
+	return vfio_ioctl(container, cmd, name, &r, &l);
+}
+
+static bool spapr_iommu(void)
+{
+	return S.vfio && S.devs[0].edu.spapr;
+}
+
+/* What was registered at an iova, for the unregister after its unmap. */
+static struct {
+	pthread_mutex_t lock;
+	struct {
+		unsigned long iova;
+		void *vaddr;
+	} at[4096];
+} registered = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void remember_vaddr(unsigned long iova, void *vaddr)
+{
+	pthread_mutex_lock(&registered.lock);
+	for (int i = 0; i < 4096; i++)
+		if (!registered.at[i].vaddr) {
+			registered.at[i].iova = iova;
+			registered.at[i].vaddr = vaddr;
+			break;
+		}
+	pthread_mutex_unlock(&registered.lock);
+}
+
+static void *forget_vaddr(unsigned long iova)
+{
+	void *v = NULL;
+
+	pthread_mutex_lock(&registered.lock);
+	for (int i = 0; i < 4096 && !v; i++)
+		if (registered.at[i].vaddr && registered.at[i].iova == iova) {
+			v = registered.at[i].vaddr;
+			registered.at[i].vaddr = NULL;
+		}
+	pthread_mutex_unlock(&registered.lock);
+	return v;
+}
+
 __attribute__((noinline)) int senlib_map(struct senlib_mapper *self, void *vaddr,
 					 unsigned long size, unsigned long iova)
 {
@@ -472,10 +525,19 @@ __attribute__((noinline)) int senlib_map(struct senlib_mapper *self, void *vaddr
 	};
 	struct ioctl_log a = { .vaddr = m.vaddr, .iova = iova, .size = size,
 			       .flags = m.flags };
+	int container, ret;
 
 	(void)self;
 	sim_count_call("senlib::PfIommuMapper::Map", size);
-	return vfio_ioctl(mapping_container(&a), VFIO_IOMMU_MAP_DMA, "VFIO_IOMMU_MAP_DMA", &m, &a);
+	container = mapping_container(&a);
+	if (spapr_iommu()) {
+		ret = spapr_register(container, VFIO_IOMMU_SPAPR_REGISTER_MEMORY,
+				     "VFIO_IOMMU_SPAPR_REGISTER_MEMORY", vaddr, size, &a);
+		if (ret)
+			return ret;
+		remember_vaddr(iova, vaddr);
+	}
+	return vfio_ioctl(container, VFIO_IOMMU_MAP_DMA, "VFIO_IOMMU_MAP_DMA", &m, &a);
 }
 
 __attribute__((noinline)) int senlib_unmap(struct senlib_mapper *self,
@@ -485,11 +547,20 @@ __attribute__((noinline)) int senlib_unmap(struct senlib_mapper *self,
 		.argsz = sizeof(u), .iova = iova, .size = size,
 	};
 	struct ioctl_log a = { .iova = iova, .size = size };
+	int container, ret;
 
 	(void)self;
 	sim_count_call("senlib::PfIommuMapper::Unmap", size);
-	return vfio_ioctl(mapping_container(&a), VFIO_IOMMU_UNMAP_DMA, "VFIO_IOMMU_UNMAP_DMA", &u,
-			  &a);
+	container = mapping_container(&a);
+	ret = vfio_ioctl(container, VFIO_IOMMU_UNMAP_DMA, "VFIO_IOMMU_UNMAP_DMA", &u, &a);
+	if (spapr_iommu() && ret >= 0) {
+		void *vaddr = forget_vaddr(iova);
+
+		if (vaddr)
+			ret = spapr_register(container, VFIO_IOMMU_SPAPR_UNREGISTER_MEMORY,
+					     "VFIO_IOMMU_SPAPR_UNREGISTER_MEMORY", vaddr, size, &a);
+	}
+	return ret;
 }
 
 unsigned int sim_ioctl_count(void)
@@ -513,9 +584,12 @@ void sim_write_json(FILE *out, const char *extra)
 			done[e] += d->jobs[e];
 		failures += d->failures;
 		fprintf(out, "%s\n    {\"bdf\": \"%s\", \"h2d\": %lu, \"compute\": %lu, "
-			"\"d2h\": %lu, \"irqs\": %lu, \"failures\": %lu}", i ? "," : "",
-			S.vfio ? d->edu.bdf : "mock", d->jobs[0], d->jobs[1], d->jobs[2], d->edu.irqs,
-			d->failures);
+			"\"d2h\": %lu, \"irqs\": %lu, \"failures\": %lu, \"iommu\": \"%s\", "
+			"\"window_start\": %llu, \"window_size\": %llu, \"swapped_regs\": %s}",
+			i ? "," : "", S.vfio ? d->edu.bdf : "mock", d->jobs[0], d->jobs[1], d->jobs[2],
+			d->edu.irqs, d->failures, !S.vfio ? "none" : spapr_iommu() ? "spapr" : "type1",
+			(unsigned long long)S.devs[0].edu.window_start,
+			(unsigned long long)S.devs[0].edu.window_size, d->edu.swap ? "true" : "false");
 	}
 	fprintf(out, "\n  ],\n  \"job_failures\": %lu,\n", failures);
 	fprintf(out, "  \"jobs_done\": {\"h2d\": %lu, \"compute\": %lu, \"d2h\": %lu},\n",

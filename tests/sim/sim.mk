@@ -1,8 +1,9 @@
 # The Spyre simulator: libsenlib.so, libflex.so and the spyre-sim-run workload.
 SIM_CFLAGS := -O2 -g -std=gnu11 $(WARN) -D_GNU_SOURCE -fPIC -Itests/sim
 
+# (the C++ stand-in is not cross-built: the guests have no C++ runtime)
 sim: $(OUT)/sim/libsenlib.so $(OUT)/sim/libflex.so $(OUT)/spyre-sim-run \
-     $(OUT)/sim/libspyre_simrun.so $(OUT)/spyre-sim-dlopen $(OUT)/spyre-sim-throw
+     $(OUT)/sim/libspyre_simrun.so $(OUT)/spyre-sim-dlopen $(if $(CROSS),,$(OUT)/spyre-sim-throw)
 
 $(OUT)/sim/libsenlib.so: tests/sim/senlib.c tests/sim/edu.c tests/sim/sim.h tests/sim/edu.h | $(OUT)/sim
 	$(call msg,CC,$@)

@@ -17,6 +17,7 @@
 
 #include "byteorder.h"
 #include "capture.h"
+#include "fleet.h"
 #include "names.h"
 #include "output.h"
 #include "synth.h"
@@ -255,6 +256,18 @@ static void test_fields_of_a_foreign_capture(void **state)
 	FOREIGN(b, struct sbt_ioctl, u.irqs.start, 1);
 	FOREIGN(b, struct sbt_ioctl, u.irqs.count, 4);
 	off += sbt_record_len(&(struct sbt_hdr){ .size = sizeof(struct sbt_ioctl) - sizeof(struct sbt_hdr) });
+	b = buf + off; /* sPAPR TCE_CREATE (Power) */
+	HDR_FOREIGN(b, struct sbt_ioctl, SBT_IOCTL, 5);
+	FOREIGN(b, struct sbt_ioctl, cmd, 0x20003b77);
+	FOREIGN(b, struct sbt_ioctl, fd_kind, SBT_FD_SPAPR);
+	FOREIGN(b, struct sbt_ioctl, decoded, SBT_DEC_SPAPR_CREATE);
+	FOREIGN(b, struct sbt_ioctl, u.window.start, 0x800000000000000ull);
+	FOREIGN(b, struct sbt_ioctl, u.window.size, 1ull << 40);
+	FOREIGN(b, struct sbt_ioctl, u.window.page_shift, 16);
+	FOREIGN(b, struct sbt_ioctl, u.window.levels, 2);
+	FOREIGN(b, struct sbt_ioctl, u.window.flags, 0);
+	FOREIGN(b, struct sbt_ioctl, u.window.argsz, 40);
+	off += sbt_record_len(&(struct sbt_hdr){ .size = sizeof(struct sbt_ioctl) - sizeof(struct sbt_hdr) });
 	b = buf + off;
 	HDR_FOREIGN(b, struct sbt_drv, SBT_DRV, 3);
 	FOREIGN(b, struct sbt_drv, start_ts, 2);
@@ -307,6 +320,17 @@ static void test_fields_of_a_foreign_capture(void **state)
 	assert_int_equal(io->u.irqs.start, 1);
 	assert_int_equal(io->u.irqs.count, 4);
 	assert_int_equal(capture_next(&r, &h), CAPTURE_OK);
+	io = (const void *)h;
+	assert_int_equal(io->cmd, 0x20003b77);
+	assert_int_equal(io->fd_kind, SBT_FD_SPAPR);
+	assert_int_equal(io->decoded, SBT_DEC_SPAPR_CREATE);
+	assert_int_equal(io->u.window.start, 0x800000000000000ull);
+	assert_int_equal(io->u.window.size, 1ull << 40);
+	assert_int_equal(io->u.window.page_shift, 16);
+	assert_int_equal(io->u.window.levels, 2);
+	assert_int_equal(io->u.window.argsz, 40);
+	assert_string_equal(sbt_vfio_cmd_name(io->cmd, io->fd_kind), "VFIO_IOMMU_SPAPR_TCE_CREATE");
+	assert_int_equal(capture_next(&r, &h), CAPTURE_OK);
 	drv = (const void *)h;
 	assert_int_equal(drv->ret, -1);
 	assert_int_equal(drv->args[2], 0xabcdef);
@@ -354,6 +378,17 @@ static void test_ioctl_numbers_per_arch(void **state)
 	assert_null(sbt_vfio_cmd_name(0x40083b71, SBT_FD_CONTAINER));
 	assert_null(sbt_vfio_cmd_name(0x80003b71, SBT_FD_CONTAINER));
 	assert_int_equal(sbt_fleet_op(0x40083b71, SBT_FD_CONTAINER), SBT_FLEET_OPS - 1);
+	/* the daemon's slots: an sPAPR container's 17..21 apart from a device's
+	 * 12..17 and type1's 17, and named back the same */
+	assert_int_equal(sbt_fleet_op(0x20003b71, SBT_FD_SPAPR), 13);
+	assert_int_equal(sbt_fleet_op(0x20003b75, SBT_FD_SPAPR), 24);
+	assert_int_equal(sbt_fleet_op(0x20003b79, SBT_FD_SPAPR), 28);
+	assert_int_equal(sbt_fleet_op(0x3b75, SBT_FD_CONTAINER), 17);
+	assert_int_equal(sbt_fleet_op(0x3b75, SBT_FD_DEVICE), 23);
+	assert_string_equal(fleet_op_name(24), "VFIO_IOMMU_SPAPR_REGISTER_MEMORY");
+	assert_string_equal(fleet_op_name(28), "VFIO_EEH_PE_OP");
+	assert_string_equal(fleet_op_name(23), "VFIO_DEVICE_FEATURE");
+	assert_string_equal(fleet_op_name(29), "other");
 }
 
 int main(void)

@@ -106,6 +106,26 @@ static void ioctls_decode_by_fd_kind(void **state)
 	r.decoded = SBT_DEC_FAULT;
 	assert_non_null(strstr(fmt(&r.h, &m), "cmd=0x5401"));
 	assert_non_null(strstr(line, "arg_fault=1"));
+	/* a container with the sPAPR TCE IOMMU (Power): 17..21 are sPAPR's */
+	r.fd_kind = SBT_FD_SPAPR;
+	r.cmd = 0x20003b75;
+	r.decoded = SBT_DEC_SPAPR_REGISTER;
+	r.u.dma.vaddr = 0x7fff00000000;
+	r.u.dma.size = 1 << 20;
+	assert_non_null(strstr(fmt(&r.h, &m), "kind=spapr-container cmd=VFIO_IOMMU_SPAPR_REGISTER_MEMORY"));
+	assert_non_null(strstr(line, "vaddr=0x7fff00000000 size=1048576"));
+	r.cmd = 0x20003b70;
+	r.decoded = SBT_DEC_SPAPR_INFO;
+	r.u.window.start = 0;
+	r.u.window.size = 1 << 30;
+	assert_non_null(strstr(fmt(&r.h, &m), "cmd=VFIO_IOMMU_SPAPR_TCE_GET_INFO"));
+	assert_non_null(strstr(line, "window_start=0x0 window_size=1073741824"));
+	r.cmd = 0x3b78;
+	r.decoded = SBT_DEC_SPAPR_REMOVE;
+	r.u.window.start = 0x800000000000000;
+	assert_non_null(strstr(fmt(&r.h, &m), "cmd=VFIO_IOMMU_SPAPR_TCE_REMOVE"));
+	assert_non_null(strstr(line, "window_start=0x800000000000000"));
+	assert_null(strstr(line, "window_size"));
 	meta_free(&m);
 }
 
@@ -118,6 +138,15 @@ static void vfio_names(void **state)
 	assert_string_equal(sbt_vfio_cmd_name(0x3b72, SBT_FD_PATH), "VFIO_IOMMU_UNMAP_DMA");
 	assert_string_equal(sbt_vfio_cmd_name(0x3b75, SBT_FD_DEVICE), "VFIO_DEVICE_FEATURE");
 	assert_null(sbt_vfio_cmd_name(0x3b76, 0));
+	/* the same numbers on type1 and sPAPR containers */
+	assert_string_equal(sbt_vfio_cmd_name(0x3b75, SBT_FD_CONTAINER), "VFIO_IOMMU_DIRTY_PAGES");
+	assert_string_equal(sbt_vfio_cmd_name(0x3b75, SBT_FD_SPAPR), "VFIO_IOMMU_SPAPR_REGISTER_MEMORY");
+	assert_string_equal(sbt_vfio_cmd_name(0x3b76, SBT_FD_SPAPR), "VFIO_IOMMU_SPAPR_UNREGISTER_MEMORY");
+	assert_string_equal(sbt_vfio_cmd_name(0x3b79, SBT_FD_SPAPR), "VFIO_EEH_PE_OP");
+	assert_string_equal(sbt_vfio_cmd_name(0x3b70, SBT_FD_SPAPR), "VFIO_IOMMU_SPAPR_TCE_GET_INFO");
+	assert_string_equal(sbt_vfio_cmd_name(0x3b71, SBT_FD_SPAPR), "VFIO_IOMMU_MAP_DMA");
+	assert_null(sbt_vfio_cmd_name(0x3b7a, SBT_FD_SPAPR));
+	assert_null(sbt_vfio_cmd_name(0x3b76, SBT_FD_CONTAINER));
 	assert_null(sbt_vfio_cmd_name(0x3b00, 0));
 	assert_null(sbt_vfio_cmd_name(0x13b64, 0));
 	assert_string_equal(sbt_errno_name(25), "ENOTTY");
