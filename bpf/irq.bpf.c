@@ -20,6 +20,14 @@ struct {
 
 const volatile bool match_vfio_names = true;
 
+/* interrupts already named in the capture */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, __u8);
+} irq_named SEC(".maps");
+
 #define IRQ_NAME_LEN 32
 
 /* vfio-pci names its vectors vfio-msi[N](BDF), vfio-msix[N](BDF),
@@ -38,6 +46,29 @@ static __always_inline __u32 vfio_handler_bdf(struct irqaction *action)
 		if (name[i] == '(')
 			return sbt_parse_bdf(&name[i + 1]);
 	return SBT_BDF_NONE;
+}
+
+/* The handler's name, the first time this interrupt is recorded: read
+ * here, not later from /proc/interrupts, where a vector the traced
+ * process has already freed is gone (slow machines, busy tracers). */
+static __always_inline void name_irq_once(int irq, struct irqaction *action, __u64 ts)
+{
+	__u32 key = (__u32)irq;
+	__u8 one = 1;
+	struct sbt_meta_irq *m;
+
+	if (bpf_map_lookup_elem(&irq_named, &key))
+		return;
+	m = sbt_reserve(sizeof(*m), SBT_META_IRQ);
+	if (!m)
+		return;
+	m->h.ts = ts; /* before the interrupt's own record */
+	m->irq = key;
+	m->pad = 0;
+	if (bpf_probe_read_kernel_str(m->name, sizeof(m->name), BPF_CORE_READ(action, name)) < 0)
+		m->name[0] = 0;
+	sbt_submit(m);
+	bpf_map_update_elem(&irq_named, &key, &one, BPF_ANY);
 }
 
 /* Raw tracepoints, not perf tracepoints: a perf tracepoint's program is
@@ -84,6 +115,7 @@ int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 		if (!fleet_record)
 			return 0;
 	}
+	name_irq_once(irq, action, s->ts);
 	r = sbt_reserve(sizeof(*r), SBT_IRQ);
 	if (!r)
 		return 0;

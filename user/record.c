@@ -187,6 +187,14 @@ static int on_record(void *ctx, void *data, size_t size)
 	/* metadata first, so the correlation has it for this very record */
 	if (h->type == SBT_IRQ)
 		name_irq(r, ((struct sbt_irq *)h)->irq);
+	if (h->type == SBT_META_IRQ) { /* named in BPF: once is enough */
+		uint32_t irq = ((struct sbt_meta_irq *)h)->irq;
+
+		if (irq < METAW_MAX_IRQ && r->mw.irq_named[irq])
+			return 0;
+		if (irq < METAW_MAX_IRQ)
+			r->mw.irq_named[irq] = true;
+	}
 	if (h->type == SBT_IOCTL && ((struct sbt_ioctl *)h)->fd_kind == SBT_FD_GROUP)
 		metaw_group_fd(&r->mw, (pid_t)h->tgid, ((struct sbt_ioctl *)h)->fd);
 	if (reorder_add(&r->held, h))
