@@ -169,13 +169,18 @@ done
 export LD_LIBRARY_PATH=$(ls -d /lib/*-linux-gnu 2>/dev/null | head -1)
 n=0
 for d in /sys/bus/pci/devices/*; do
-	[ "$(cat $d/vendor):$(cat $d/device)" = "0x1234:0x11e8" ] || continue
+	# edu, or on Z the virtio-rng stand-in card
+	case "$(cat $d/vendor):$(cat $d/device)" in
+	0x1234:0x11e8 | 0x1af4:0x1044) ;;
+	*) continue ;;
+	esac
 	echo vfio-pci > $d/driver_override
+	[ -e $d/driver ] && echo ${d##*/} > $d/driver/unbind
 	echo ${d##*/} > /sys/bus/pci/drivers_probe
 	[ -e $d/iommu_group ] || { say "STEP binding ${d##*/} FAILED: no IOMMU group"; poweroff -f; }
 	g=$(basename $(readlink $d/iommu_group))
 	[ -e /dev/vfio/$g ] || { say "STEP binding ${d##*/} FAILED: no /dev/vfio/$g"; poweroff -f; }
-	say "edu ${d##*/} bound to vfio-pci, group $g"
+	say "card ${d##*/} bound to vfio-pci, group $g"
 	n=$((n + 1))
 done
 say "devices $n"
@@ -204,11 +209,18 @@ ppc64le) # the cap-* settings: what TCG cannot emulate of the Spectre mitigation
 	extra="" ;;
 s390x)
 	machine=(-machine s390-ccw-virtio -cpu max -smp 1 -nic none)
-	extra=""
-	[ "$EDU" -eq 0 ] || fail "starting the guest" "QEMU has no edu device on s390x; hint: --edu 0" ;;
+	extra="" ;;
 esac
-for _ in $(seq "$EDU"); do devices+=(-device edu); done
-step "booting $release ($ARCH) with $EDU edu device(s) (timeout ${TIMEOUT}s)"
+for i in $(seq "$EDU"); do
+	if [ "$ARCH" = s390x ]; then
+		# no edu on Z: a modern virtio-rng whose DMA goes through the zPCI IOMMU
+		devices+=(-device "zpci,uid=$i,fid=$i,target=card$i"
+			  -device "virtio-rng-pci,id=card$i,disable-legacy=on,iommu_platform=on")
+	else
+		devices+=(-device edu)
+	fi
+done
+step "booting $release ($ARCH) with $EDU card(s) (timeout ${TIMEOUT}s)"
 set +e
 timeout --foreground -k 5 "$TIMEOUT" "$qemu" "${machine[@]}" -accel tcg -m 1024 "${devices[@]}" \
 	-kernel "$kernel" -initrd "$work/initrd" \
@@ -222,7 +234,7 @@ if grep -q "SBT-VM: STEP" "$work/console"; then
 fi
 grep -a -q "SBT-VM: END-OUT" "$work/console" ||
 	{ tail -30 "$work/console" >&2; fail "running the guest" "it stopped before returning results (qemu exit $rc)"; }
-grep -a "SBT-VM: edu\|SBT-VM: devices" "$work/console" | sed 's/^.*SBT-VM: /vm: guest: /' >&2
+grep -a "SBT-VM: card\|SBT-VM: devices" "$work/console" | sed 's/^.*SBT-VM: /vm: guest: /' >&2
 
 # 4. results back on the host
 rm -rf "$OUT" && mkdir -p "$OUT"

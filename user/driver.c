@@ -100,7 +100,11 @@ static int trial_fentry(int id, int btf_fd, char *why, size_t len)
 			close(link_fd);
 		close(prog_fd);
 	}
-	if (err == -524) /* the kernel's ENOTSUPP, which libc does not name */
+	if (err == -ENOMEM && prog_fd < 0 && access("/proc/sys/net/core/bpf_jit_enable", F_OK))
+		/* a trampoline is JIT code: without a JIT there is none to make */
+		snprintf(why, len, "trial fentry load: no BPF JIT in this kernel (ENOMEM; fentry "
+			 "needs the JIT)");
+	else if (err == -524) /* the kernel's ENOTSUPP, which libc does not name */
 		snprintf(why, len, "trial fentry %s: not supported (ENOTSUPP: no BPF trampoline "
 			 "on this kernel and architecture)", prog_fd < 0 ? "load" : "attach");
 	else if (err)

@@ -30,8 +30,17 @@ static int vaddr_to_offset(Elf *elf, uint64_t vaddr, uint64_t *off)
 	return -1;
 }
 
-static int walk_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, int machine, elf_sym_cb cb,
-		       void *ctx)
+/* ppc64 ELFv2: how far past a function's global entry its local entry is
+ * (st_other's top three bits; 0 and 1 mean none). */
+static uint64_t ppc64_local_entry(unsigned char st_other)
+{
+	unsigned int v = (st_other >> 5) & 7;
+
+	return v >= 2 && v <= 6 ? ((1u << v) >> 2) << 2 : 0;
+}
+
+static int walk_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, int machine, bool big_endian,
+		       elf_sym_cb cb, void *ctx)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0, filesize = 0;
@@ -52,8 +61,17 @@ static int walk_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, int machine, elf_s
 		name = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (!name || !*name || vaddr_to_offset(elf, sym.st_value, &off))
 			continue;
-		struct elf_func f = { name, off, sym.st_size, NULL, machine };
+		struct elf_func f = { name, off, sym.st_size, NULL, machine, big_endian };
 
+		if (machine == EM_PPC64) {
+			uint64_t local = ppc64_local_entry(sym.st_other);
+
+			if (local >= f.size && f.size)
+				continue;
+			f.offset += local;
+			f.size -= f.size ? local : 0;
+			off = f.offset;
+		}
 		if (raw && off < filesize && sym.st_size <= filesize - off)
 			f.code = raw + off;
 		if (cb(&f, ctx))
@@ -98,7 +116,8 @@ int elf_for_each_function(const char *path, elf_sym_cb cb, void *ctx, char *err,
 		if (!gelf_getshdr(scn, &sh) ||
 		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
 			continue;
-		if (walk_symtab(elf, scn, &sh, eh.e_machine, cb, ctx))
+		if (walk_symtab(elf, scn, &sh, eh.e_machine, eh.e_ident[EI_DATA] == ELFDATA2MSB, cb,
+				ctx))
 			break;
 	}
 out:

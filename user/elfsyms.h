@@ -3,16 +3,21 @@
 #ifndef SBT_ELFSYMS_H
 #define SBT_ELFSYMS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* A defined function symbol. */
 struct elf_func {
 	const char *name; /* as in the file (mangled) */
-	uint64_t offset; /* file offset of its first byte: where a uprobe goes */
+	/* file offset of its first byte: where a uprobe goes. On ppc64's ELFv2
+	 * the local entry, past the TOC set-up: calls from the same library
+	 * enter there, calls through the PLT run into it. */
+	uint64_t offset;
 	uint64_t size; /* st_size, 0 when the symbol does not say */
 	const uint8_t *code; /* its bytes, or NULL when not all in the file */
 	int machine; /* the file's e_machine (EM_X86_64, EM_PPC64, EM_S390) */
+	bool big_endian; /* the file's byte order */
 };
 
 /* Return non-zero to stop the walk. */

@@ -8,6 +8,7 @@
  * raises an interrupt when done.
  */
 #include <dirent.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/vfio.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "edu.h"
+#include "virtio.h"
 
 #define EDU_FACT 0x08
 #define EDU_STATUS 0x20
@@ -53,6 +55,34 @@ static void wr64(struct edu *e, unsigned int off, uint64_t v)
 	*(volatile uint64_t *)(e->bar0 + off) = e->swap ? __builtin_bswap64(v) : v;
 }
 
+/* Where a type1 IOMMU maps: the first range of GET_INFO's IOVA range
+ * capability (zPCI's starts at 4 GiB: a MAP_DMA below fails). */
+static int iova_range(struct edu *e, int container, vfio_call call)
+{
+	uint64_t buf[512] = { 0 };
+	struct vfio_iommu_type1_info *info = (void *)buf;
+	uint32_t at;
+
+	info->argsz = sizeof(buf);
+	if (call(container, VFIO_IOMMU_GET_INFO, "VFIO_IOMMU_GET_INFO", info, NULL))
+		return -errno;
+	if (!(info->flags & VFIO_IOMMU_INFO_CAPS))
+		return 0;
+	for (at = info->cap_offset; at && at + 16 <= sizeof(buf);) {
+		struct vfio_info_cap_header *h = (void *)((char *)buf + at);
+
+		if (h->id == VFIO_IOMMU_TYPE1_INFO_CAP_IOVA_RANGE) {
+			struct vfio_iommu_type1_info_cap_iova_range *r = (void *)h;
+
+			if (r->nr_iovas && at + sizeof(*r) + sizeof(r->iova_ranges[0]) <= sizeof(buf))
+				e->iova_start = r->iova_ranges[0].start;
+			break;
+		}
+		at = h->next;
+	}
+	return 0;
+}
+
 /* The container's IOMMU: type1v2 where the kernel has it (x86, Z), else
  * sPAPR TCE v2 (Power) with its default 32-bit DMA window. */
 static int set_iommu_of(struct edu *e, int container, vfio_call call)
@@ -60,9 +90,12 @@ static int set_iommu_of(struct edu *e, int container, vfio_call call)
 	struct vfio_iommu_spapr_tce_info info = { .argsz = sizeof(info) };
 
 	if (call(container, VFIO_CHECK_EXTENSION, "VFIO_CHECK_EXTENSION",
-		 (void *)(uintptr_t)VFIO_TYPE1v2_IOMMU, NULL) > 0)
-		return call(container, VFIO_SET_IOMMU, "VFIO_SET_IOMMU",
-			    (void *)(uintptr_t)VFIO_TYPE1v2_IOMMU, NULL) ? -errno : 0;
+		 (void *)(uintptr_t)VFIO_TYPE1v2_IOMMU, NULL) > 0) {
+		if (call(container, VFIO_SET_IOMMU, "VFIO_SET_IOMMU",
+			 (void *)(uintptr_t)VFIO_TYPE1v2_IOMMU, NULL))
+			return -errno;
+		return iova_range(e, container, call);
+	}
 	if (call(container, VFIO_CHECK_EXTENSION, "VFIO_CHECK_EXTENSION",
 		 (void *)(uintptr_t)VFIO_SPAPR_TCE_v2_IOMMU, NULL) <= 0)
 		return -ENOTSUP;
@@ -117,8 +150,11 @@ int edu_find(char (*bdfs)[16], int max)
 		char path[512], link[512];
 		ssize_t len;
 
-		if (ent->d_name[0] == '.' || sysfs_hex(ent->d_name, "vendor") != 0x1234 ||
-		    sysfs_hex(ent->d_name, "device") != 0x11e8)
+		unsigned int vendor = sysfs_hex(ent->d_name, "vendor");
+		unsigned int device = sysfs_hex(ent->d_name, "device");
+
+		if (ent->d_name[0] == '.' || !((vendor == 0x1234 && device == 0x11e8) ||
+					       (vendor == VIRTIO_RNG_VENDOR && device == VIRTIO_RNG_DEVICE)))
 			continue;
 		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver", ent->d_name);
 		len = readlink(path, link, sizeof(link) - 1);
@@ -140,6 +176,21 @@ int edu_find(char (*bdfs)[16], int max)
 			memcpy(bdfs[j - 1], t, 16);
 		}
 	return n;
+}
+
+/* Z's stand-in card: bus mastering on; the rest once its ring is mapped. */
+static int stand_in_open(struct edu *e, vfio_call call)
+{
+	struct vfio_region_info reg = { .argsz = sizeof(reg), .index = VFIO_PCI_CONFIG_REGION_INDEX };
+	uint16_t cmd;
+
+	e->stand_in = true;
+	if (call(e->device, VFIO_DEVICE_GET_REGION_INFO, "VFIO_DEVICE_GET_REGION_INFO", &reg, NULL) ||
+	    pread(e->device, &cmd, 2, (off_t)reg.offset + 4) != 2)
+		return -EIO;
+	e->config = reg.offset;
+	cmd = htole16(le16toh(cmd) | 0x6); /* memory space, bus master */
+	return pwrite(e->device, &cmd, 2, (off_t)reg.offset + 4) == 2 ? 0 : -EIO;
 }
 
 int edu_open(struct edu *e, int container, bool set_iommu, const char *bdf, vfio_call call)
@@ -177,6 +228,8 @@ int edu_open(struct edu *e, int container, bool set_iommu, const char *bdf, vfio
 			 (void *)bdf, NULL);
 	if (e->device < 0)
 		return -errno;
+	if (sysfs_hex(bdf, "vendor") == VIRTIO_RNG_VENDOR)
+		return stand_in_open(e, call);
 	reg.index = VFIO_PCI_BAR0_REGION_INDEX;
 	if (call(e->device, VFIO_DEVICE_GET_REGION_INFO, "VFIO_DEVICE_GET_REGION_INFO", &reg, NULL))
 		return -errno;
@@ -192,7 +245,7 @@ int edu_open(struct edu *e, int container, bool set_iommu, const char *bdf, vfio
 	if (call(e->device, VFIO_DEVICE_GET_REGION_INFO, "VFIO_DEVICE_GET_REGION_INFO", &reg, NULL) ||
 	    pread(e->device, &cmd, 2, (off_t)reg.offset + 4) != 2)
 		return -EIO;
-	cmd |= 0x6; /* memory space, bus master */
+	cmd = htole16(le16toh(cmd) | 0x6); /* memory space, bus master; config space is LE */
 	if (pwrite(e->device, &cmd, 2, (off_t)reg.offset + 4) != 2)
 		return -EIO;
 	e->msi = eventfd(0, EFD_CLOEXEC);

@@ -23,6 +23,20 @@ struct edu {
 	 * before it is mapped, into the DMA window GET_INFO gives */
 	bool spapr;
 	uint64_t window_start, window_size;
+	/* type1: where the IOMMU can map (VFIO_IOMMU_GET_INFO's IOVA range;
+	 * zPCI's starts at 4 GiB) */
+	uint64_t iova_start;
+	/* IBM Z's stand-in card, a virtio-rng device (virtio.c): its config
+	 * space in the device fd, registers, and the one queue */
+	bool stand_in;
+	uint64_t config;
+	struct {
+		uint64_t common, notify;
+		uint32_t notify_mult;
+		uint8_t *ring;
+		uint64_t ring_iova;
+		uint16_t avail_idx, used_idx;
+	} vq;
 };
 
 /* The device's own DMA buffer is 4096 bytes, but QEMU's edu model takes a
@@ -31,11 +45,13 @@ struct edu {
 #define EDU_BUF_SIZE 4095
 #define EDU_DMA_LIMIT (1ul << 28) /* edu reaches 28-bit bus addresses */
 
-/* PCI addresses of edu devices bound to vfio-pci; returns how many. */
+/* PCI addresses of edu devices (and virtio-rng stand-ins, on Z) bound to
+ * vfio-pci; returns how many. */
 int edu_find(char (*bdfs)[16], int max);
 /* Attach the device's group to the container (the first one also sets the
  * IOMMU: type1v2, or sPAPR TCE v2 where that is what the kernel has), get
- * its fd, map BAR0, enable bus mastering and MSI. */
+ * its fd, enable bus mastering; an edu: map BAR0, enable MSI. A stand-in
+ * card is started by virtio_card_start once its ring is mapped. */
 int edu_open(struct edu *e, int container, bool set_iommu, const char *bdf, vfio_call call);
 int edu_copy_in(struct edu *e, uint64_t iova, uint64_t count);
 int edu_copy_out(struct edu *e, uint64_t iova, uint64_t count);

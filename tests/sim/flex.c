@@ -12,8 +12,6 @@
 
 #include "sim.h"
 
-#define IOVA_BASE 0x100000UL
-
 struct flex_stream {
 	unsigned int id;
 	unsigned int pending; /* jobs queued, not yet received */
@@ -29,8 +27,7 @@ struct flex_allocator {
 	} live[4096];
 };
 
-static struct flex_allocator allocator = { .lock = PTHREAD_MUTEX_INITIALIZER,
-					   .next_iova = IOVA_BASE };
+static struct flex_allocator allocator = { .lock = PTHREAD_MUTEX_INITIALIZER };
 static unsigned int next_stream;
 
 struct flex_allocator *flex_sim_allocator(void)
@@ -70,6 +67,8 @@ __attribute__((noinline)) void *flex_allocate(struct flex_allocator *self,
 		return NULL;
 	memset(p, 0, bytes);
 	pthread_mutex_lock(&self->lock);
+	if (!self->next_iova) /* the card is set up by now */
+		self->next_iova = sim_iova_base();
 	iova = self->next_iova;
 	self->next_iova += (bytes + 4095) & ~4095UL;
 	for (int i = 0; i < 4096 && slot < 0; i++)

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "edu.h"
+#include "virtio.h"
 #include "sim.h"
 
 #define MAX_STREAMS 64
@@ -80,6 +81,7 @@ static struct {
 	int worker_run;
 	struct simdev devs[MAX_DEVS];
 	int ndev;
+	unsigned long iova_base; /* the next IOVA to map at (sim_iova_base) */
 	struct ioctl_log *ioctls;
 	unsigned int n_ioctls;
 	struct {
@@ -92,7 +94,8 @@ static struct {
 		unsigned long bytes;
 	} *call_log;
 	unsigned int n_call_log;
-} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
+	.iova_base = 0x100000 };
 
 /* The stream this thread opened: which card its mappings are for. */
 static __thread int thread_stream = -1;
@@ -166,6 +169,17 @@ static int run_job(struct simdev *d, const struct sim_cb *cb)
 			nanosleep(&ts, NULL);
 		}
 		return 0;
+	}
+	if (d->edu.stand_in) {
+		/* Z's stand-in card only writes: every job is n bytes it puts
+		 * into the buffer by DMA, ending with an MSI-X interrupt */
+		uint32_t got = 0;
+
+		if (cb->engine != SIM_COMPUTE)
+			memset(cb->buf, 0, n);
+		ret = virtio_card_fill(&d->edu, cb->engine == SIM_COMPUTE ? 0 : cb->iova,
+				       (uint32_t)n, &got);
+		return ret ? ret : cb->engine == SIM_COMPUTE || got <= n ? 0 : -EIO;
 	}
 	switch (cb->engine) {
 	case SIM_H2D:
@@ -249,6 +263,42 @@ static int open_container(void)
 	return fd;
 }
 
+/* Z's stand-in card: its queue in a page of its own, DMA-mapped (after the
+ * device fd: opening that resets the function) at the next IOVA. */
+static int start_stand_in(struct simdev *d)
+{
+	void *ring;
+	struct vfio_iommu_type1_dma_map m = {
+		.argsz = sizeof(m), .flags = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE,
+		.iova = S.iova_base, .size = 4096,
+	};
+	struct ioctl_log a = { .iova = m.iova, .size = m.size, .flags = m.flags,
+			       .card = d->edu.bdf };
+	int ret;
+
+	if (posix_memalign(&ring, 4096, 4096))
+		return -1;
+	m.vaddr = a.vaddr = (uintptr_t)ring;
+	if (vfio_ioctl(d->container, VFIO_IOMMU_MAP_DMA, "VFIO_IOMMU_MAP_DMA", &m, &a)) {
+		fprintf(stderr, "spyre-sim: cannot map %s's queue at 0x%llx: %s\n", d->edu.bdf,
+			(unsigned long long)m.iova, strerror(errno));
+		return -1;
+	}
+	S.iova_base += 4096;
+	ret = virtio_card_start(&d->edu, d->edu.config, ring, m.iova, call_logged);
+	if (ret) {
+		fprintf(stderr, "spyre-sim: cannot start the stand-in card %s: %s\n", d->edu.bdf,
+			strerror(-ret));
+		return -1;
+	}
+	return 0;
+}
+
+unsigned long sim_iova_base(void)
+{
+	return S.iova_base;
+}
+
 /* The cards: every edu device bound to vfio-pci, in one container (what a
  * runtime usually does), or each in its own with --container-per-card. */
 static int vfio_init(void)
@@ -294,6 +344,12 @@ static int vfio_init(void)
 	S.ndev = n;
 	S.group = S.devs[0].edu.group;
 	S.device = S.devs[0].edu.device;
+	/* where the IOMMU maps: above the IOVA range's start (zPCI: 4 GiB) */
+	if (S.devs[0].edu.iova_start > S.iova_base)
+		S.iova_base = S.devs[0].edu.iova_start;
+	for (int i = 0; i < n; i++)
+		if (S.devs[i].edu.stand_in && start_stand_in(&S.devs[i]))
+			return -1;
 	return 0;
 }
 

@@ -81,6 +81,9 @@ void sim_shutdown(void);
 struct senlib_cbi *sim_stream_cbi(unsigned int stream);
 struct senlib_rbi *sim_stream_rbi(unsigned int stream);
 struct senlib_mapper *sim_mapper(void);
+/* The first IOVA the runtime's allocations may map at: above what the
+ * IOMMU refuses (zPCI's range starts at 4 GiB) and the cards' own queues. */
+unsigned long sim_iova_base(void);
 int sim_stream_open(unsigned int stream);
 /* Count a call by its demangled name (the simulator's own ground truth). */
 void sim_count_call(const char *name, unsigned long bytes);

@@ -5,9 +5,9 @@ SIM_CFLAGS := -O2 -g -std=gnu11 $(WARN) -D_GNU_SOURCE -fPIC -Itests/sim
 sim: $(OUT)/sim/libsenlib.so $(OUT)/sim/libflex.so $(OUT)/spyre-sim-run \
      $(OUT)/sim/libspyre_simrun.so $(OUT)/spyre-sim-dlopen $(if $(CROSS),,$(OUT)/spyre-sim-throw)
 
-$(OUT)/sim/libsenlib.so: tests/sim/senlib.c tests/sim/edu.c tests/sim/sim.h tests/sim/edu.h | $(OUT)/sim
+$(OUT)/sim/libsenlib.so: tests/sim/senlib.c tests/sim/edu.c tests/sim/virtio.c tests/sim/sim.h tests/sim/edu.h tests/sim/virtio.h | $(OUT)/sim
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(SIM_CFLAGS) -shared -Wl,-soname,libsenlib.so tests/sim/senlib.c tests/sim/edu.c -o $@ -lpthread
+	$(Q)$(CC) $(SIM_CFLAGS) -shared -Wl,-soname,libsenlib.so tests/sim/senlib.c tests/sim/edu.c tests/sim/virtio.c -o $@ -lpthread
 
 $(OUT)/sim/libflex.so: tests/sim/flex.c tests/sim/sim.h $(OUT)/sim/libsenlib.so
 	$(call msg,CC,$@)

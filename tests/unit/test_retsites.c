@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -99,7 +100,7 @@ static void refused(void **state)
 {
 	static const uint8_t ret[] = { 0x90, 0xc3 };
 	static const uint8_t rets[] = { 0xc3 - 0x33, 0xc3, 0xc3, 0xc3 };
-	struct elf_func f = { "f", BASE, sizeof(ret), ret, EM_PPC64 };
+	struct elf_func f = { "f", BASE, sizeof(ret), ret, EM_AARCH64 };
 
 	(void)state;
 	assert_refused(FIND(0xc3), "bare return");
@@ -119,7 +120,7 @@ static void refused(void **state)
 	assert_refused(find_at(rets, sizeof(rets), "f", 2), "more than 2 return sites");
 	assert_refused(find_at(ret, 0, "f", RETSITES_MAX), "no size");
 	assert_refused(retsites_find(&f, NULL, "f", sites, RETSITES_MAX, why, sizeof(why)),
-		       "x86-64 only");
+		       "decoded on x86-64, ppc64 and s390x only");
 }
 
 static void cold_part(void **state)
@@ -139,6 +140,87 @@ static void cold_part(void **state)
 		       "conditional jump");
 }
 
+static int find_arch(const uint8_t *code, size_t n, int machine)
+{
+	struct elf_func f = { "f", BASE, n, code, machine, machine == EM_S390 };
+
+	why[0] = '\0';
+	return retsites_find(&f, NULL, "f", sites, RETSITES_MAX, why, sizeof(why));
+}
+
+#define FIND_ON(machine, ...)                                                                   \
+	({                                                                                      \
+		static const uint8_t c_[] = { __VA_ARGS__ };                                    \
+		find_arch(c_, sizeof(c_), machine);                                             \
+	})
+
+/* ppc64le: little-endian words */
+#define PPC(w) ((w) & 0xff), (((w) >> 8) & 0xff), (((w) >> 16) & 0xff), ((unsigned)(w) >> 24)
+
+static void power(void **state)
+{
+	(void)state;
+	/* mflr r0; nop; blr */
+	assert_int_equal(FIND_ON(EM_PPC64, PPC(0x7c0802a6), PPC(0x60000000), PPC(0x4e800020)), 1);
+	assert_site(0, 8, SBT_SITE_RET, 0);
+	/* bl +16 (a call comes back); blr */
+	assert_int_equal(FIND_ON(EM_PPC64, PPC(0x48000011), PPC(0x4e800020)), 1);
+	assert_site(0, 4, SBT_SITE_RET, 0);
+	/* nop; b +0x100: leaves for another function */
+	assert_int_equal(FIND_ON(EM_PPC64, PPC(0x60000000), PPC(0x48000100)), 1);
+	assert_site(0, 4, SBT_SITE_TAIL, 0);
+	/* bne +8 stays inside; nop; blr */
+	assert_int_equal(FIND_ON(EM_PPC64, PPC(0x40820008), PPC(0x60000000), PPC(0x4e800020)), 1);
+	assert_site(0, 8, SBT_SITE_RET, 0);
+	/* nop; beqlr; blr: a conditional return */
+	assert_refused(FIND_ON(EM_PPC64, PPC(0x60000000), PPC(0x4d820020), PPC(0x4e800020)),
+		       "returns conditionally");
+	/* nop; bctr: a jump table or a pointer */
+	assert_refused(FIND_ON(EM_PPC64, PPC(0x60000000), PPC(0x4e800420)), "indirect branch");
+	/* bne +0x100 out of the body */
+	assert_refused(FIND_ON(EM_PPC64, PPC(0x40820100), PPC(0x4e800020)),
+		       "leaves by a conditional branch");
+}
+
+static void z(void **state)
+{
+	(void)state;
+	/* refused by default: not proven safe on s390x (retsites.c) */
+	assert_refused(FIND_ON(EM_S390, 0x07, 0xfe), "not enabled on s390x yet");
+	setenv("SBT_S390_RETURN_PROBES", "1", 1);
+	/* lgr %r1,%r2; br %r14 */
+	assert_int_equal(FIND_ON(EM_S390, 0xb9, 0x04, 0x00, 0x12, 0x07, 0xfe), 1);
+	assert_site(0, 4, SBT_SITE_RET, 0);
+	/* brasl %r14,+0x100 (a call); br %r14 */
+	assert_int_equal(FIND_ON(EM_S390, 0xc0, 0xe5, 0x00, 0x00, 0x00, 0x80, 0x07, 0xfe), 1);
+	assert_site(0, 6, SBT_SITE_RET, 0);
+	/* lgr; jg +0x100: a tail call */
+	assert_int_equal(FIND_ON(EM_S390, 0xb9, 0x04, 0x00, 0x12, 0xc0, 0xf4, 0x00, 0x00, 0x00, 0x80), 1);
+	assert_site(0, 4, SBT_SITE_TAIL, 0);
+	/* jne +6 (inside); br %r14; br %r14 */
+	assert_int_equal(FIND_ON(EM_S390, 0xa7, 0x74, 0x00, 0x03, 0x07, 0xfe, 0x07, 0xfe), 2);
+	assert_site(0, 4, SBT_SITE_RET, 0);
+	assert_site(1, 6, SBT_SITE_RET, 0);
+	/* lgr; ber %r14; br %r14: a conditional return */
+	assert_refused(FIND_ON(EM_S390, 0xb9, 0x04, 0x00, 0x12, 0x07, 0x8e, 0x07, 0xfe),
+		       "branch through a register");
+	/* nopr (bcr 0,%r0) is padding; cij %r2,0,8,+6 (compare and jump, inside) */
+	assert_int_equal(FIND_ON(EM_S390, 0x07, 0x00, 0xec, 0x28, 0x00, 0x03, 0x00, 0x7e, 0x07, 0xfe,
+				 0x07, 0xfe), 2);
+	/* br %r1: through a register */
+	assert_refused(FIND_ON(EM_S390, 0xb9, 0x04, 0x00, 0x12, 0x07, 0xf1), "branch through a register");
+	/* jne +0x100 out of the body */
+	assert_refused(FIND_ON(EM_S390, 0xa7, 0x74, 0x00, 0x80, 0x07, 0xfe),
+		       "leaves by a conditional jump");
+	/* exrl %r3,+0x10 (which capstone 4 does not know); lgr; br %r14 */
+	assert_int_equal(FIND_ON(EM_S390, 0xc6, 0x30, 0x00, 0x00, 0x00, 0x08, 0xb9, 0x04, 0x00, 0x12,
+				 0x07, 0xfe), 1);
+	assert_site(0, 10, SBT_SITE_RET, 0);
+	unsetenv("SBT_S390_RETURN_PROBES");
+	/* another machine */
+	assert_refused(FIND_ON(EM_AARCH64, 0xc0, 0x03, 0x5f, 0xd6), "decoded on x86-64, ppc64 and s390x only");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -147,6 +229,8 @@ int main(void)
 		cmocka_unit_test(indirect_jumps),
 		cmocka_unit_test(refused),
 		cmocka_unit_test(cold_part),
+		cmocka_unit_test(power),
+		cmocka_unit_test(z),
 	};
 
 	return cmocka_run_group_tests_name("retsites", tests, NULL, NULL);
