@@ -283,6 +283,34 @@ struct dma_unmap_arg {
 	__u64 iova, size;
 };
 
+/* MAP_DMA's and UNMAP_DMA's arguments, the same for type1 and sPAPR TCE:
+ * true when cmd is one of them. */
+static __always_inline bool decode_dma(struct drv_frame *f, unsigned int cmd, unsigned long arg)
+{
+	if (cmd == SBT_VFIO_IOMMU_MAP_DMA) {
+		struct dma_map_arg m;
+
+		if (!bpf_probe_read_user(&m, sizeof(m), (void *)arg)) {
+			f->args[0] = m.iova;
+			f->args[1] = m.size;
+			f->args[2] = m.vaddr;
+			f->decoded = SBT_DEC_DMA_MAP;
+		}
+		return true;
+	}
+	if (cmd == SBT_VFIO_IOMMU_UNMAP_DMA) {
+		struct dma_unmap_arg u;
+
+		if (!bpf_probe_read_user(&u, sizeof(u), (void *)arg)) {
+			f->args[0] = u.iova;
+			f->args[1] = u.size;
+			f->decoded = SBT_DEC_DMA_UNMAP;
+		}
+		return true;
+	}
+	return false;
+}
+
 static __always_inline int type1_enter(void *iommu, unsigned int cmd, unsigned long arg)
 {
 	struct drv_frame f = { .bdf = SBT_BDF_NONE, .cmd = cmd };
@@ -290,24 +318,7 @@ static __always_inline int type1_enter(void *iommu, unsigned int cmd, unsigned l
 	if (!traced_task())
 		return 0;
 	card_of_type1(iommu, &f);
-	if (cmd == SBT_VFIO_IOMMU_MAP_DMA) {
-		struct dma_map_arg m;
-
-		if (!bpf_probe_read_user(&m, sizeof(m), (void *)arg)) {
-			f.args[0] = m.iova;
-			f.args[1] = m.size;
-			f.args[2] = m.vaddr;
-			f.decoded = SBT_DEC_DMA_MAP;
-		}
-	} else if (cmd == SBT_VFIO_IOMMU_UNMAP_DMA) {
-		struct dma_unmap_arg u;
-
-		if (!bpf_probe_read_user(&u, sizeof(u), (void *)arg)) {
-			f.args[0] = u.iova;
-			f.args[1] = u.size;
-			f.decoded = SBT_DEC_DMA_UNMAP;
-		}
-	}
+	decode_dma(&f, cmd, arg);
 	return drv_push(SBT_DRV_TYPE1_IOCTL, &f);
 }
 
@@ -340,25 +351,8 @@ static __always_inline int spapr_enter(void *container, unsigned int cmd, unsign
 	if (!traced_task())
 		return 0;
 	card_of_spapr(container, &f);
-	if (cmd == SBT_VFIO_IOMMU_MAP_DMA) {
-		struct dma_map_arg m;
-
-		if (!bpf_probe_read_user(&m, sizeof(m), (void *)arg)) {
-			f.args[0] = m.iova;
-			f.args[1] = m.size;
-			f.args[2] = m.vaddr;
-			f.decoded = SBT_DEC_DMA_MAP;
-		}
-	} else if (cmd == SBT_VFIO_IOMMU_UNMAP_DMA) {
-		struct dma_unmap_arg u;
-
-		if (!bpf_probe_read_user(&u, sizeof(u), (void *)arg)) {
-			f.args[0] = u.iova;
-			f.args[1] = u.size;
-			f.decoded = SBT_DEC_DMA_UNMAP;
-		}
-	} else if (cmd == SBT_VFIO_SPAPR_REGISTER_MEMORY ||
-		   cmd == SBT_VFIO_SPAPR_UNREGISTER_MEMORY) {
+	if (!decode_dma(&f, cmd, arg) && (cmd == SBT_VFIO_SPAPR_REGISTER_MEMORY ||
+					  cmd == SBT_VFIO_SPAPR_UNREGISTER_MEMORY)) {
 		struct spapr_register_arg r;
 
 		if (!bpf_probe_read_user(&r, sizeof(r), (void *)arg)) {
@@ -454,30 +448,32 @@ FOPS_IOCTL(vfio_fops_unl_ioctl, SBT_DRV_CONTAINER_IOCTL)
 FOPS_IOCTL(vfio_group_fops_unl_ioctl, SBT_DRV_GROUP_IOCTL)
 FOPS_IOCTL(vfio_device_fops_unl_ioctl, SBT_DRV_DEVICE_IOCTL)
 
-SEC("fentry/vfio_iommu_type1_ioctl")
-int BPF_PROG(vfio_iommu_type1_ioctl_fentry, void *iommu, unsigned int cmd, unsigned long arg)
-{
-	return type1_enter(iommu, cmd, arg);
-}
+/* A container IOMMU backend's ioctl handler: (iommu data, cmd, arg) */
+#define IOMMU_IOCTL(fn, enter, id)                                                              \
+	SEC("fentry/" #fn)                                                                      \
+	int BPF_PROG(fn##_fentry, void *iommu, unsigned int cmd, unsigned long arg)            \
+	{                                                                                       \
+		return enter(iommu, cmd, arg);                                                  \
+	}                                                                                       \
+	SEC("fexit/" #fn)                                                                       \
+	int BPF_PROG(fn##_fexit, void *iommu, unsigned int cmd, unsigned long arg, long ret)   \
+	{                                                                                       \
+		return drv_pop(id, ret);                                                        \
+	}                                                                                       \
+	SEC("kprobe/" #fn)                                                                      \
+	int BPF_KPROBE(fn##_kprobe, void *iommu, unsigned int cmd, unsigned long arg)          \
+	{                                                                                       \
+		return enter(iommu, cmd, arg);                                                  \
+	}                                                                                       \
+	SEC("kretprobe/" #fn)                                                                   \
+	int BPF_KRETPROBE(fn##_kretprobe, long ret)                                             \
+	{                                                                                       \
+		return drv_pop(id, ret);                                                        \
+	}
 
-SEC("fexit/vfio_iommu_type1_ioctl")
-int BPF_PROG(vfio_iommu_type1_ioctl_fexit, void *iommu, unsigned int cmd, unsigned long arg,
-	     long ret)
-{
-	return drv_pop(SBT_DRV_TYPE1_IOCTL, ret);
-}
-
-SEC("kprobe/vfio_iommu_type1_ioctl")
-int BPF_KPROBE(vfio_iommu_type1_ioctl_kprobe, void *iommu, unsigned int cmd, unsigned long arg)
-{
-	return type1_enter(iommu, cmd, arg);
-}
-
-SEC("kretprobe/vfio_iommu_type1_ioctl")
-int BPF_KRETPROBE(vfio_iommu_type1_ioctl_kretprobe, long ret)
-{
-	return drv_pop(SBT_DRV_TYPE1_IOCTL, ret);
-}
+IOMMU_IOCTL(vfio_iommu_type1_ioctl, type1_enter, SBT_DRV_TYPE1_IOCTL)
+/* sPAPR TCE's container ioctls (Power) */
+IOMMU_IOCTL(tce_iommu_ioctl, spapr_enter, SBT_DRV_SPAPR_IOCTL)
 
 /* vfio_pin_pages_remote(dma, vaddr, npage, pfn_base, limit, batch): pages pinned */
 SEC("fentry/vfio_pin_pages_remote")
@@ -531,32 +527,6 @@ SEC("kretprobe/vfio_unpin_pages_remote")
 int BPF_KRETPROBE(vfio_unpin_pages_remote_kretprobe, long ret)
 {
 	return drv_pop(SBT_DRV_UNPIN_PAGES, ret);
-}
-
-/* tce_iommu_ioctl(container, cmd, arg): sPAPR TCE's container ioctls (Power) */
-SEC("fentry/tce_iommu_ioctl")
-int BPF_PROG(tce_iommu_ioctl_fentry, void *container, unsigned int cmd, unsigned long arg)
-{
-	return spapr_enter(container, cmd, arg);
-}
-
-SEC("fexit/tce_iommu_ioctl")
-int BPF_PROG(tce_iommu_ioctl_fexit, void *container, unsigned int cmd, unsigned long arg,
-	     long ret)
-{
-	return drv_pop(SBT_DRV_SPAPR_IOCTL, ret);
-}
-
-SEC("kprobe/tce_iommu_ioctl")
-int BPF_KPROBE(tce_iommu_ioctl_kprobe, void *container, unsigned int cmd, unsigned long arg)
-{
-	return spapr_enter(container, cmd, arg);
-}
-
-SEC("kretprobe/tce_iommu_ioctl")
-int BPF_KRETPROBE(tce_iommu_ioctl_kretprobe, long ret)
-{
-	return drv_pop(SBT_DRV_SPAPR_IOCTL, ret);
 }
 
 /* mm_iommu_new(mm, ua, entries, pmem): REGISTER_MEMORY pins the pages */

@@ -908,13 +908,7 @@ def run_guest_z_big_endian(tmp):
     maps = [e for e in ioctls if e["cmd"] == "VFIO_IOMMU_MAP_DMA"]
     assert maps and all(num(e["iova"]) >= 1 << 32 for e in maps), "a mapping below zPCI's IOVA range"
     check_driver_level(events, sim, shared=False, ids="1af4:1044")
-    names = {int(e["irq"]): e["name"] for e in events if e["type"] == "irq_info"}
-    per_card = {}
-    for e in (e for e in events if e["type"] == "irq"):
-        name = names.get(int(e["irq"]), "")
-        assert name.startswith("vfio-msix"), f"interrupt {e['irq']} named {name!r}"
-        bdf = name[name.index("(") + 1:-1]
-        per_card[bdf] = per_card.get(bdf, 0) + 1
+    per_card = interrupts_per_card(events, "vfio-msix")
     assert per_card == {d["bdf"]: d["irqs"] for d in sim["devices"]}, (per_card, sim["devices"])
     assert [e for e in events if e["type"] == "end"][0]["lost"] == "0"
     dump = subprocess.run([TOOL, "dump", cap], capture_output=True, text=True, check=True).stdout
@@ -985,6 +979,19 @@ def check_driver_level(events, sim, shared, ids="1234:11e8"):
     assert msi == want, f"vfio MSI handler runs per card {msi}, simulator raised {want}"
 
 
+def interrupts_per_card(events, prefix):
+    """Interrupt records per card, from the names vfio-pci gave the vectors
+    (vfio-msi[N](BDF), vfio-msix[N](BDF)); every one must have such a name."""
+    names = {int(e["irq"]): e["name"] for e in events if e["type"] == "irq_info"}
+    per_card = {}
+    for e in (e for e in events if e["type"] == "irq"):
+        name = names.get(int(e["irq"]), "")
+        assert name.startswith(prefix), f"interrupt {e['irq']} named {name!r}"
+        bdf = name[name.index("(") + 1:-1]
+        per_card[bdf] = per_card.get(bdf, 0) + 1
+    return per_card
+
+
 def guest_vfio(tmp, cards, sim_args="", runs=(("auto", "fentry/fexit"),), extra=()):
     """Trace the simulator's vfio backend driving edu cards through real VFIO,
     once per (--driver-probes mode, mechanism the plan must show); extra
@@ -1013,13 +1020,7 @@ def guest_vfio(tmp, cards, sim_args="", runs=(("auto", "fentry/fexit"),), extra=
             assert min(num(m["iova"]) for m in inside) == num(io["iova"])
         check_driver_level(events, sim, shared=cards > 1 and "--container-per-card" not in sim_args)
         # one MSI interrupt per job completion, on the right card
-        names = {int(e["irq"]): e["name"] for e in events if e["type"] == "irq_info"}
-        per_card = {}
-        for e in (e for e in events if e["type"] == "irq"):
-            name = names.get(int(e["irq"]), "")
-            assert name.startswith("vfio-msi"), f"interrupt {e['irq']} named {name!r}"
-            bdf = name[name.index("(") + 1:-1]
-            per_card[bdf] = per_card.get(bdf, 0) + 1
+        per_card = interrupts_per_card(events, "vfio-msi")
         want = {d["bdf"]: d["irqs"] for d in sim["devices"]}
         assert per_card == want, f"interrupts per card {per_card}, simulator raised {want}"
         assert all(d["irqs"] == d["h2d"] + d["compute"] + d["d2h"] for d in sim["devices"])

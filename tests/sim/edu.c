@@ -138,6 +138,23 @@ static unsigned int sysfs_hex(const char *bdf, const char *file)
 	return (unsigned int)strtoul(buf, NULL, 16);
 }
 
+int edu_irq_eventfd(struct edu *e, unsigned int index, vfio_call call)
+{
+	struct {
+		struct vfio_irq_set set;
+		int32_t fd;
+	} irq;
+
+	e->msi = eventfd(0, EFD_CLOEXEC);
+	if (e->msi < 0)
+		return -1;
+	irq.set = (struct vfio_irq_set){ .argsz = sizeof(irq),
+					 .flags = VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER,
+					 .index = index, .start = 0, .count = 1 };
+	irq.fd = e->msi;
+	return call(e->device, VFIO_DEVICE_SET_IRQS, "VFIO_DEVICE_SET_IRQS", &irq, NULL) ? -1 : 0;
+}
+
 int edu_find(char (*bdfs)[16], int max)
 {
 	DIR *d = opendir("/sys/bus/pci/devices");
@@ -197,10 +214,6 @@ int edu_open(struct edu *e, int container, bool set_iommu, const char *bdf, vfio
 {
 	struct vfio_group_status status = { .argsz = sizeof(status) };
 	struct vfio_region_info reg = { .argsz = sizeof(reg) };
-	struct {
-		struct vfio_irq_set set;
-		int32_t fd;
-	} irq;
 	char path[64];
 	uint16_t cmd;
 	int g = group_of(bdf);
@@ -248,14 +261,7 @@ int edu_open(struct edu *e, int container, bool set_iommu, const char *bdf, vfio
 	cmd = htole16(le16toh(cmd) | 0x6); /* memory space, bus master; config space is LE */
 	if (pwrite(e->device, &cmd, 2, (off_t)reg.offset + 4) != 2)
 		return -EIO;
-	e->msi = eventfd(0, EFD_CLOEXEC);
-	if (e->msi < 0)
-		return -errno;
-	irq.set = (struct vfio_irq_set){ .argsz = sizeof(irq),
-					 .flags = VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER,
-					 .index = VFIO_PCI_MSI_IRQ_INDEX, .start = 0, .count = 1 };
-	irq.fd = e->msi;
-	if (call(e->device, VFIO_DEVICE_SET_IRQS, "VFIO_DEVICE_SET_IRQS", &irq, NULL))
+	if (edu_irq_eventfd(e, VFIO_PCI_MSI_IRQ_INDEX, call))
 		return -errno;
 	/* the identification register, 0x010000ed, tells the byte order */
 	if ((rd32(e, 0) & 0xff) != 0xed)

@@ -53,6 +53,9 @@ int edu_find(char (*bdfs)[16], int max);
  * its fd, enable bus mastering; an edu: map BAR0, enable MSI. A stand-in
  * card is started by virtio_card_start once its ring is mapped. */
 int edu_open(struct edu *e, int container, bool set_iommu, const char *bdf, vfio_call call);
+/* Vector 0 of an interrupt index (MSI, MSI-X) on a new eventfd, e->msi.
+ * 0, or -1 with errno set. */
+int edu_irq_eventfd(struct edu *e, unsigned int index, vfio_call call);
 int edu_copy_in(struct edu *e, uint64_t iova, uint64_t count);
 int edu_copy_out(struct edu *e, uint64_t iova, uint64_t count);
 int edu_factorial(struct edu *e, uint32_t n, uint32_t *result);

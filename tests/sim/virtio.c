@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "edu.h"
@@ -169,10 +168,6 @@ static int find_caps(struct edu *e, uint64_t config, vfio_call call)
 int virtio_card_start(struct edu *e, uint64_t config, void *ring, uint64_t ring_iova,
 		      vfio_call call)
 {
-	struct {
-		struct vfio_irq_set set;
-		int32_t fd;
-	} irq;
 	uint16_t size, off;
 	int ret = find_caps(e, config, call);
 
@@ -199,14 +194,7 @@ int virtio_card_start(struct edu *e, uint64_t config, void *ring, uint64_t ring_
 	if (!(r8(e, DEVICE_STATUS) & STATUS_FEATURES_OK))
 		return -ENOTSUP;
 	/* MSI-X vector 0 on an eventfd, for the queue */
-	e->msi = eventfd(0, EFD_CLOEXEC);
-	if (e->msi < 0)
-		return -errno;
-	irq.set = (struct vfio_irq_set){ .argsz = sizeof(irq),
-					 .flags = VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER,
-					 .index = VFIO_PCI_MSIX_IRQ_INDEX, .start = 0, .count = 1 };
-	irq.fd = e->msi;
-	if (call(e->device, VFIO_DEVICE_SET_IRQS, "VFIO_DEVICE_SET_IRQS", &irq, NULL))
+	if (edu_irq_eventfd(e, VFIO_PCI_MSIX_IRQ_INDEX, call))
 		return -errno;
 	w16(e, CONFIG_MSIX_VECTOR, NO_VECTOR);
 	w16(e, QUEUE_SELECT, 0);
