@@ -810,7 +810,13 @@ def run_guest_power_spapr(tmp):
     its card, all through kprobes, the plan saying why not fentry."""
     cmd = ("build/spyre-bpftrace -q -v --device 1234:11e8 -o /out/cap.sbt "
            "-c 'build/spyre-sim-run --backend vfio --threads 1 --jobs 3 --bytes 8192 --json /out/sim.json' "
-           "2> /out/rec.log")
+           "2> /out/rec.log; "
+           # the daemon's always-on counters on Power, in the same guest
+           "ip link set lo up; build/spyre-bpftrace daemon --device 1234:11e8 --listen 127.0.0.1:9464 "
+           "--no-sampling --state-dir /tmp/state --runtime-dir /tmp/run 2> /out/daemon.log & D=$!; "
+           "for i in $(seq 120); do wget -q -O /dev/null http://127.0.0.1:9464/healthz && break; sleep 1; done; "
+           "build/spyre-sim-run --backend vfio --threads 1 --jobs 2 --bytes 8192 --json /out/dsim.json; "
+           "wget -q -O /out/metrics.txt http://127.0.0.1:9464/metrics; kill $D; wait $D")
     out, _ = run_in_guest(tmp, 1, cmd, 240, arch="ppc64le")
     sim = json.load(open(os.path.join(out, "sim.json")))
     log = open(os.path.join(out, "rec.log")).read()
@@ -867,6 +873,22 @@ def run_guest_power_spapr(tmp):
     irqs = [e for e in events if e["type"] == "irq" and names.get(int(e["irq"]), "").endswith(f"({card['bdf']})")]
     assert len(irqs) == card["irqs"] == card["h2d"] + card["compute"] + card["d2h"], (len(irqs), card)
     assert [e for e in events if e["type"] == "end"][0]["lost"] == "0"
+    # the daemon: every ioctl counted under its sPAPR name, the card's
+    # mapped bytes and interrupts, the sPAPR handler and the pinning counted
+    dsim = json.load(open(os.path.join(out, "dsim.json")))
+    m = parse_metrics(open(os.path.join(out, "metrics.txt")).read())
+    want = {}
+    for io in dsim["ioctls"]:
+        want[io["cmd"]] = want.get(io["cmd"], 0) + 1
+    got = {dict(k[1])["cmd"]: int(v) for k, v in m.items() if k[0] == "spyre_vfio_ioctls_total"}
+    assert got == want and "VFIO_IOMMU_SPAPR_REGISTER_MEMORY" in got, f"daemon {got}, simulator {want}"
+    dev = frozenset({("device", card["bdf"])})
+    mapped = sum(io["size"] for io in dsim["ioctls"] if io["cmd"] == "VFIO_IOMMU_MAP_DMA")
+    assert mapped and m[("spyre_iommu_mapped_bytes_total", dev)] == mapped, (m.get(("spyre_iommu_mapped_bytes_total", dev)), mapped)
+    assert m[("spyre_device_interrupts_total", dev)] == dsim["devices"][0]["irqs"]
+    calls = {dict(k[1])["function"]: int(v) for k, v in m.items() if k[0] == "spyre_vfio_driver_calls_total"}
+    dregs = sum(1 for io in dsim["ioctls"] if io["cmd"] == "VFIO_IOMMU_SPAPR_REGISTER_MEMORY")
+    assert calls.get("mm_iommu_new") == dregs and calls.get("tce_iommu_ioctl", 0) >= 2 * dregs, calls
 
 
 def run_guest_z_big_endian(tmp):
