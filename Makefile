@@ -3,6 +3,7 @@ SHELL      := /bin/bash
 VERSION    := 0.1.0
 CLANG      ?= clang
 BPFTOOL    ?= bpftool
+LLVM_STRIP ?= llvm-strip
 
 # What to build for: this machine, or ARCH=ppc64le / ARCH=s390x, cross-built
 # static into build/ARCH with Debian's cross compilers and the target's
@@ -101,13 +102,16 @@ else
 # the skeleton is made from its little-endian twin (same source, same
 # names and layout) and given the big-endian bytes to open
 # (scripts/skel-object.py checks that the two objects match).
+# (DWARF stripped, as bpftool's linker does: BTF is what libbpf reads)
 $(OUT)/spyre.bpf.o: bpf/one_object.c $(BPF_SRCS) $(BPF_HDRS) | $(OUT)/bpf
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -target bpfeb -c $< -o $@
+	$(Q)$(LLVM_STRIP) -g $@
 
 $(OUT)/spyre.twin.bpf.o: bpf/one_object.c $(BPF_SRCS) $(BPF_HDRS) | $(OUT)/bpf
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -target bpfel -c $< -o $@
+	$(Q)$(LLVM_STRIP) -g $@
 
 $(OUT)/spyre.skel.h: $(OUT)/spyre.twin.bpf.o $(OUT)/spyre.bpf.o scripts/skel-object.py
 	$(call msg,SKEL,$@)
