@@ -841,6 +841,14 @@ def run_guest_power_spapr(tmp):
     info = [e for e in ioctls if e["cmd"] == "VFIO_IOMMU_SPAPR_TCE_GET_INFO"]
     assert len(info) == 1 and num(info[0]["window_start"]) == card["window_start"] and \
         int(info[0]["window_size"]) == card["window_size"], info
+    # the 64-bit dynamic window: its start read back after TCE_CREATE,
+    # the same start removed
+    assert card["ddw_size"] > 0, "the platform gave no dynamic window to test with"
+    create = [e for e in ioctls if e["cmd"] == "VFIO_IOMMU_SPAPR_TCE_CREATE"]
+    remove = [e for e in ioctls if e["cmd"] == "VFIO_IOMMU_SPAPR_TCE_REMOVE"]
+    assert len(create) == 1 and num(create[0]["window_start"]) == card["ddw_start"] and \
+        int(create[0]["window_size"]) == card["ddw_size"] and create[0]["page_shift"] == "16", create
+    assert len(remove) == 1 and num(remove[0]["window_start"]) == card["ddw_start"], remove
     assert all(e["kind"] in ("spapr-container", "group", "device") for e in ioctls), \
         {e["kind"] for e in ioctls}
     regs = [i for i in sim["ioctls"] if i["cmd"] == "VFIO_IOMMU_SPAPR_REGISTER_MEMORY"]

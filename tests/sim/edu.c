@@ -107,7 +107,33 @@ static int set_iommu_of(struct edu *e, int container, vfio_call call)
 	e->spapr = true;
 	e->window_start = info.dma32_window_start;
 	e->window_size = info.dma32_window_size;
+	/* a second, 64-bit window where the platform has dynamic ones, as a
+	 * runtime with large models would make (edu cannot reach it: nothing
+	 * is mapped there; it is removed at the end) */
+	if ((info.flags & VFIO_IOMMU_SPAPR_INFO_DDW) && info.ddw.max_dynamic_windows_supported &&
+	    (info.ddw.pgsizes & (1ull << 16))) {
+		struct vfio_iommu_spapr_tce_create c = {
+			.argsz = sizeof(c), .page_shift = 16, .window_size = 1ull << 32, .levels = 1,
+		};
+
+		if (!call(container, VFIO_IOMMU_SPAPR_TCE_CREATE, "VFIO_IOMMU_SPAPR_TCE_CREATE", &c,
+			  NULL)) {
+			e->ddw_start = c.start_addr;
+			e->ddw_size = c.window_size;
+		}
+	}
 	return 0;
+}
+
+int edu_remove_window(struct edu *e, int container, vfio_call call)
+{
+	struct vfio_iommu_spapr_tce_remove r = { .argsz = sizeof(r), .start_addr = e->ddw_start };
+
+	if (!e->ddw_size || e->ddw_removed)
+		return 0;
+	e->ddw_removed = true;
+	return call(container, VFIO_IOMMU_SPAPR_TCE_REMOVE, "VFIO_IOMMU_SPAPR_TCE_REMOVE", &r, NULL)
+		       ? -errno : 0;
 }
 
 static int group_of(const char *bdf)

@@ -23,6 +23,8 @@ struct edu {
 	 * before it is mapped, into the DMA window GET_INFO gives */
 	bool spapr;
 	uint64_t window_start, window_size;
+	uint64_t ddw_start, ddw_size; /* a dynamic DMA window it made, if any */
+	bool ddw_removed;
 	/* type1: where the IOMMU can map (VFIO_IOMMU_GET_INFO's IOVA range;
 	 * zPCI's starts at 4 GiB) */
 	uint64_t iova_start;
@@ -59,6 +61,8 @@ int edu_irq_eventfd(struct edu *e, unsigned int index, vfio_call call);
 int edu_copy_in(struct edu *e, uint64_t iova, uint64_t count);
 int edu_copy_out(struct edu *e, uint64_t iova, uint64_t count);
 int edu_factorial(struct edu *e, uint32_t n, uint32_t *result);
+/* Remove the dynamic DMA window set_iommu made (sPAPR), if any. */
+int edu_remove_window(struct edu *e, int container, vfio_call call);
 void edu_close(struct edu *e);
 
 #endif

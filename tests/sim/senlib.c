@@ -439,6 +439,7 @@ void sim_shutdown(void)
 			close(S.streams[i].efd);
 	if (S.vfio) {
 		for (int i = 0; i < S.ndev; i++) {
+			edu_remove_window(&S.devs[i].edu, S.devs[i].container, call_logged);
 			edu_close(&S.devs[i].edu);
 			if (S.devs[i].container != S.container)
 				close(S.devs[i].container);
@@ -641,11 +642,14 @@ void sim_write_json(FILE *out, const char *extra)
 		failures += d->failures;
 		fprintf(out, "%s\n    {\"bdf\": \"%s\", \"h2d\": %lu, \"compute\": %lu, "
 			"\"d2h\": %lu, \"irqs\": %lu, \"failures\": %lu, \"iommu\": \"%s\", "
-			"\"window_start\": %llu, \"window_size\": %llu, \"swapped_regs\": %s}",
+			"\"window_start\": %llu, \"window_size\": %llu, \"ddw_start\": %llu, "
+			"\"ddw_size\": %llu, \"swapped_regs\": %s}",
 			i ? "," : "", S.vfio ? d->edu.bdf : "mock", d->jobs[0], d->jobs[1], d->jobs[2],
 			d->edu.irqs, d->failures, !S.vfio ? "none" : spapr_iommu() ? "spapr" : "type1",
 			(unsigned long long)S.devs[0].edu.window_start,
-			(unsigned long long)S.devs[0].edu.window_size, d->edu.swap ? "true" : "false");
+			(unsigned long long)S.devs[0].edu.window_size,
+			(unsigned long long)S.devs[0].edu.ddw_start,
+			(unsigned long long)S.devs[0].edu.ddw_size, d->edu.swap ? "true" : "false");
 	}
 	fprintf(out, "\n  ],\n  \"job_failures\": %lu,\n", failures);
 	fprintf(out, "  \"jobs_done\": {\"h2d\": %lu, \"compute\": %lu, \"d2h\": %lu},\n",
