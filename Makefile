@@ -33,6 +33,10 @@ OUT        ?= build/$(ARCH)
 CC         := $(CROSS)gcc
 AR         := $(CROSS)ar
 SYSROOT    := $(OUT)/sysroot
+# what runs here runs on this machine: a cross build is tested in its guest
+ifneq ($(filter test unit unit-asan e2e fuzz valgrind bench demo test-torch,$(MAKECMDGOALS)),)
+$(error make $(filter test unit unit-asan e2e fuzz valgrind bench demo test-torch,$(MAKECMDGOALS)) runs on this machine, not with ARCH=$(ARCH); hint: make test builds and tests the $(ARCH) build in its QEMU guest)
+endif
 endif
 
 WARN       := -Wall -Wextra -Werror -Wno-missing-field-initializers

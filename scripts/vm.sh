@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
 	*) echo "vm: unknown option '$1'; usage: scripts/vm.sh [--arch A] [--edu N] [--timeout S] [--out DIR] -- CMD" >&2; exit 2 ;;
 	esac
 done
-[ $# -gt 0 ] || { echo "vm: no command; usage: scripts/vm.sh [--edu N] -- CMD" >&2; exit 2; }
+[ $# -gt 0 ] || { echo "vm: no command; usage: scripts/vm.sh [--arch A] [--edu N] -- CMD" >&2; exit 2; }
 
 fail() { echo "vm: $1 failed: $2" >&2; exit 1; }
 step() { [ -n "${SBT_VM_QUIET:-}" ] || echo "vm: $*" >&2; }
