@@ -105,10 +105,13 @@ init=$work/root
 mkdir -p "$init"/{bin,sbin,dev,proc,sys,tmp,out,modules,work,etc}
 cp "$busybox" "$init/bin/busybox"
 # the modules wanted and what they need, in load order, uncompressed
+dep_line() { # a module's "path: dependencies" line of modules.dep (names with _)
+	awk -v m="$1" -F: '{n=$1; sub(/.*\//, "", n); sub(/\.ko(\.xz|\.zst)?$/, "", n);
+		gsub(/-/, "_", n); if (n == m) {print; exit}}' "$mods/modules.dep"
+}
 load_order() {
 	local m=$1 dep
-	for dep in $(awk -v m="$m" -F: '{n=$1; sub(/.*\//, "", n); sub(/\.ko(\.xz|\.zst)?$/, "", n);
-		gsub(/-/, "_", n); if (n == m) print $2}' "$mods/modules.dep"); do
+	for dep in $(dep_line "$m" | cut -d: -f2); do
 		dep=${dep##*/}; load_order "$(echo "${dep%%.ko*}" | tr - _)"
 	done
 	echo "$m"
@@ -117,8 +120,7 @@ load_order() {
 for m in $want_mods; do
 	for n in $(load_order "$(echo "$m" | tr - _)"); do
 		grep -qx "$n" "$init/modules/order" && continue
-		f=$(awk -v m="$n" -F: '{n=$1; sub(/.*\//, "", n); sub(/\.ko(\.xz|\.zst)?$/, "", n);
-			gsub(/-/, "_", n); if (n == m) {print $1; exit}}' "$mods/modules.dep")
+		f=$(dep_line "$n" | cut -d: -f1)
 		[ -n "$f" ] || fail "collecting modules" "$n not in $kpkg"
 		case "$f" in
 		*.xz) xz -dc "$mods/$f" > "$init/modules/$n.ko" ;;

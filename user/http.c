@@ -20,6 +20,8 @@
 #define REQUEST_MAX 8192 /* request line and headers */
 #define REQUEST_MS 5000	 /* the whole exchange, read and write */
 
+static const char text_plain[] = "text/plain; charset=utf-8";
+
 struct http_server {
 	int fd;
 	int wake[2]; /* written by http_stop */
@@ -91,6 +93,13 @@ static void respond(int fd, unsigned status, const char *type, const char *body,
 		send_all(fd, body, len, deadline);
 }
 
+/* A short plain-text answer of our own (an error). */
+static void respond_text(int fd, unsigned status, const char *msg, int head_only,
+			 long long deadline)
+{
+	respond(fd, status, text_plain, msg, strlen(msg), head_only, deadline);
+}
+
 /* Reads up to the blank line ending the headers. Length read, or -status. */
 static int read_request(int fd, char *buf, size_t size, long long deadline)
 {
@@ -116,10 +125,9 @@ static int read_request(int fd, char *buf, size_t size, long long deadline)
 
 static void serve(struct http_server *s, int fd)
 {
-	static const char text[] = "text/plain; charset=utf-8";
 	long long deadline = now_ms() + REQUEST_MS;
 	char req[REQUEST_MAX], *url, *sp, *q;
-	const char *type = text;
+	const char *type = text_plain; /* unless the page says */
 	unsigned status = 200;
 	int n = read_request(fd, req, sizeof(req), deadline), head;
 	size_t len = 0;
@@ -128,7 +136,7 @@ static void serve(struct http_server *s, int fd)
 	if (n == -408)
 		return; /* gone quiet: nothing to say to it */
 	if (n < 0) {
-		respond(fd, (unsigned)-n, text, "bad request\n", 12, 0, deadline);
+		respond_text(fd, (unsigned)-n, "bad request\n", 0, deadline);
 		return;
 	}
 	/* "METHOD SP URL SP HTTP/x.y" */
@@ -136,13 +144,13 @@ static void serve(struct http_server *s, int fd)
 	url = sp ? sp + 1 : NULL;
 	sp = url ? strpbrk(url, " \r\n") : NULL;
 	if (!sp || *sp != ' ' || strncmp(sp + 1, "HTTP/1.", 7) || url[0] != '/') {
-		respond(fd, 400, text, "bad request\n", 12, 0, deadline);
+		respond_text(fd, 400, "bad request\n", 0, deadline);
 		return;
 	}
 	*sp = 0;
 	head = !strncmp(req, "HEAD ", 5);
 	if (strncmp(req, "GET ", 4) && !head) {
-		respond(fd, 405, text, "only GET\n", 9, 0, deadline);
+		respond_text(fd, 405, "only GET\n", 0, deadline);
 		return;
 	}
 	q = strchr(url, '?'); /* the query is not used */
@@ -150,7 +158,7 @@ static void serve(struct http_server *s, int fd)
 		*q = 0;
 	body = s->page(s->ctx, url, &status, &type, &len);
 	if (!body) {
-		respond(fd, 503, text, "out of memory\n", 14, head, deadline);
+		respond_text(fd, 503, "out of memory\n", head, deadline);
 		return;
 	}
 	respond(fd, status, type, body, len, head, deadline);

@@ -210,9 +210,10 @@ static int ppc_classify(const cs_insn *in, const struct body *b, struct ret_site
 	unsigned long at = (unsigned long)(in->address - b->start);
 	uint64_t t;
 
-	if (m[0] != 'b' || !strcmp(m, "bl") || !strcmp(m, "bla") || !strcmp(m, "bctrl") ||
-	    !strcmp(m, "blrl") || (ml > 1 && m[ml - 1] == 'l' && strcmp(m, "bl")))
-		return n; /* not a branch, or a call: it comes back */
+	/* a branch that sets the link register (capstone's mnemonics end in
+	 * l: bl, bctrl, blrl, bgel, ...; and bla) is a call: it comes back */
+	if (m[0] != 'b' || m[ml - 1] == 'l' || !strcmp(m, "bla"))
+		return n;
 	if (!strcmp(m, "blr")) {
 		if (b->entry && in->address == b->start)
 			return refuse(why, len, "its body is a bare return");
@@ -231,32 +232,32 @@ static int ppc_classify(const cs_insn *in, const struct body *b, struct ret_site
 	return refuse(why, len, "leaves by a conditional branch at +0x%lx", at);
 }
 
+/* Z: compare and then jump (how 'j') or branch ('b'): c, an optional l
+ * (logical), an optional g (64-bit), r or i (register or immediate). */
+static bool sysz_compare_and(const char *m, char how)
+{
+	if (m[0] != 'c')
+		return false;
+	m += 1 + (m[1] == 'l');
+	m += m[0] == 'g';
+	return (m[0] == 'r' || m[0] == 'i') && m[1] == how;
+}
+
 /* Z's relative branches, told by mnemonic (capstone 4 puts most of them
  * in no group): j/jg always, j<cond>, jg<cond>, brc, brcl, brct..., and
  * compare-and-jump (crj, cgrj, cij, cgij, clrj, clgrj, clij, clgij with
  * a condition). */
 static bool sysz_relative_branch(const char *m)
 {
-	if (m[0] == 'j' || !strncmp(m, "brc", 3) || !strncmp(m, "brx", 3))
-		return true;
-	if (m[0] != 'c')
-		return false;
-	m += 1 + (m[1] == 'l');
-	m += m[0] == 'g';
-	return (m[0] == 'r' || m[0] == 'i') && m[1] == 'j';
+	return m[0] == 'j' || !strncmp(m, "brc", 3) || !strncmp(m, "brx", 3) ||
+	       sysz_compare_and(m, 'j');
 }
 
 /* Z: branches to a register or an address in memory (br, b<cond>r, bc,
  * b, bct...) and compare-and-branch to one (crb, cgib, ...). */
 static bool sysz_register_branch(const char *m)
 {
-	if (m[0] == 'b')
-		return true;
-	if (m[0] != 'c')
-		return false;
-	m += 1 + (m[1] == 'l');
-	m += m[0] == 'g';
-	return (m[0] == 'r' || m[0] == 'i') && m[1] == 'b';
+	return m[0] == 'b' || sysz_compare_and(m, 'b');
 }
 
 /* Z: br %r14 returns; j/jg leave for another function or stay; a relative

@@ -221,13 +221,13 @@ int edu_find(char (*bdfs)[16], int max)
 	return n;
 }
 
-/* Z's stand-in card: bus mastering on; the rest once its ring is mapped. */
-static int stand_in_open(struct edu *e, vfio_call call)
+/* DMA needs bus mastering, which user space turns on in config space
+ * (little-endian, whatever the host); where config space is is kept. */
+static int enable_dma(struct edu *e, vfio_call call)
 {
 	struct vfio_region_info reg = { .argsz = sizeof(reg), .index = VFIO_PCI_CONFIG_REGION_INDEX };
 	uint16_t cmd;
 
-	e->stand_in = true;
 	if (call(e->device, VFIO_DEVICE_GET_REGION_INFO, "VFIO_DEVICE_GET_REGION_INFO", &reg, NULL) ||
 	    pread(e->device, &cmd, 2, (off_t)reg.offset + 4) != 2)
 		return -EIO;
@@ -241,8 +241,7 @@ int edu_open(struct edu *e, int container, bool set_iommu, const char *bdf, vfio
 	struct vfio_group_status status = { .argsz = sizeof(status) };
 	struct vfio_region_info reg = { .argsz = sizeof(reg) };
 	char path[64];
-	uint16_t cmd;
-	int g = group_of(bdf);
+	int g = group_of(bdf), ret;
 
 	memset(e, 0, sizeof(*e));
 	snprintf(e->bdf, sizeof(e->bdf), "%s", bdf);
@@ -257,18 +256,17 @@ int edu_open(struct edu *e, int container, bool set_iommu, const char *bdf, vfio
 		return -EBUSY;
 	if (call(e->group, VFIO_GROUP_SET_CONTAINER, "VFIO_GROUP_SET_CONTAINER", &container, NULL))
 		return -errno;
-	if (set_iommu) {
-		int err = set_iommu_of(e, container, call);
-
-		if (err)
-			return err;
-	}
+	if (set_iommu && (ret = set_iommu_of(e, container, call)))
+		return ret;
 	e->device = call(e->group, VFIO_GROUP_GET_DEVICE_FD, "VFIO_GROUP_GET_DEVICE_FD",
 			 (void *)bdf, NULL);
 	if (e->device < 0)
 		return -errno;
-	if (sysfs_hex(bdf, "vendor") == VIRTIO_RNG_VENDOR)
-		return stand_in_open(e, call);
+	if (sysfs_hex(bdf, "vendor") == VIRTIO_RNG_VENDOR) {
+		/* Z's stand-in card: the rest once its ring is mapped */
+		e->stand_in = true;
+		return enable_dma(e, call);
+	}
 	reg.index = VFIO_PCI_BAR0_REGION_INDEX;
 	if (call(e->device, VFIO_DEVICE_GET_REGION_INFO, "VFIO_DEVICE_GET_REGION_INFO", &reg, NULL))
 		return -errno;
@@ -279,14 +277,9 @@ int edu_open(struct edu *e, int container, bool set_iommu, const char *bdf, vfio
 		e->bar0 = NULL;
 		return -errno;
 	}
-	/* DMA needs bus mastering, which user space turns on in config space */
-	reg = (struct vfio_region_info){ .argsz = sizeof(reg), .index = VFIO_PCI_CONFIG_REGION_INDEX };
-	if (call(e->device, VFIO_DEVICE_GET_REGION_INFO, "VFIO_DEVICE_GET_REGION_INFO", &reg, NULL) ||
-	    pread(e->device, &cmd, 2, (off_t)reg.offset + 4) != 2)
-		return -EIO;
-	cmd = htole16(le16toh(cmd) | 0x6); /* memory space, bus master; config space is LE */
-	if (pwrite(e->device, &cmd, 2, (off_t)reg.offset + 4) != 2)
-		return -EIO;
+	ret = enable_dma(e, call);
+	if (ret)
+		return ret;
 	if (edu_irq_eventfd(e, VFIO_PCI_MSI_IRQ_INDEX, call))
 		return -errno;
 	/* the identification register, 0x010000ed, tells the byte order */
