@@ -876,7 +876,8 @@ def run_guest_power_spapr(tmp):
     assert any(e["func"] == "vfio_fops_unl_ioctl" and e.get("cmd") == "VFIO_IOMMU_SPAPR_REGISTER_MEMORY"
                for e in drv)
     msi = [e for e in drv if e["func"] == "vfio_msihandler"]
-    assert len(msi) == card["irqs"] and all(e.get("bdf") == card["bdf"] for e in msi), (len(msi), card)
+    assert all(e.get("bdf") == card["bdf"] for e in msi), msi
+    check_msi_runs({card["bdf"]: len(msi)}, {card["bdf"]: card["irqs"]}, kprobes=True)
     names = {int(e["irq"]): e["name"] for e in events if e["type"] == "irq_info"}
     irqs = [e for e in events if e["type"] == "irq" and names.get(int(e["irq"]), "").endswith(f"({card['bdf']})")]
     assert len(irqs) == card["irqs"] == card["h2d"] + card["compute"] + card["d2h"], (len(irqs), card)
@@ -937,7 +938,7 @@ def run_guest_z_big_endian(tmp):
     check_ioctls_match_sim(ioctls, sim)
     maps = [e for e in ioctls if e["cmd"] == "VFIO_IOMMU_MAP_DMA"]
     assert maps and all(num(e["iova"]) >= 1 << 32 for e in maps), "a mapping below zPCI's IOVA range"
-    check_driver_level(events, sim, shared=False, ids="1af4:1044")
+    check_driver_level(events, sim, shared=False, ids="1af4:1044", kprobes=True)
     per_card = interrupts_per_card(events, "vfio-msix")
     assert per_card == {d["bdf"]: d["irqs"] for d in sim["devices"]}, (per_card, sim["devices"])
     assert [e for e in events if e["type"] == "end"][0]["lost"] == "0"
@@ -976,7 +977,7 @@ def check_plan_driver_level(log, mech):
         assert line and mech in line[0], f"{fn} not attached with {mech}:\n{log}"
 
 
-def check_driver_level(events, sim, shared, ids="1234:11e8"):
+def check_driver_level(events, sim, shared, ids="1234:11e8", kprobes=False):
     """Every MAP_DMA and UNMAP_DMA the simulator made, seen in vfio's type1
     handler with its iova, size and card; one vfio MSI handler run per job
     completion, on the right card."""
@@ -1006,7 +1007,20 @@ def check_driver_level(events, sim, shared, ids="1234:11e8"):
         assert e.get("ids") == ids, f"MSI handler run without the card's ids: {e}"
         msi[e["bdf"]] = msi.get(e["bdf"], 0) + 1
     want = {d["bdf"]: d["irqs"] for d in sim["devices"]}
-    assert msi == want, f"vfio MSI handler runs per card {msi}, simulator raised {want}"
+    check_msi_runs(msi, want, kprobes)
+
+
+def check_msi_runs(got, want, kprobes):
+    """vfio's MSI handler ran once per interrupt on each card. On kprobes
+    (no fentry: Power, Z) one that lands while another kprobe's handler
+    runs is missed, as the kernel does not nest kprobes: at most two in a
+    run, as the daemon's guest test allows, and never an extra one."""
+    if not kprobes:
+        assert got == want, f"vfio MSI handler runs per card {got}, simulator raised {want}"
+        return
+    assert set(got) == set(want) and all(got[c] <= want[c] for c in want), (got, want)
+    assert sum(want.values()) - 2 <= sum(got.values()), \
+        f"vfio MSI handler runs per card {got}, simulator raised {want}"
 
 
 def interrupts_per_card(events, prefix):
