@@ -17,7 +17,9 @@
 # libraries, and the vfio modules. In the guest, CMD runs in /work (the
 # project's build is at /work/build) with /out for results; /out comes back
 # to DIR on the host through the serial console. Exits with CMD's status; a
-# failed step says which and why.
+# failed step says which and why, and exits 1, or 3 when a package could not
+# be downloaded (absent: the tests skip) or 4 when the guest gave no result
+# in --timeout seconds (hung: the tests fail, with its last console lines).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -40,7 +42,7 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || { echo "vm: no command; usage: scripts/vm.sh [--arch A] [--edu N] -- CMD" >&2; exit 2; }
 
-fail() { echo "vm: $1 failed: $2" >&2; exit 1; }
+fail() { echo "vm: $1 failed: $2" >&2; exit "${3:-1}"; }
 step() { [ -n "${SBT_VM_QUIET:-}" ] || echo "vm: $*" >&2; }
 
 # per architecture: Debian's name, QEMU, the kernel package, the modules
@@ -76,8 +78,8 @@ unpack() { # package[:arch] -> $CACHE/name, downloaded once
 	local pkg=$1 dir=$CACHE/${1/:/_}
 	if [ ! -d "$dir" ]; then
 		step "downloading $pkg (once)"
-		(cd "$CACHE" && apt-get download -q "$pkg" >/dev/null 2>&1) ||
-			fail "downloading $pkg" "apt-get download failed"
+		(cd "$CACHE" && apt-get download -q "$pkg" >"$CACHE/download.log" 2>&1) ||
+			fail "downloading $pkg" "apt-get download failed: $(tail -1 "$CACHE/download.log")" 3
 		dpkg-deb -x "$(ls "$CACHE"/"${pkg%%:*}"_*_"${pkg##*:}".deb | tail -1)" "$dir.tmp" ||
 			fail "unpacking $pkg" "dpkg-deb -x failed"
 		mv "$dir.tmp" "$dir"
@@ -187,6 +189,7 @@ for d in /sys/bus/pci/devices/*; do
 done
 say "devices $n"
 cd /work
+say "running the command"
 sh /cmd > /out/stdout 2> /out/stderr
 echo $? > /out/status
 say "BEGIN-OUT"
@@ -230,7 +233,11 @@ timeout --foreground -k 5 "$TIMEOUT" "$qemu" "${machine[@]}" -accel tcg -m 1024 
 	-nographic -no-reboot -monitor none -serial stdio > "$work/console" 2>&1
 rc=$?
 set -e
-[ $rc -ne 124 ] && [ $rc -ne 137 ] || { tail -20 "$work/console" >&2; fail "running the guest" "no result in ${TIMEOUT}s (killed)"; }
+if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+	echo "vm: the guest's last console lines:" >&2
+	tail -30 "$work/console" | tr -d '\r' | sed 's/^/vm: | /' >&2
+	fail "running the guest" "no result in ${TIMEOUT}s (killed)" 4
+fi
 if grep -q "SBT-VM: STEP" "$work/console"; then
 	fail "guest set-up" "$(grep -a -o 'SBT-VM: STEP.*' "$work/console" | head -1 | cut -c14-)"
 fi

@@ -471,12 +471,12 @@ static int start(struct daemon *d)
 static void snapshot_done(void *ctx, struct snapshot_job *j, int ret, const char *err)
 {
 	struct daemon *d = ctx;
-	char msg[2 * PATH_MAX + 512], why[256];
+	char msg[2 * PATH_MAX + 512], why[256], cut[160];
 	uint64_t spool;
 
 	if (!ret && j->spooled && spool_trim(d->spool, (uint64_t)d->o->spool_mib << 20, j->path) == -EFBIG) {
-		snprintf(why, sizeof(why), "the snapshot alone is over --spool-mib %lu; hint: a shorter window, "
-			 "or a larger --spool-mib", d->o->spool_mib);
+		snprintf(why, sizeof(why), "the snapshot is over --spool-mib %lu even cut to its newest records; hint: "
+			 "a larger --spool-mib", d->o->spool_mib);
 		err = why;
 		ret = -1;
 	}
@@ -487,16 +487,23 @@ static void snapshot_done(void *ctx, struct snapshot_job *j, int ret, const char
 		d->self.snapshot_failures++;
 	else
 		d->self.snapshots[j->reason]++;
+	if (!ret && j->cut)
+		d->self.snapshots_cut++;
 	pthread_mutex_unlock(&d->lock);
+	cut[0] = 0;
+	if (!ret && j->cut)
+		snprintf(cut, sizeof(cut), " (cut to fit --spool-mib %lu: the newest %.3f s, %llu of %llu records)",
+			 d->o->spool_mib, (double)(j->w.to_boot - j->kept_from_boot) / 1e9,
+			 (unsigned long long)j->records, (unsigned long long)j->window_records);
 	if (ret) {
 		sbt_warn("snapshot (%s) failed: %s", snapshot_reason_name(j->reason), err);
 		snprintf(msg, sizeof(msg), "error: %.1000s\n", err);
 	} else {
-		sbt_warn("snapshot (%s): %llu records into %s", snapshot_reason_name(j->reason),
-			 (unsigned long long)j->records, j->path);
-		snprintf(msg, sizeof(msg), "ok %s\n%llu records; the recorder goes back to %.1f s before "
+		sbt_warn("snapshot (%s): %llu records into %s%s", snapshot_reason_name(j->reason),
+			 (unsigned long long)j->records, j->path, cut);
+		snprintf(msg, sizeof(msg), "ok %s\n%llu records%s; the recorder goes back to %.1f s before "
 			 "the window's end; manifest %s.manifest.json\n", j->path, (unsigned long long)j->records,
-			 j->w.oldest_boot && j->w.to_boot > j->w.oldest_boot ?
+			 cut, j->w.oldest_boot && j->w.to_boot > j->w.oldest_boot ?
 				 (double)(j->w.to_boot - j->w.oldest_boot) / 1e9 : 0.0, j->path);
 	}
 	if (j->client >= 0)
@@ -531,6 +538,10 @@ static void submit_snapshot(struct daemon *d, uint64_t from, uint64_t to, const 
 		j->reason = why;
 		j->client = client;
 		j->spooled = !path;
+		/* the spool's bound holds for each snapshot alone too: one
+		 * over it keeps its newest part rather than nothing */
+		if (j->spooled)
+			j->max_bytes = (uint64_t)d->o->spool_mib << 20;
 		if (path)
 			snprintf(j->path, sizeof(j->path), "%s", path);
 		else
@@ -704,13 +715,14 @@ static void status(struct daemon *d, int cfd)
 	snprintf(msg, sizeof(msg),
 		 "ok\nversion %s\ncards %d\nprocesses with a card %d\nscrapes %llu\nlost records %llu\n"
 		 "window %s\nnext sample %s\nflight recorder %llu records kept, %zu MiB\n"
-		 "snapshots written %llu, failed %llu, being written %d\nspool %s, %.1f of %lu MiB\n"
+		 "snapshots written %llu, failed %llu, being written %d, cut to fit %llu\nspool %s, %.1f of %lu MiB\n"
 		 "triggers fired: errors %llu, slow_ioctl %llu, lost %llu (held back as too soon: %llu)\n",
 		 SBT_VERSION, d->fleet.ncards - 1, n, (unsigned long long)d->self.scrapes,
 		 (unsigned long long)attach_read_lost(&d->at), win, sample,
 		 (unsigned long long)kept, mib,
 		 (unsigned long long)written,
-		 (unsigned long long)d->self.snapshot_failures, pending, d->rb ? d->spool : "none",
+		 (unsigned long long)d->self.snapshot_failures, pending,
+		 (unsigned long long)d->self.snapshots_cut, d->rb ? d->spool : "none",
 		 (double)d->self.spool_bytes / (1 << 20), d->o->spool_mib,
 		 (unsigned long long)d->trig.fired[TRIG_ERRORS], (unsigned long long)d->trig.fired[TRIG_SLOW],
 		 (unsigned long long)d->trig.fired[TRIG_LOST],

@@ -234,6 +234,9 @@ static void self_metrics(struct page *p, const struct metrics_self *s)
 		    (unsigned long long)s->snapshots[r]);
 	head(p, "spyre_bpftrace_snapshot_failures_total", "counter", "Snapshots that could not be written.");
 	put(p, "spyre_bpftrace_snapshot_failures_total %llu\n", (unsigned long long)s->snapshot_failures);
+	head(p, "spyre_bpftrace_snapshots_cut_total", "counter",
+	     "Snapshots over --spool-mib alone, written with only their newest records.");
+	put(p, "spyre_bpftrace_snapshots_cut_total %llu\n", (unsigned long long)s->snapshots_cut);
 	head(p, "spyre_bpftrace_detail_windows_total", "counter",
 	     "Detail windows (runtime uprobes on the processes with a card) opened, by why.");
 	for (int r = WIN_SAMPLE; r <= WIN_TRIGGER; r++)

@@ -29,6 +29,7 @@ struct metrics_self {
 	uint64_t scrapes;
 	double start_time; /* seconds since the epoch */
 	uint64_t snapshots[SNAP_N], snapshot_failures;
+	uint64_t snapshots_cut; /* written with only their newest part, to fit the spool */
 	uint64_t windows[3]; /* detail windows opened, by enum window_reason */
 	bool window_open;
 	uint64_t spool_bytes, recorder_bytes;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "capture.h"
@@ -59,6 +60,7 @@ struct snapshot_job *snapshot_collect(const struct flight_recorder *r, struct sn
 		if (!probes->sites[i].refused)
 			metaw_probe(&mw, &probes->sites[i]);
 	j->records = recorder_each(r, w->from_boot, w->to_boot, job_add, j, &j->w.oldest_boot);
+	j->window_records = j->records;
 	w->oldest_boot = j->w.oldest_boot;
 	if (j->oom) {
 		snapshot_job_free(j);
@@ -120,6 +122,14 @@ static int write_manifest(const struct snapshot_job *j, const struct sbt_meta_cl
 	fprintf(m, "  \"records\": %llu,\n  \"lost_records\": %llu,\n  \"dropped_by_recorder\": %llu,\n",
 		(unsigned long long)j->records, (unsigned long long)w->lost,
 		(unsigned long long)w->dropped);
+	fprintf(m, "  \"records_in_window\": %llu,\n  \"cut_to_fit\": %s,\n", (unsigned long long)j->window_records,
+		j->cut ? "true" : "false");
+	if (j->cut)
+		fprintf(m, "  \"kept\": {\"from_realtime_ns\": %llu, \"to_realtime_ns\": %llu, "
+			   "\"from_boottime_ns\": %llu, \"to_boottime_ns\": %llu, \"max_bytes\": %llu},\n",
+			(unsigned long long)(j->kept_from_boot + (w->from_realtime - w->from_boot)),
+			(unsigned long long)w->to_realtime, (unsigned long long)j->kept_from_boot,
+			(unsigned long long)w->to_boot, (unsigned long long)j->max_bytes);
 	fprintf(m, "  \"sampling\": \"kernel events of every process with a card (VFIO ioctls, "
 		   "interrupts) throughout; runtime calls only in the detail windows below, a "
 		   "sampled window's calls standing for sampling_weight times as many\",\n");
@@ -140,7 +150,7 @@ static int write_manifest(const struct snapshot_job *j, const struct sbt_meta_cl
 	return 0;
 }
 
-int snapshot_write(struct snapshot_job *j, char *err, size_t errlen)
+static int write_once(struct snapshot_job *j, char *err, size_t errlen)
 {
 	struct output out;
 	struct meta_writer mw = { 0 };
@@ -185,5 +195,98 @@ int snapshot_write(struct snapshot_job *j, char *err, size_t errlen)
 	ret = write_manifest(j, &clock, p, err, errlen);
 done:
 	free(p);
+	return ret;
+}
+
+/* Descriptions (probes, processes, cards, clocks) stay in a cut snapshot:
+ * they are small and what is kept needs them to be read. */
+static bool is_description(const struct sbt_hdr *h)
+{
+	return h->type >= SBT_META_CLOCK;
+}
+
+static int by_value(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Leaves out the oldest records of the window so that about keep of them
+ * remain. -ENOMEM, or 0. */
+static int cut_oldest(struct snapshot_job *j, uint64_t keep)
+{
+	uint64_t *ts, n = 0, cut, removed = 0;
+	size_t off, to = 0;
+
+	for (off = 0; off < j->len; off += sbt_record_len((const void *)(j->buf + off)))
+		n += !is_description((const void *)(j->buf + off));
+	if (keep >= n)
+		return 0;
+	if (!(ts = malloc((n ? n : 1) * sizeof(*ts))))
+		return -ENOMEM;
+	n = 0;
+	for (off = 0; off < j->len; off += sbt_record_len((const void *)(j->buf + off))) {
+		const struct sbt_hdr *h = (const void *)(j->buf + off);
+
+		if (!is_description(h))
+			ts[n++] = h->ts;
+	}
+	qsort(ts, n, sizeof(*ts), by_value);
+	cut = keep ? ts[n - keep] : UINT64_MAX;
+	free(ts);
+	for (off = 0; off < j->len;) {
+		const struct sbt_hdr *h = (const void *)(j->buf + off);
+		size_t len = sbt_record_len(h);
+
+		if (is_description(h) || h->ts >= cut) {
+			memmove(j->buf + to, h, len);
+			to += len;
+		} else {
+			removed++;
+		}
+		off += len;
+	}
+	j->len = to;
+	j->records -= removed < j->records ? removed : j->records;
+	j->kept_from_boot = !keep ? j->w.to_boot : cut > j->w.from_boot ? cut : j->w.from_boot;
+	j->cut = true;
+	return 0;
+}
+
+static uint64_t written_bytes(const struct snapshot_job *j)
+{
+	char manifest[PATH_MAX + 32];
+	struct stat a, b;
+
+	snprintf(manifest, sizeof(manifest), "%s.manifest.json", j->path);
+	if (stat(j->path, &a) || stat(manifest, &b))
+		return 0;
+	return (uint64_t)a.st_size + (uint64_t)b.st_size;
+}
+
+/* A few tries are enough: a trace's size is close to proportional to its
+ * records, and each try aims under the bound. */
+#define CUT_TRIES 5
+
+int snapshot_write(struct snapshot_job *j, char *err, size_t errlen)
+{
+	int ret = write_once(j, err, errlen);
+
+	for (int i = 0; !ret && j->max_bytes && i < CUT_TRIES; i++) {
+		uint64_t size = written_bytes(j), keep;
+
+		if (size <= j->max_bytes)
+			break;
+		/* aim at 90% of the bound; never keep as many as now */
+		keep = (uint64_t)((double)j->records * 0.9 * (double)j->max_bytes / (double)size);
+		if (keep >= j->records)
+			keep = j->records / 2;
+		if (cut_oldest(j, keep)) {
+			snprintf(err, errlen, "out of memory cutting the snapshot to fit");
+			return -1;
+		}
+		ret = write_once(j, err, errlen);
+	}
 	return ret;
 }

@@ -36,7 +36,11 @@ struct snapshot_job {
 	char *windows; /* the detail windows in it, a JSON array (manifest) */
 	uint8_t *buf; /* records: the probes' descriptions, then the window's */
 	size_t len, cap;
-	uint64_t records; /* of the window */
+	uint64_t records; /* of the window; once cut, those kept */
+	uint64_t max_bytes; /* trace and manifest at most; 0: no bound */
+	uint64_t window_records; /* before any cut */
+	uint64_t kept_from_boot; /* once cut: the oldest record kept */
+	bool cut; /* the oldest records were left out to fit max_bytes */
 	int client; /* who waits for the answer; -1: nobody */
 	bool spooled; /* in the state directory: its bound is kept after */
 	bool oom;
@@ -48,7 +52,10 @@ struct snapshot_job {
 struct snapshot_job *snapshot_collect(const struct flight_recorder *r, struct snapshot_window *w,
 				      const struct probe_set *probes);
 /* Writes the job's records to j->path (.pftrace, .json or .sbt) and
- * path.manifest.json, both atomically, mode 0600. 0, or -1 with err. */
+ * path.manifest.json, both atomically, mode 0600. With j->max_bytes, a
+ * snapshot over it is written again with only its newest records (every
+ * description kept) until it fits, in a few tries: j->cut, and the
+ * manifest says so and which range it kept. 0, or -1 with err. */
 int snapshot_write(struct snapshot_job *j, char *err, size_t errlen);
 void snapshot_job_free(struct snapshot_job *j);
 

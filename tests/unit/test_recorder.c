@@ -1,14 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The daemon's flight recorder: what it keeps, what it drops (by age, by
- * room), and which records a window gives back. */
+ * room), and which records a window gives back; a snapshot over its bound
+ * keeps its newest records. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
+#include "capture.h"
 #include "recorder.h"
+#include "snapshot.h"
 
 #define SEC 1000000000ull
 
@@ -95,12 +102,79 @@ static void drops_by_room(void **state)
 	recorder_free(&r);
 }
 
+static uint64_t file_size(const char *path)
+{
+	struct stat st;
+
+	assert_int_equal(stat(path, &st), 0);
+	return (uint64_t)st.st_size;
+}
+
+/* 200 KiB of records in a window, a 64 KiB bound: the snapshot is written
+ * with its newest records only, under the bound, and says so. */
+static void snapshot_cut_to_fit(void **state)
+{
+	char dir[] = "/tmp/sbt-snapcut-XXXXXX", manifest[PATH_MAX + 32], text[4096] = "";
+	struct snapshot_window w = { 0 };
+	struct flight_recorder r;
+	struct snapshot_job *j;
+	char err[256] = "";
+	uint64_t newest = 0, kept = 0;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(recorder_init(&r, 4, 3600), 0);
+	for (uint64_t i = 0; i < 2000; i++)
+		add(&r, 100 * SEC + i * SEC / 1000, 72); /* 2 s of 104-byte records */
+	w.from_boot = 100 * SEC;
+	w.to_boot = 102 * SEC;
+	w.from_realtime = w.from_boot + 7 * SEC;
+	w.to_realtime = w.to_boot + 7 * SEC;
+	assert_non_null(j = snapshot_collect(&r, &w, NULL));
+	snprintf(j->path, sizeof(j->path), "%s/snap.sbt", dir);
+	j->max_bytes = 64 << 10;
+	assert_int_equal(snapshot_write(j, err, sizeof(err)), 0);
+	snprintf(manifest, sizeof(manifest), "%s.manifest.json", j->path);
+	assert_true(file_size(j->path) + file_size(manifest) <= j->max_bytes);
+	assert_true(j->cut);
+	assert_int_equal(j->window_records, 2000);
+	assert_true(j->records > 100 && j->records < 2000);
+	/* what is left is the newest: nothing older than the cut, the last in */
+	for (size_t off = 0; off < j->len; off += sbt_record_len((const void *)(j->buf + off))) {
+		const struct sbt_hdr *h = (const void *)(j->buf + off);
+
+		if (h->type >= SBT_META_CLOCK)
+			continue;
+		assert_true(h->ts >= j->kept_from_boot);
+		newest = h->ts > newest ? h->ts : newest;
+		kept++;
+	}
+	assert_int_equal(kept, j->records);
+	assert_int_equal(newest, 100 * SEC + 1999 * SEC / 1000);
+	assert_int_equal(j->kept_from_boot, 100 * SEC + (2000 - kept) * SEC / 1000);
+	assert_non_null(f = fopen(manifest, "r"));
+	assert_true(fread(text, 1, sizeof(text) - 1, f) > 0);
+	fclose(f);
+	assert_non_null(strstr(text, "\"cut_to_fit\": true"));
+	assert_non_null(strstr(text, "\"records_in_window\": 2000"));
+	snprintf(err, sizeof(err), "\"from_boottime_ns\": %llu, \"to_boottime_ns\": %llu, \"max_bytes\"",
+		 (unsigned long long)j->kept_from_boot, (unsigned long long)w.to_boot);
+	assert_non_null(strstr(text, err));
+	unlink(manifest);
+	unlink(j->path);
+	rmdir(dir);
+	snapshot_job_free(j);
+	recorder_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(keeps_and_windows),
 		cmocka_unit_test(drops_by_age),
 		cmocka_unit_test(drops_by_room),
+		cmocka_unit_test(snapshot_cut_to_fit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
