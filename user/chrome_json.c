@@ -203,6 +203,8 @@ static struct placement *place_of(struct json_writer *w, uint64_t track)
 static void meta_event(struct json_writer *w, const char *what, uint32_t pid, uint32_t tid,
 		       const char *key, const char *sval, long ival)
 {
+	if (sval && !sval[0])
+		return; /* Perfetto's importer refuses an empty name: better none */
 	begin_event(w);
 	PUT(w, "{\"ph\":\"M\",\"name\":");
 	str(w, what);

@@ -354,7 +354,7 @@ static void gather_names(const struct chrome_trace *t, struct names *n)
 			continue;
 		if (e.ph == 'X' || e.ph == 'i' || e.ph == 'I' || e.ph == 'B')
 			hm_put(device_cat(e.cat) ? &n->device_pid : &n->cpu_pid, id_key(&e.pid), (void *)1);
-		if (e.ph != 'M' || !(name = json_get(e.args, "name")) || name->type != JSON_STRING)
+		if (e.ph != 'M' || !(name = json_get(e.args, "name")) || name->type != JSON_STRING || !name->s[0])
 			continue;
 		if (!strcmp(e.name, "process_name"))
 			hm_put(&n->proc, id_key(&e.pid), (void *)name->s);
@@ -420,8 +420,8 @@ static uint32_t import_track(struct merger *m, const struct chrome_trace *t, str
 		if (!idx) {
 			pidx = lookup(&m->process_of, pid);
 			if (!pidx) {
-				pidx = make_track(m, TRACK_PROCESS, 0, pid, 0,
-						  pname ? pname : "process", 0) + 1;
+				snprintf(buf, sizeof(buf), "pid %u", pid);
+				pidx = make_track(m, TRACK_PROCESS, 0, pid, 0, pname ? pname : buf, 0) + 1;
 				remember(m, &m->process_of, pid, pidx - 1);
 			}
 			snprintf(buf, sizeof(buf), "thread %u", tid);
@@ -434,10 +434,12 @@ static uint32_t import_track(struct merger *m, const struct chrome_trace *t, str
 	/* a group of lanes: a device, or a pseudo-process */
 	pidx = lookup(made, pk * 31 + 7);
 	if (!pidx) {
+		/* kineto puts its global instants (Record Window End) on pid
+		 * "", which it names nowhere: never an empty name */
 		if (!pname && e->pid.is_num)
 			snprintf(buf, sizeof(buf), "pid %lld", (long long)e->pid.num);
 		else if (!pname)
-			snprintf(buf, sizeof(buf), "%s", e->pid.str);
+			snprintf(buf, sizeof(buf), "%s", e->pid.str[0] ? e->pid.str : "no pid (global events)");
 		if (ours && e->pid.is_num && e->pid.num == OURS_TRACER_PID)
 			pidx = make_track(m, TRACK_GLOBAL, 0, 0, 0, pname ? pname : buf, 0) + 1;
 		else /* our cards keep their numbers; others' come after */
@@ -454,7 +456,7 @@ static uint32_t import_track(struct merger *m, const struct chrome_trace *t, str
 	if (!tname && e->tid.is_num)
 		snprintf(buf, sizeof(buf), "%lld", (long long)e->tid.num);
 	else if (!tname)
-		snprintf(buf, sizeof(buf), "%s", e->tid.str);
+		snprintf(buf, sizeof(buf), "%s", e->tid.str[0] ? e->tid.str : "no tid");
 	idx = make_track(m, TRACK_LANE, m->st.tracks[pidx - 1].id, 0, 0, tname ? tname : buf,
 			 (int)(e->tid.is_num ? e->tid.num % 100000 : 0));
 	remember(m, made, tk, idx);

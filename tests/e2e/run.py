@@ -96,6 +96,16 @@ def check_trace_outputs(cap):
 AIU_PHASES = {"X", "B", "E", "i", "C", "M", "s", "f"}
 
 
+def check_meta_names(trace):
+    """Perfetto's JSON importer refuses a process or thread name event whose
+    name is empty or missing (json_parser_failure): none in any JSON the
+    tests write."""
+    for e in trace["traceEvents"]:
+        if e.get("ph") == "M" and e.get("name") in ("process_name", "thread_name"):
+            name = e.get("args", {}).get("name")
+            assert isinstance(name, str) and name, f"name event without a name: {e}"
+
+
 def check_aiu_rules(trace):
     """What IBM's aiu-trace-analyzer needs to read a Chrome JSON trace in its
     TORCH dialect (../shared/reference/aiu-trace-analyzer.md), held against
@@ -108,6 +118,7 @@ def check_aiu_rules(trace):
     assert props[0] == (devices[0] if devices else {"id": 0, "name": "", "pciAddress": "", "vendorDevice": ""})
     assert trace.get("schemaVersion") == 1
     assert trace["otherData"]["clock_snapshots"], "no clock snapshot to align the file with"
+    check_meta_names(trace)
     streams = {}
     for e in trace["traceEvents"]:
         assert "ts" in e, f"event without ts: {e}"
@@ -1591,6 +1602,7 @@ def run_merge_hosts_and_our_json(tmp):
         r = subprocess.run([TOOL, "merge", os.path.join(fx, "torch.json"), second, "-o", out],
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
+        check_meta_names(json.load(open(out)))
         got.append(arrows(json.load(open(out))))
     assert got[0] == got[1], f"merging our JSON differs from merging its capture:\n{got[0]}\n{got[1]}"
     assert any(k[0] == "op_call" for k in got[0]) and any(k[0] == "spawn" for k in got[0]), got[0]
@@ -2092,6 +2104,7 @@ def run_daemon_sampling_triggers(tmp):
         man = json.load(open(out + ".manifest.json"))
         sampled = [w for w in man["detail_windows"] if w["reason"] == "sample"]
         assert sampled and all(w["sampling_weight"] == 3 for w in sampled), man["detail_windows"]
+        check_meta_names(json.load(open(out)))
         names = {e.get("name") for e in json.load(open(out))["traceEvents"]}
         assert names & {"senlib::ControlBlockInterface::QueueControlBlocksSBF"}, "no runtime call sampled"
         daemon.send_signal(signal.SIGTERM)
