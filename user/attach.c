@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "attach.h"
 #include "clock.h"
 #include "libresolve.h"
@@ -213,7 +214,7 @@ static int fill_patterns(struct attacher *a)
 		size_t pl, sl;
 		bool star;
 
-		if (cli_split_glob(a->patterns[i], sizeof(p.prefix) - 1, &pl, &sl, &star)) {
+		if (arg_split_glob(a->patterns[i], sizeof(p.prefix) - 1, &pl, &sl, &star)) {
 			sbt_err("--vfio-path '%s' is too long; hint: at most %zu characters each side of '*'",
 				a->patterns[i], sizeof(p.prefix) - 1);
 			return -EINVAL;

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cli.h"
+#include "trace_opts.h"
 #include "driver.h"
 #include "plan.h"
 #include "probes.h"

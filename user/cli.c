@@ -92,91 +92,6 @@ static const struct argp_option options[] = {
 	{ 0 }
 };
 
-int cli_parse_pid(const char *s, pid_t *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v <= 0 || v > INT_MAX)
-		return -1;
-	*out = (pid_t)v;
-	return 0;
-}
-
-int cli_parse_size(const char *s, unsigned long *out)
-{
-	char *end;
-	unsigned long v;
-	int shift = 0;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *s == '-')
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	}
-	if (*end == 'i' && shift)
-		end++;
-	if ((*end == 'b' || *end == 'B') && shift)
-		end++;
-	if (*end || !v || v > (ULONG_MAX >> shift))
-		return -1;
-	*out = v << shift;
-	return 0;
-}
-
-int cli_parse_seconds(const char *s, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v <= 0 || v > SBT_MAX_SECONDS)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-int cli_parse_duration(const char *s, double *out)
-{
-	static const struct { const char *unit; double sec; } units[] = {
-		{ "", 1 }, { "s", 1 }, { "ms", 1e-3 }, { "m", 60 }, { "h", 3600 }
-	};
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v) || v <= 0)
-		return -1;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (!strcmp(end, units[i].unit) && v * units[i].sec <= SBT_MAX_SECONDS) {
-			*out = v * units[i].sec;
-			return 0;
-		}
-	return -1;
-}
-
-int cli_split_glob(const char *glob, size_t max_part, size_t *prefix_len, size_t *suffix_len,
-		   bool *has_star)
-{
-	const char *star = strchr(glob, '*');
-	size_t len = strlen(glob);
-
-	if (!len || strpbrk(glob, "?[") || (star && strchr(star + 1, '*')))
-		return -1;
-	*has_star = star != NULL;
-	*prefix_len = star ? (size_t)(star - glob) : len;
-	*suffix_len = star ? len - *prefix_len - 1 : 0;
-	return *prefix_len > max_part || *suffix_len > max_part ? -1 : 0;
-}
-
 struct parse_ctx {
 	struct record_opts *o;
 	char *err;
@@ -209,7 +124,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'p':
 		if (o->npids == SBT_MAX_PIDS)
 			return fail(state, c, "too many -p (at most %d)", SBT_MAX_PIDS);
-		if (cli_parse_pid(arg, &o->pids[o->npids]))
+		if (arg_parse_pid(arg, &o->pids[o->npids]))
 			return fail(state, c, "invalid PID '%s'; hint: -p takes a process id (see pgrep)", arg);
 		o->npids++;
 		break;
@@ -217,7 +132,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->command = arg;
 		break;
 	case 'd':
-		if (cli_parse_seconds(arg, &o->duration))
+		if (arg_parse_seconds(arg, &o->duration))
 			return fail(state, c, "invalid duration '%s'; hint: seconds > 0 and up to a year "
 					      "(31536000), e.g. -d 10 or -d 0.5", arg);
 		break;
@@ -239,7 +154,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_VFIO_PATH:
 		if (o->nvfio_paths == SBT_MAX_VFIO_PATHS)
 			return fail(state, c, "too many --vfio-path (at most %d)", SBT_MAX_VFIO_PATHS);
-		if (cli_split_glob(arg, SBT_FD_PATTERN_LEN - 1, &pl, &sl, &star))
+		if (arg_split_glob(arg, SBT_FD_PATTERN_LEN - 1, &pl, &sl, &star))
 			return fail(state, c,
 				    "--vfio-path '%s': use an absolute path with at most one '*' "
 				    "(no '?' or '['), at most 63 characters each side", arg);
@@ -252,7 +167,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			return fail(state, c, "too many --irq (at most %d)", SBT_MAX_IRQS);
 		if (!strcmp(arg, "0"))
 			irq = 0;
-		else if (cli_parse_pid(arg, &irq))
+		else if (arg_parse_pid(arg, &irq))
 			return fail(state, c, "invalid IRQ '%s'; hint: a number from /proc/interrupts", arg);
 		o->irqs[o->nirqs++] = irq;
 		break;
@@ -272,7 +187,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				    arg);
 		break;
 	case OPT_BUFFER:
-		if (cli_parse_size(arg, &o->buffer_size) || o->buffer_size < 4096 ||
+		if (arg_parse_size(arg, &o->buffer_size) || o->buffer_size < 4096 ||
 		    o->buffer_size > (1ul << 30))
 			return fail(state, c, "invalid --buffer-size '%s'; hint: 4K to 1G, e.g. 64M", arg);
 		break;

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "args.h"
 #include "control.h"
 #include "log.h"
 #include "outfile.h"
@@ -160,7 +160,7 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid --seconds '%s'; hint: 0.1 to 3600", arg);
 		break;
 	case OPT_LAST:
-		if (cli_parse_duration(arg, &o->last))
+		if (arg_parse_duration(arg, &o->last))
 			argp_error(state, "invalid --last '%s'; hint: 30s, 2m, 1h", arg);
 		break;
 	case OPT_FROM:

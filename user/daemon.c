@@ -28,8 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "attach.h"
-#include "cli.h"
 #include "clock.h"
 #include "commands.h"
 #include "control.h"
@@ -128,7 +128,7 @@ static double duration_arg(struct argp_state *state, const char *flag, const cha
 {
 	double v;
 
-	if (cli_parse_duration(arg, &v) || v < min || v > max)
+	if (arg_parse_duration(arg, &v) || v < min || v > max)
 		argp_error(state, "invalid %s '%s'; hint: %s", flag, arg, hint);
 	return v;
 }
@@ -136,10 +136,9 @@ static double duration_arg(struct argp_state *state, const char *flag, const cha
 static unsigned long count_arg(struct argp_state *state, const char *flag, const char *arg,
 			       unsigned long min, unsigned long max)
 {
-	char *end;
-	unsigned long v = strtoul(arg, &end, 10);
+	unsigned long v = 0;
 
-	if (*end || end == arg || arg[0] == '-' || v < min || v > max)
+	if (arg_parse_count(arg, min, max, &v))
 		argp_error(state, "invalid %s '%s'; hint: %lu to %lu", flag, arg, min, max);
 	return v;
 }

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cli.h"
+#include "trace_opts.h"
 
 #define WINDOW_HISTORY 64
 

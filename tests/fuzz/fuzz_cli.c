@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!probe_spec_parse(w, &spec, err, sizeof(err)))
 			probe_spec_free(&spec);
 		devfilter_parse(w, &f);
-		cli_split_glob(w, 63, &pl, &sl, &star);
+		arg_split_glob(w, 63, &pl, &sl, &star);
 	}
 	argv[argc] = NULL;
 	if (!cli_parse_record(argc, argv, &o, ARGP_NO_EXIT | ARGP_NO_ERRS | ARGP_NO_HELP, err,

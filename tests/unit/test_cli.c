@@ -100,23 +100,33 @@ static void value_parsers(void **state)
 	bool star;
 
 	(void)state;
-	assert_int_equal(cli_parse_size("4096", &sz), 0);
+	assert_int_equal(arg_parse_size("4096", &sz), 0);
 	assert_int_equal(sz, 4096);
-	assert_int_equal(cli_parse_size("16KiB", &sz), 0);
+	assert_int_equal(arg_parse_size("16KiB", &sz), 0);
 	assert_int_equal(sz, 16384);
-	assert_int_equal(cli_parse_size("1g", &sz), 0);
+	assert_int_equal(arg_parse_size("1g", &sz), 0);
 	assert_int_equal(sz, 1ul << 30);
-	assert_int_equal(cli_parse_size("-1", &sz), -1);
-	assert_int_equal(cli_parse_size("0", &sz), -1);
-	assert_int_equal(cli_parse_size("3X", &sz), -1);
-	assert_int_equal(cli_split_glob("/dev/vfio/*", 63, &pl, &sl, &star), 0);
+	assert_int_equal(arg_parse_size("-1", &sz), -1);
+	assert_int_equal(arg_parse_size("0", &sz), -1);
+	assert_int_equal(arg_parse_size("3X", &sz), -1);
+	assert_int_equal(arg_split_glob("/dev/vfio/*", 63, &pl, &sl, &star), 0);
 	assert_true(star && pl == 10 && sl == 0);
-	assert_int_equal(cli_split_glob("/a/*.dev", 63, &pl, &sl, &star), 0);
+	assert_int_equal(arg_split_glob("/a/*.dev", 63, &pl, &sl, &star), 0);
 	assert_true(star && pl == 3 && sl == 4);
-	assert_int_equal(cli_split_glob("/dev/vfio/vfio", 63, &pl, &sl, &star), 0);
+	assert_int_equal(arg_split_glob("/dev/vfio/vfio", 63, &pl, &sl, &star), 0);
 	assert_true(!star && pl == 14);
-	assert_int_equal(cli_split_glob("", 63, &pl, &sl, &star), -1);
-	assert_int_equal(cli_split_glob("/aaaaaaaaaa*", 5, &pl, &sl, &star), -1);
+	assert_int_equal(arg_split_glob("", 63, &pl, &sl, &star), -1);
+	assert_int_equal(arg_split_glob("/aaaaaaaaaa*", 5, &pl, &sl, &star), -1);
+	assert_int_equal(arg_parse_count("64", 1, 1024, &sz), 0);
+	assert_int_equal(sz, 64);
+	assert_int_equal(arg_parse_count("0", 0, 10, &sz), 0);
+	assert_int_equal(sz, 0);
+	assert_int_equal(arg_parse_count("0", 1, 10, &sz), -1);
+	assert_int_equal(arg_parse_count("11", 1, 10, &sz), -1);
+	assert_int_equal(arg_parse_count("-1", 0, ~0ul, &sz), -1);
+	assert_int_equal(arg_parse_count(" 5", 0, 10, &sz), -1);
+	assert_int_equal(arg_parse_count("5x", 0, 10, &sz), -1);
+	assert_int_equal(arg_parse_count("99999999999999999999999", 0, ~0ul, &sz), -1);
 }
 
 static void write_file(const char *path, const char *text)
