@@ -56,8 +56,10 @@ BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 BPF_HDRS   := $(wildcard bpf/*.h) $(VMLINUX_H)
 
-LIB_SRCS   := $(filter-out user/main.c,$(wildcard user/*.c))
-USER_HDRS  := $(wildcard user/*.h)
+# user/: base, capture, model, attach (the layers), then record, daemon,
+# offline (the products) and main.c on top (docs/architecture.md)
+LIB_SRCS   := $(wildcard user/*/*.c)
+USER_HDRS  := $(wildcard user/*.h user/*/*.h)
 TOOL       := $(OUT)/spyre-bpftrace
 
 # Quiet build lines ("  CC  user/x.c"); V=1 shows the commands.
@@ -130,6 +132,7 @@ endif
 DEPFLAGS    = -MMD -MP
 $(OUT)/obj/%.o: user/%.c | $(OUT)/obj $(OUT)/spyre.skel.h $(SYSROOT)
 	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(OUT)/libsbt.a: $(patsubst user/%.c,$(OUT)/obj/%.o,$(LIB_SRCS))
@@ -184,7 +187,7 @@ test-torch: all
 valgrind: all
 	@SBT_BUILD=$(abspath $(OUT)) tests/valgrind.sh
 
-$(OUT)/bench/gen-capture: bench/gen_capture.c tests/lib/synth.c user/capture.c user/byteorder.c | $(OUT)/bench
+$(OUT)/bench/gen-capture: bench/gen_capture.c tests/lib/synth.c user/capture/capture.c user/capture/byteorder.c | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -g -std=gnu11 $(WARN) -D_GNU_SOURCE -Ibpf -Iuser -Itests/lib $^ -o $@
 
@@ -223,10 +226,11 @@ install: $(TOOL)
 	install -D -m 0755 $(TOOL) $(DESTDIR)$(PREFIX)/bin/spyre-bpftrace
 	install -D -m 0644 docs/spyre-bpftrace.1 $(DESTDIR)$(PREFIX)/share/man/man1/spyre-bpftrace.1
 
--include $(wildcard $(OUT)/obj/*.d $(OUT)/obj-san/*.d $(OUT)/obj-fuzz/*.d)
+-include $(wildcard $(addsuffix /*.d,$(OUT)/obj $(OUT)/obj-san $(OUT)/obj-fuzz) \
+		    $(addsuffix /*/*.d,$(OUT)/obj $(OUT)/obj-san $(OUT)/obj-fuzz))
 
 format:
-	clang-format -i bpf/*.c bpf/*.h user/*.c user/*.h tests/sim/*.c tests/unit/*.c
+	clang-format -i bpf/*.c bpf/*.h user/*.c user/*.h user/*/*.c user/*/*.h tests/sim/*.c tests/unit/*.c
 
 clean:
 	rm -rf $(OUT)

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "commands.h"
-#include "log.h"
 
 int main(int argc, char **argv)
 {

@@ -14,6 +14,7 @@ FUZZ_OBJS   := $(patsubst user/%.c,$(OUT)/obj-fuzz/%.o,$(LIB_SRCS)) $(OUT)/obj-f
 # the library, instrumented for coverage once, linked into every target
 $(OUT)/obj-fuzz/%.o: user/%.c | $(OUT)/obj-fuzz $(OUT)/spyre.skel.h
 	$(call msg,CC-FUZZ,$<)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(DEPFLAGS) -c $< -o $@
 
 $(OUT)/obj-fuzz/lib-%.o: tests/lib/%.c | $(OUT)/obj-fuzz
@@ -24,7 +25,7 @@ $(OUT)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS) | $(OUT)/fuzz
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJS) -o $@ $(LDLIBS)
 
-$(OUT)/fuzz/seeds: tests/fuzz/seeds.c tests/lib/synth.c user/capture.c user/byteorder.c | $(OUT)/fuzz
+$(OUT)/fuzz/seeds: tests/fuzz/seeds.c tests/lib/synth.c user/capture/capture.c user/capture/byteorder.c | $(OUT)/fuzz
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -g -std=gnu11 $(WARN) -D_GNU_SOURCE -Ibpf -Iuser -Itests/lib $^ -o $@
 

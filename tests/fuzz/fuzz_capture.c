@@ -12,16 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture.h"
-#include "chrome_json.h"
-#include "correlate.h"
-#include "format.h"
-#include "inspect.h"
+#include "base/utf8.h"
+#include "capture/capture.h"
+#include "capture/format.h"
+#include "capture/meta.h"
 #include "json_check.h"
-#include "meta.h"
-#include "perfetto.h"
-#include "report.h"
-#include "utf8.h"
+#include "model/chrome_json.h"
+#include "model/correlate.h"
+#include "model/perfetto.h"
+#include "model/report.h"
+#include "offline/inspect.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "devfilter.h"
-#include "probes.h"
+#include "attach/devfilter.h"
+#include "attach/probes.h"
+#include "record/cli.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#include "inspect.h"
+#include "offline/inspect.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

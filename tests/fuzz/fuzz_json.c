@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chrome_read.h"
+#include "offline/chrome_read.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kubelet.h"
+#include "daemon/kubelet.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "model.h"
+#include "model/model.h"
 
 struct model_sink model_text_sink(FILE *out);
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture.h"
+#include "capture/capture.h"
 #include "synth.h"
 
 void synth_init(struct synth *s)

@@ -15,11 +15,11 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "byteorder.h"
-#include "capture.h"
-#include "fleet.h"
-#include "names.h"
-#include "output.h"
+#include "capture/byteorder.h"
+#include "capture/capture.h"
+#include "capture/names.h"
+#include "daemon/fleet.h"
+#include "model/output.h"
 #include "synth.h"
 
 /* Every record type the loader and BPF write, with nonzero fields. */

@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "capture.h"
+#include "capture/capture.h"
 
 static char path[64];
 

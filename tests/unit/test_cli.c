@@ -12,11 +12,11 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "cli.h"
-#include "driver.h"
-#include "names.h"
+#include "attach/driver.h"
+#include "attach/preflight.h"
+#include "capture/names.h"
 #include "events.h"
-#include "preflight.h"
+#include "record/cli.h"
 
 static struct record_opts o;
 static char err[512];

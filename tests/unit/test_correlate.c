@@ -16,14 +16,14 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "capture.h"
-#include "chrome_json.h"
-#include "correlate.h"
-#include "inspect.h"
+#include "capture/capture.h"
 #include "json_check.h"
+#include "model/chrome_json.h"
+#include "model/correlate.h"
+#include "model/perfetto.h"
+#include "model/report.h"
 #include "model_text.h"
-#include "perfetto.h"
-#include "report.h"
+#include "offline/inspect.h"
 #include "synth.h"
 
 #define T0 1000000000ull /* 1 s after boot */

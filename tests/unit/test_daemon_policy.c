@@ -16,10 +16,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "kubelet.h"
-#include "spool.h"
-#include "triggers.h"
-#include "window.h"
+#include "daemon/kubelet.h"
+#include "daemon/spool.h"
+#include "daemon/triggers.h"
+#include "daemon/window.h"
 
 #define SEC 1000000000ull
 

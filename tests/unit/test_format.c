@@ -8,10 +8,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "format.h"
-#include "meta.h"
-#include "names.h"
-#include "procfs.h"
+#include "base/procfs.h"
+#include "capture/format.h"
+#include "capture/meta.h"
+#include "capture/names.h"
 
 static char line[4096];
 

@@ -16,8 +16,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "http.h"
-#include "sdnotify.h"
+#include "daemon/http.h"
+#include "daemon/sdnotify.h"
 
 static int pages;
 

@@ -10,9 +10,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "inspect.h"
-#include "pb.h"
-#include "perfetto.h"
+#include "base/pb.h"
+#include "model/perfetto.h"
+#include "offline/inspect.h"
 
 static char path[64];
 

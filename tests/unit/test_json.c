@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "json.h"
+#include "base/json.h"
 
 static int64_t dec(const char *text, int scale)
 {

@@ -10,10 +10,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "demangle.h"
-#include "elfsyms.h"
+#include "attach/demangle.h"
+#include "attach/elfsyms.h"
+#include "attach/probes.h"
 #include "events.h"
-#include "probes.h"
 
 static const char *build_dir(void)
 {

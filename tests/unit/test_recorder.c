@@ -13,9 +13,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "capture.h"
-#include "recorder.h"
-#include "snapshot.h"
+#include "capture/capture.h"
+#include "daemon/recorder.h"
+#include "daemon/snapshot.h"
 
 #define SEC 1000000000ull
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "reorder.h"
+#include "capture/reorder.h"
 
 static uint64_t out_ts[16];
 static uint16_t out_type[16];

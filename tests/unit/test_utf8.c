@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "utf8.h"
+#include "base/utf8.h"
 
 static void char_lengths(void **state)
 {

@@ -18,6 +18,7 @@ $(OUT)/obj-san/lib-%.o: tests/lib/%.c | $(OUT)/obj-san
 
 $(OUT)/obj-san/%.o: user/%.c | $(OUT)/obj-san $(OUT)/spyre.skel.h
 	$(call msg,CC-SAN,$<)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(UNIT_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(OUT)/tests/libcxxdemo.so: tests/unit/cxxdemo.cpp | $(OUT)/tests

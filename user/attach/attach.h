@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The attach module: open the BPF object, configure it from feature probes
+ * (the attach plan), load it, attach the kernel programs, and put the
+ * runtime probes on each traced process: entry and return-site uprobes,
+ * targeted at that process only, on every runtime library it has or can
+ * load. `record` uses it, and the daemon for its detail windows.
+ */
+#ifndef SBT_ATTACH_H
+#define SBT_ATTACH_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "attach/driver.h"
+#include "attach/plan.h"
+#include "attach/probes.h"
+#include "attach/trace_opts.h"
+
+struct bpf_link;
+
+/* Links the attacher owns and destroys. */
+struct link_set {
+	struct bpf_link **v;
+	size_t n, cap;
+};
+
+/* The runtime probes of one traced process. */
+struct attached_proc {
+	pid_t pid;
+	size_t done; /* functions of the probe set attached here: [0, done) */
+	struct link_set links;
+};
+
+struct attacher {
+	const struct record_opts *o;
+	struct spyre_bpf *skel;
+	struct plan plan;
+	struct driver_plan drv;
+	const char *patterns[SBT_MAX_FD_PATTERNS];
+	uint32_t pattern_kinds[SBT_MAX_FD_PATTERNS];
+	int npatterns;
+	struct probe_spec *specs; /* --probe first, then the built-in table */
+	size_t nspecs;
+	char *real_libs[SBT_MAX_USER_PROBES]; /* --probe libraries named by path, resolved */
+	struct probe_set probes;
+	struct link_set links; /* kernel programs */
+	struct attached_proc *procs;
+	size_t nprocs;
+	/* told of each function found in a library, refused ones too */
+	void (*on_function)(void *ctx, const struct probe_site *s);
+	void *ctx;
+	/* attaching stops early when this is set or the deadline passes */
+	volatile sig_atomic_t *stop;
+	uint64_t deadline_ns; /* boottime, 0: none */
+	bool interrupted;
+	size_t refused; /* functions refused */
+};
+
+/* Open and configure (before load): the attach plan is decided here. */
+int attach_open(struct attacher *a, const struct record_opts *o);
+/* Load the programs and fill their tables. */
+int attach_load(struct attacher *a);
+/* Trace this process: the BPF filter, and the accelerator fds it has open. */
+int attach_trace_pid(struct attacher *a, pid_t pid);
+/* Stop tracing it (the daemon's window ends): its uprobes released, the
+ * BPF filter told. */
+void attach_untrace_pid(struct attacher *a, pid_t pid);
+/* Attach every loaded kernel program (not the runtime ones). */
+int attach_kernel(struct attacher *a);
+
+/* Consider a file as a runtime library (by name; why says where it was
+ * found): scan it once, and put its functions on every traced process.
+ * Returns the number of new functions, or -errno. */
+int attach_library(struct attacher *a, const char *path, const char *why);
+/* Find the libraries a process can load (its maps, its environment's
+ * library path, the ld.so cache, the install tree; for the -c command the
+ * linked libraries and its Python environment) and scan them. */
+int attach_find_libraries(struct attacher *a, pid_t pid, char *const *command);
+/* Put the runtime probes of every known library on this process (again:
+ * only what it does not have). Returns the uprobes attached, or -errno. */
+int attach_runtime(struct attacher *a, pid_t pid);
+/* Warn of each --probe spec that picked no function (later: one may
+ * still, from a library loaded later). */
+void attach_warn_unmatched(const struct attacher *a, bool later);
+/* A traced process is gone: release its uprobes. */
+void attach_forget(struct attacher *a, pid_t pid);
+/* Uprobes attached over all processes. */
+size_t attach_nuprobes(const struct attacher *a);
+/* Functions that are probed (not refused). */
+size_t attach_nfunctions(const struct attacher *a);
+
+/* Counters from the BPF side. */
+uint64_t attach_read_lost(struct attacher *a);
+uint64_t attach_read_missed(struct attacher *a); /* probe runs the kernel skipped */
+uint64_t attach_read_untraced_runs(struct attacher *a);
+bool attach_any_traced(struct attacher *a);
+
+void attach_close(struct attacher *a);
+
+#endif

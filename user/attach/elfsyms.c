@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Reading function symbols with libelf. */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "attach/elfsyms.h"
+
+/* Address to file offset through the loadable segment holding it. */
+static int vaddr_to_offset(Elf *elf, uint64_t vaddr, uint64_t *off)
+{
+	size_t n;
+
+	if (elf_getphdrnum(elf, &n))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_memsz) {
+			*off = vaddr - ph.p_vaddr + ph.p_offset;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* ppc64 ELFv2: how far past a function's global entry its local entry is
+ * (st_other's top three bits; 0 and 1 mean none). */
+static uint64_t ppc64_local_entry(unsigned char st_other)
+{
+	unsigned int v = (st_other >> 5) & 7;
+
+	return v >= 2 && v <= 6 ? ((1u << v) >> 2) << 2 : 0;
+}
+
+static int walk_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, int machine, bool big_endian,
+		       elf_sym_cb cb, void *ctx)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0, filesize = 0;
+	const uint8_t *raw = (const uint8_t *)elf_rawfile(elf, &filesize);
+
+	for (size_t i = 0; data && i < n; i++) {
+		GElf_Sym sym;
+		const char *name;
+		uint64_t off;
+		int type;
+
+		if (!gelf_getsym(data, (int)i, &sym))
+			continue;
+		type = GELF_ST_TYPE(sym.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) ||
+		    sym.st_shndx == SHN_UNDEF || !sym.st_value)
+			continue;
+		name = elf_strptr(elf, sh->sh_link, sym.st_name);
+		if (!name || !*name || vaddr_to_offset(elf, sym.st_value, &off))
+			continue;
+		struct elf_func f = { name, off, sym.st_size, NULL, machine, big_endian };
+
+		if (machine == EM_PPC64) {
+			uint64_t local = ppc64_local_entry(sym.st_other);
+
+			if (local >= f.size && f.size)
+				continue;
+			f.offset += local;
+			f.size -= f.size ? local : 0;
+			off = f.offset;
+		}
+		if (raw && off < filesize && sym.st_size <= filesize - off)
+			f.code = raw + off;
+		if (cb(&f, ctx))
+			return 1;
+	}
+	return 0;
+}
+
+int elf_for_each_function(const char *path, elf_sym_cb cb, void *ctx, char *err,
+			  size_t errlen)
+{
+	Elf_Scn *scn = NULL;
+	int fd, ret = 0;
+	Elf *elf;
+
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		snprintf(err, errlen, "libelf: %s", elf_errmsg(-1));
+		return -EINVAL;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return ret;
+	}
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		snprintf(err, errlen, "%s: not an ELF file", path);
+		ret = -ENOEXEC;
+		goto out;
+	}
+	GElf_Ehdr eh;
+
+	if (!gelf_getehdr(elf, &eh)) {
+		snprintf(err, errlen, "%s: no ELF header", path);
+		ret = -ENOEXEC;
+		goto out;
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
+			continue;
+		if (walk_symtab(elf, scn, &sh, eh.e_machine, eh.e_ident[EI_DATA] == ELFDATA2MSB, cb,
+				ctx))
+			break;
+	}
+out:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return ret;
+}

@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The built-in probe table and resolving probe specs to sites. */
+#include <errno.h>
+#include <stdbool.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "attach/demangle.h"
+#include "attach/elfsyms.h"
+#include "attach/probes.h"
+#include "attach/retsites.h"
+#include "capture/names.h"
+#include "events.h"
+
+/*
+ * The public flex and senlib entry points (../shared/reference). Their
+ * signatures are not public: bytes_arg follows the simulator's signatures,
+ * our best reading of how torch-spyre calls them. deallocate and Unmap are
+ * the simulator's names for the release path and unverified on real flex.
+ */
+const struct probe_spec sbt_builtin_probes[] = {
+	{ "libflex.so", "flex::RuntimeStream::launchH2D", SBT_ROLE_COPY_IN, 3, true },
+	{ "libflex.so", "flex::RuntimeStream::launchD2H", SBT_ROLE_COPY_OUT, 3, true },
+	{ "libflex.so", "flex::RuntimeStream::launchCompute", SBT_ROLE_COMPUTE, -1, true },
+	{ "libflex.so", "flex::RuntimeStream::launchOperation", SBT_ROLE_LAUNCH, -1, true },
+	{ "libflex.so", "flex::RuntimeStream::synchronize", SBT_ROLE_WAIT, -1, true },
+	{ "libflex.so", "flex::FlexAllocator::allocate", SBT_ROLE_ALLOC, 1, true },
+	{ "libflex.so", "flex::FlexAllocator::deallocate", SBT_ROLE_FREE, -1, true },
+	{ "libsenlib*.so", "senlib::ControlBlockInterface::QueueControlBlocksSBF",
+	  SBT_ROLE_SUBMIT, -1, true },
+	{ "libsenlib*.so", "senlib::ResponseBlockInterface::ReceiveResponsesSBF",
+	  SBT_ROLE_COMPLETE, -1, true },
+	{ "libsenlib*.so", "senlib::PfIommuMapper::Map", SBT_ROLE_MAP, 2, true },
+	{ "libsenlib*.so", "senlib::PfIommuMapper::Unmap", SBT_ROLE_UNMAP, 2, true },
+};
+const size_t sbt_n_builtin_probes = sizeof(sbt_builtin_probes) / sizeof(sbt_builtin_probes[0]);
+
+int probe_spec_parse(const char *arg, struct probe_spec *out, char *err, size_t errlen)
+{
+	const char *colon = strchr(arg, ':');
+	char *copy, *eq;
+	int role = SBT_ROLE_USER;
+
+	/* C++ names contain "::": split at the first ':' not followed by ':' */
+	while (colon && colon[1] == ':')
+		colon = strchr(colon + 2, ':');
+	if (!colon || colon == arg || !colon[1]) {
+		snprintf(err, errlen,
+			 "--probe '%s': expected LIB:PATTERN, e.g. libflex.so:'flex::*'", arg);
+		return -1;
+	}
+	eq = strrchr(colon + 1, '=');
+	if (eq) {
+		role = sbt_role_from_name(eq + 1);
+		if (role <= SBT_ROLE_NONE) {
+			snprintf(err, errlen,
+				 "--probe: unknown role '%s'; roles: copy-in copy-out compute launch wait alloc free submit complete map unmap user",
+				 eq + 1);
+			return -1;
+		}
+	}
+	/* one allocation holds both parts; it lives as long as the options */
+	copy = strdup(arg);
+	if (!copy) {
+		snprintf(err, errlen, "--probe: out of memory");
+		return -1;
+	}
+	copy[colon - arg] = '\0';
+	if (eq)
+		copy[eq - arg] = '\0';
+	out->lib = copy;
+	out->pattern = copy + (colon - arg) + 1;
+	out->role = role;
+	out->bytes_arg = -1;
+	out->role_set = eq != NULL;
+	return 0;
+}
+
+void probe_spec_free(struct probe_spec *s)
+{
+	free((char *)s->lib); /* the pattern lives in the same allocation */
+	s->lib = s->pattern = NULL;
+}
+
+struct probe_spec *probe_specs_table(const struct probe_spec *user, int n, char **real, int *bad)
+{
+	struct probe_spec *t = calloc((size_t)n + sbt_n_builtin_probes, sizeof(*t));
+
+	*bad = -1;
+	if (!t)
+		return NULL;
+	memcpy(t, user, (size_t)n * sizeof(*t));
+	memcpy(t + n, sbt_builtin_probes, sbt_n_builtin_probes * sizeof(*t));
+	for (int i = 0; i < n; i++) {
+		if (!strchr(t[i].lib, '/'))
+			continue;
+		if ((real[i] = realpath(t[i].lib, NULL)))
+			t[i].lib = real[i];
+		else if (*bad < 0)
+			*bad = i;
+	}
+	return t;
+}
+
+bool probe_spec_wants_lib(const struct probe_spec *s, const char *libpath)
+{
+	const char *base = strrchr(libpath, '/'), *so;
+	char unversioned[256];
+
+	if (strchr(s->lib, '/'))
+		return !strcmp(s->lib, libpath);
+	base = base ? base + 1 : libpath;
+	if (!fnmatch(s->lib, base, 0))
+		return true;
+	/* "libflex.so" also names libflex.so.1 and libflex.so.1.2 */
+	so = strstr(base, ".so.");
+	if (!so || (size_t)(so - base) + 4 > sizeof(unversioned))
+		return false;
+	snprintf(unversioned, sizeof(unversioned), "%.*s.so", (int)(so - base), base);
+	return !fnmatch(s->lib, unversioned, 0);
+}
+
+bool probe_set_has_lib(const struct probe_set *ps, const char *libpath)
+{
+	struct stat want, have;
+	bool known = !stat(libpath, &want);
+
+	for (size_t i = 0; i < ps->nlibs; i++) {
+		if (!strcmp(ps->libs[i], libpath))
+			return true;
+		/* the same file by another path (a bind mount, a container's root) */
+		if (known && !stat(ps->libs[i], &have) && have.st_dev == want.st_dev &&
+		    have.st_ino == want.st_ino)
+			return true;
+	}
+	return false;
+}
+
+/* A cold part the compiler split off a function ("f.cold"), copied out. */
+struct cold_part {
+	char *name;
+	struct elf_func f;
+};
+
+struct scan_ctx {
+	struct probe_set *ps;
+	const struct probe_spec *specs;
+	size_t nspecs;
+	const char *lib;
+	int added, error;
+	struct cold_part *cold;
+	size_t ncold;
+};
+
+static int collect_cold(const struct elf_func *f, void *ctx)
+{
+	struct scan_ctx *c = ctx;
+	struct cold_part *grown, *p;
+
+	if (!strstr(f->name, ".cold") || !f->code || !f->size)
+		return 0;
+	grown = realloc(c->cold, (c->ncold + 1) * sizeof(*grown));
+	if (!grown)
+		return c->error = -ENOMEM;
+	c->cold = grown;
+	p = &grown[c->ncold];
+	p->f = *f;
+	p->name = strdup(f->name);
+	p->f.code = malloc(f->size);
+	if (!p->name || !p->f.code) {
+		free(p->name);
+		free((void *)p->f.code);
+		return c->error = -ENOMEM;
+	}
+	memcpy((void *)p->f.code, f->code, f->size);
+	p->f.name = p->name;
+	c->ncold++;
+	return 0;
+}
+
+static const struct elf_func *cold_part_of(const struct scan_ctx *c, const char *sym)
+{
+	size_t n = strlen(sym);
+
+	for (size_t i = 0; i < c->ncold; i++)
+		if (!strncmp(c->cold[i].name, sym, n) && !strcmp(c->cold[i].name + n, ".cold"))
+			return &c->cold[i].f;
+	return NULL;
+}
+
+static bool site_exists(const struct probe_set *ps, const char *lib, uint64_t off)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->sites[i].offset == off && !strcmp(ps->sites[i].lib, lib))
+			return true;
+	return false;
+}
+
+/* The role a function gets: the spec's, unless the spec named no role and
+ * a spec that does (a built-in one) matches the same function too. */
+static const struct probe_spec *role_source(const struct scan_ctx *c, const struct probe_spec *s,
+					    const char *plain)
+{
+	if (s->role_set)
+		return s;
+	for (size_t i = 0; i < c->nspecs; i++) {
+		const struct probe_spec *t = &c->specs[i];
+
+		if (t->role_set && !strchr(t->pattern, '(') && probe_spec_wants_lib(t, c->lib) &&
+		    !fnmatch(t->pattern, plain, 0))
+			return t;
+	}
+	return s;
+}
+
+/* Where the function returns, or why it cannot be probed. */
+static int find_returns(const struct scan_ctx *c, struct probe_site *site,
+			const struct elf_func *f)
+{
+	struct probe_set *ps = c->ps;
+	struct ret_site rets[RETSITES_MAX];
+	char why[160];
+	int n = retsites_find(f, cold_part_of(c, f->name), site->name, rets, RETSITES_MAX, why,
+			      sizeof(why));
+
+	if (n >= 0 && ps->max_uprobes && ps->uprobes + 1 + (size_t)n > ps->max_uprobes) {
+		snprintf(why, sizeof(why), "the cap of %zu uprobes per process is reached (--max-probes)",
+			 ps->max_uprobes);
+		n = -1;
+	}
+	if (n < 0)
+		return (site->refused = strdup(why)) ? 0 : -ENOMEM;
+	if (n && !(site->rets = malloc((size_t)n * sizeof(*rets))))
+		return -ENOMEM;
+	memcpy(site->rets, rets, (size_t)n * sizeof(*rets));
+	site->nrets = n;
+	ps->uprobes += 1 + (size_t)n;
+	return 0;
+}
+
+static void site_free(struct probe_site *s)
+{
+	free(s->lib);
+	free(s->name);
+	free(s->symbol);
+	free(s->rets);
+	free(s->refused);
+}
+
+static int add_site(struct scan_ctx *c, const struct probe_spec *s, const struct elf_func *f,
+		    const char *name)
+{
+	const struct probe_spec *r = role_source(c, s, name);
+	struct probe_set *ps = c->ps;
+	struct probe_site *site;
+	int err;
+
+	if (ps->n > SBT_MAX_PROBE_ID)
+		return -E2BIG;
+	if (ps->n == ps->cap) {
+		size_t cap = ps->cap ? ps->cap * 2 : 16;
+		void *p = realloc(ps->sites, cap * sizeof(*ps->sites));
+
+		if (!p)
+			return -ENOMEM;
+		ps->sites = p;
+		ps->cap = cap;
+	}
+	site = &ps->sites[ps->n];
+	*site = (struct probe_site){ .id = (uint32_t)ps->n, .role = r->role,
+				     .bytes_arg = r->bytes_arg, .pattern = s->pattern,
+				     .offset = f->offset, .size = f->size };
+	site->lib = strdup(c->lib);
+	site->name = strdup(name);
+	site->symbol = strdup(f->name);
+	err = !site->lib || !site->name || !site->symbol ? -ENOMEM : find_returns(c, site, f);
+	if (err) {
+		site_free(site);
+		return err;
+	}
+	ps->n++;
+	c->added++;
+	return 0;
+}
+
+static int scan_sym(const struct elf_func *f, void *ctx)
+{
+	struct scan_ctx *c = ctx;
+	char *plain = NULL, *full = NULL;
+
+	/* a cold part is no function of its own: it is decoded with its function */
+	if (site_exists(c->ps, c->lib, f->offset) || strstr(f->name, ".cold"))
+		return 0;
+	for (size_t i = 0; i < c->nspecs && !c->error; i++) {
+		const struct probe_spec *s = &c->specs[i];
+		bool params = strchr(s->pattern, '(') != NULL;
+		char **name = params ? &full : &plain;
+
+		if (!probe_spec_wants_lib(s, c->lib))
+			continue;
+		if (!*name && !(*name = sbt_demangle(f->name, params))) {
+			c->error = -ENOMEM;
+			break;
+		}
+		if (fnmatch(s->pattern, *name, 0))
+			continue;
+		if (!plain && !(plain = sbt_demangle(f->name, false))) {
+			c->error = -ENOMEM;
+			break;
+		}
+		c->error = add_site(c, s, f, plain);
+		break; /* first matching spec wins */
+	}
+	free(plain);
+	free(full);
+	return c->error;
+}
+
+int probe_set_scan_lib(struct probe_set *ps, const struct probe_spec *specs,
+		       size_t nspecs, const char *libpath, char *err, size_t errlen)
+{
+	struct scan_ctx c = { ps, specs, nspecs, libpath, 0, 0 };
+	char **libs;
+	int ret;
+
+	libs = realloc(ps->libs, (ps->nlibs + 1) * sizeof(*libs));
+	if (!libs)
+		return -ENOMEM;
+	ps->libs = libs;
+	if (!(ps->libs[ps->nlibs] = strdup(libpath)))
+		return -ENOMEM;
+	ps->nlibs++;
+	ret = elf_for_each_function(libpath, collect_cold, &c, err, errlen);
+	if (!ret && !c.error)
+		ret = elf_for_each_function(libpath, scan_sym, &c, err, errlen);
+	for (size_t i = 0; i < c.ncold; i++) {
+		free(c.cold[i].name);
+		free((void *)c.cold[i].f.code);
+	}
+	free(c.cold);
+	if (ret)
+		return ret;
+	if (c.error) {
+		snprintf(err, errlen, "%s: %s", libpath, strerror(-c.error));
+		return c.error;
+	}
+	return c.added;
+}
+
+void probe_set_free(struct probe_set *ps)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		site_free(&ps->sites[i]);
+	for (size_t i = 0; i < ps->nlibs; i++)
+		free(ps->libs[i]);
+	free(ps->sites);
+	free(ps->libs);
+	memset(ps, 0, sizeof(*ps));
+}

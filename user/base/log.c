@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <bpf/libbpf.h>
+#include <stdio.h>
+
+#include "base/log.h"
+
+int sbt_verbosity;
+static int quiet;
+
+void sbt_log_quiet(int q)
+{
+	quiet = q;
+}
+
+static void line(const char *fmt, va_list ap)
+{
+	fputs("spyre-bpftrace: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void sbt_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	line(fmt, ap);
+	va_end(ap);
+}
+
+void sbt_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (quiet)
+		return;
+	va_start(ap, fmt);
+	line(fmt, ap);
+	va_end(ap);
+}
+
+void sbt_info(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (sbt_verbosity < level)
+		return;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
+int sbt_libbpf_print(int level, const char *fmt, va_list args)
+{
+	if (level == LIBBPF_DEBUG && sbt_verbosity < 2)
+		return 0;
+	if (sbt_verbosity < 1)
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/procfs.h"
+
+bool proc_exists(pid_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+int proc_mapped_files(pid_t pid, char ***paths)
+{
+	char fn[64], line[4608];
+	char **out = NULL;
+	int n = 0;
+	FILE *f;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char perms[8], *path = NULL, *nl;
+		int dup = 0;
+
+		/* addr perms offset dev inode path */
+		if (sscanf(line, "%*s %7s %*s %*s %*s", perms) != 1 || perms[2] != 'x')
+			continue;
+		path = strchr(line, '/');
+		if (!path)
+			continue;
+		if ((nl = strchr(path, '\n')))
+			*nl = '\0';
+		for (int i = 0; i < n && !dup; i++)
+			dup = !strcmp(out[i], path);
+		if (dup)
+			continue;
+		char **grown = realloc(out, (n + 1) * sizeof(*out));
+
+		if (!grown || !(grown[n] = strdup(path))) {
+			out = grown ? grown : out;
+			proc_free_paths(out, n);
+			fclose(f);
+			return -ENOMEM;
+		}
+		out = grown;
+		n++;
+	}
+	fclose(f);
+	*paths = out;
+	return n;
+}
+
+void proc_free_paths(char **paths, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+}
+
+void proc_comm(pid_t pid, pid_t tid, char *buf, size_t len)
+{
+	char fn[64];
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(fn, sizeof(fn), "/proc/%d/task/%d/comm", pid, tid);
+	f = fopen(fn, "re");
+	if (!f)
+		return;
+	if (fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
+
+/* The last number of a "Key:\t1\t2\t3" line of status, and how many came before it. */
+static int last_of(const char *line, pid_t *last)
+{
+	int n = -1;
+	char *end;
+
+	for (const char *p = strchr(line, ':') + 1;; p = end) {
+		long v = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		*last = (pid_t)v;
+		n++;
+	}
+	return n;
+}
+
+int proc_ns_ids(pid_t pid, pid_t tid, pid_t *ns_tgid, pid_t *ns_tid)
+{
+	char fn[64], line[256];
+	int level = -1;
+	FILE *f;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/task/%d/status", pid, tid);
+	f = fopen(fn, "re");
+	if (!f)
+		return -1;
+	*ns_tgid = pid;
+	*ns_tid = tid;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "NStgid:", 7))
+			last_of(line, ns_tgid);
+		else if (!strncmp(line, "NSpid:", 6))
+			level = last_of(line, ns_tid);
+	}
+	fclose(f);
+	return level < 0 ? 0 : level; /* no NSpid line: a kernel without namespaces */
+}
+
+void proc_root_path(pid_t pid, const char *path, char *out, size_t len)
+{
+	char fn[64], root[8];
+	ssize_t n;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/root", pid);
+	n = readlink(fn, root, sizeof(root));
+	if (n == 1 && root[0] == '/')
+		snprintf(out, len, "%s", path);
+	else /* another root, or gone (then the open below fails cleanly) */
+		snprintf(out, len, "/proc/%d/root%s", pid, path);
+}
+
+size_t proc_cmdline(pid_t pid, char *buf, size_t len)
+{
+	char fn[64];
+	size_t n;
+	FILE *f;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/cmdline", pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, len, f);
+	fclose(f);
+	return n;
+}
+
+static void for_each_entry(const char *dir, void (*cb)(long n, void *ctx), void *ctx)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (isdigit((unsigned char)e->d_name[0]))
+			cb(strtol(e->d_name, NULL, 10), ctx);
+	closedir(d);
+}
+
+struct task_ctx {
+	pid_t pid;
+	void (*cb)(pid_t, pid_t, void *);
+	void *ctx;
+};
+
+static void task_entry(long tid, void *ctx)
+{
+	struct task_ctx *t = ctx;
+
+	t->cb(t->pid, (pid_t)tid, t->ctx);
+}
+
+void proc_for_each_task(pid_t pid, void (*cb)(pid_t pid, pid_t tid, void *ctx), void *ctx)
+{
+	struct task_ctx t = { pid, cb, ctx };
+	char dir[64];
+
+	snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
+	for_each_entry(dir, task_entry, &t);
+}
+
+struct fd_ctx {
+	pid_t pid;
+	void (*cb)(int, const char *, void *);
+	void *ctx;
+};
+
+static void fd_entry(long fd, void *ctx)
+{
+	struct fd_ctx *c = ctx;
+	char fn[64], target[4096];
+	ssize_t n;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/fd/%ld", c->pid, fd);
+	n = readlink(fn, target, sizeof(target) - 1);
+	if (n <= 0)
+		return;
+	target[n] = '\0';
+	c->cb((int)fd, target, c->ctx);
+}
+
+void proc_for_each_fd(pid_t pid, void (*cb)(int fd, const char *target, void *ctx),
+		      void *ctx)
+{
+	struct fd_ctx c = { pid, cb, ctx };
+	char dir[64];
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
+	for_each_entry(dir, fd_entry, &c);
+}
+
+void proc_for_each_irq(void (*cb)(int irq, const char *name, void *ctx), void *ctx)
+{
+	FILE *f = fopen("/proc/interrupts", "re");
+	char line[2048];
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *end, *name;
+		long irq = strtol(line, &end, 10);
+
+		if (end == line || *end != ':')
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		name = strrchr(line, ' ');
+		cb((int)irq, name ? name + 1 : line, ctx);
+	}
+	fclose(f);
+}
+
+int pci_vfio_devices(char (*bdfs)[16], int max)
+{
+	DIR *d = opendir("/sys/bus/pci/drivers/vfio-pci");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)) && n < max) {
+		unsigned int dom, bus, dev, fn;
+		char tail;
+
+		/* entries like 0000:01:00.0, besides bind, new_id, ... */
+		if (sscanf(e->d_name, "%4x:%2x:%2x.%1x%c", &dom, &bus, &dev, &fn, &tail) == 4)
+			snprintf(bdfs[n++], sizeof(bdfs[0]), "%04x:%02x:%02x.%x", dom, bus, dev, fn);
+	}
+	closedir(d);
+	return n;
+}
+
+bool irq_is_accelerator(const char *name, const char (*bdfs)[16], int n)
+{
+	if (!strncmp(name, "vfio", 4))
+		return true;
+	for (int i = 0; i < n; i++)
+		if (strstr(name, bdfs[i]))
+			return true;
+	return false;
+}

@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/args.h"
+#include "base/log.h"
+#include "base/outfile.h"
+#include "daemon/control.h"
+
+static int socket_path(const char *dir, struct sockaddr_un *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	if (snprintf(a->sun_path, sizeof(a->sun_path), "%s/%s", dir, CONTROL_SOCKET) >=
+	    (int)sizeof(a->sun_path))
+		return -1;
+	return 0;
+}
+
+int control_listen(const char *dir, char *err, size_t errlen)
+{
+	struct sockaddr_un a;
+	int fd;
+
+	if (socket_path(dir, &a)) {
+		snprintf(err, errlen, "--runtime-dir '%s' is too long for a socket path", dir);
+		return -1;
+	}
+	if (outfile_private_dir(dir, "--runtime-dir", err, errlen))
+		return -1;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot make the control socket: %s", strerror(errno));
+		return -1;
+	}
+	unlink(a.sun_path); /* a daemon before us that did not stop cleanly */
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || chmod(a.sun_path, 0600) || listen(fd, 8)) {
+		snprintf(err, errlen, "cannot listen on %s: %s", a.sun_path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+void control_reply(int cfd, const char *text)
+{
+	size_t left = strlen(text);
+
+	while (left) {
+		ssize_t n = write(cfd, text, left);
+
+		if (n <= 0)
+			break;
+		text += n;
+		left -= (size_t)n;
+	}
+	close(cfd);
+}
+
+int control_accept(int lfd, char *line, size_t len)
+{
+	struct ucred peer;
+	socklen_t plen = sizeof(peer);
+	size_t got = 0;
+	bool allowed;
+	int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (cfd < 0)
+		return -1;
+	allowed = !getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) &&
+		  (peer.uid == 0 || peer.uid == geteuid());
+	/* the request line first, from anyone: answering before it came
+	 * would close on a peer still writing, which then sees a reset or a
+	 * broken pipe instead of why */
+	while (got + 1 < len) { /* one line, within two seconds */
+		struct pollfd p = { cfd, POLLIN, 0 };
+		ssize_t n;
+
+		if (poll(&p, 1, 2000) <= 0)
+			break;
+		n = read(cfd, line + got, len - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (memchr(line, '\n', got))
+			break;
+	}
+	line[got] = 0;
+	if (!allowed) {
+		control_reply(cfd, "error: not allowed; hint: run ctl as root\n");
+		return -1;
+	}
+	if (!strchr(line, '\n')) {
+		control_reply(cfd, "error: no request line; hint: spyre-bpftrace ctl --help\n");
+		return -1;
+	}
+	*strchr(line, '\n') = 0;
+	return cfd;
+}
+
+void control_close(int lfd, const char *dir)
+{
+	struct sockaddr_un a;
+
+	if (lfd < 0)
+		return;
+	close(lfd);
+	if (!socket_path(dir, &a))
+		unlink(a.sun_path);
+}
+
+/* ---- spyre-bpftrace ctl ---------------------------------------------------- */
+
+struct ctl_opts {
+	const char *dir, *out, *what;
+	double seconds, last; /* record's window; snapshot --last */
+	uint64_t from, to; /* snapshot --from/--to: REALTIME ns; 0 unset */
+};
+
+enum { OPT_RUNTIME_DIR = 1000, OPT_SECONDS, OPT_LAST, OPT_FROM, OPT_TO };
+
+/* A wall-clock time: seconds since the epoch (fractions allowed), or
+ * 2026-12-02T21:30:00 in UTC (a trailing Z allowed). ns, 0 if neither. */
+static uint64_t parse_time(const char *s)
+{
+	struct tm tm = { 0 };
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end != s && !*end && v > 0)
+		return (uint64_t)(v * 1e9);
+	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!end || (*end && strcmp(end, "Z")))
+		return 0;
+	return (uint64_t)timegm(&tm) * 1000000000ull;
+}
+
+static error_t ctl_parse(int key, char *arg, struct argp_state *state)
+{
+	struct ctl_opts *o = state->input;
+	char *end;
+
+	switch (key) {
+	case OPT_RUNTIME_DIR: o->dir = arg; break;
+	case 'o': o->out = arg; break;
+	case OPT_SECONDS:
+		o->seconds = strtod(arg, &end);
+		if (*end || end == arg || !(o->seconds > 0) || o->seconds > 3600)
+			argp_error(state, "invalid --seconds '%s'; hint: 0.1 to 3600", arg);
+		break;
+	case OPT_LAST:
+		if (arg_parse_duration(arg, &o->last))
+			argp_error(state, "invalid --last '%s'; hint: 30s, 2m, 1h", arg);
+		break;
+	case OPT_FROM:
+	case OPT_TO:
+		if (!(*(key == OPT_FROM ? &o->from : &o->to) = parse_time(arg)))
+			argp_error(state, "invalid time '%s'; hint: seconds since the epoch, or "
+				   "2026-12-02T21:30:00 (UTC)", arg);
+		break;
+	case ARGP_KEY_ARG:
+		if (o->what)
+			argp_error(state, "one request at a time");
+		if (strcmp(arg, "status") && strcmp(arg, "record") && strcmp(arg, "snapshot"))
+			argp_error(state, "unknown request '%s'; hint: status, record or snapshot", arg);
+		o->what = arg;
+		break;
+	case ARGP_KEY_END:
+		if (!o->what)
+			argp_error(state, "no request; hint: ctl status, ctl record --seconds 10");
+		if (!strcmp(o->what, "record") && !o->seconds)
+			argp_error(state, "record needs --seconds N");
+		if (!strcmp(o->what, "snapshot") && !o->last == !(o->from && o->to))
+			argp_error(state, "snapshot needs --last DURATION, or --from T0 and --to T1");
+		if (o->from && o->to && o->from > o->to)
+			argp_error(state, "--from is after --to");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* The trace's file, absolute (the daemon writes it, from its own cwd);
+ * "-" without -o: the daemon puts it in its spool and says where. */
+static int out_path(const struct ctl_opts *o, char *path, size_t len)
+{
+	char cwd[PATH_MAX];
+
+	if (!o->out)
+		return snprintf(path, len, "-") >= (int)len ? -1 : 0;
+	if (o->out[0] == '/')
+		return snprintf(path, len, "%s", o->out) >= (int)len ? -1 : 0;
+	if (!getcwd(cwd, sizeof(cwd)))
+		return -1;
+	return snprintf(path, len, "%s/%s", cwd, o->out) >= (int)len ? -1 : 0;
+}
+
+int cmd_ctl(int argc, char **argv)
+{
+	static const struct argp_option options[] = {
+		{ "runtime-dir", OPT_RUNTIME_DIR, "DIR", 0, "the daemon's runtime directory (default " CONTROL_DEFAULT_DIR ")", 0 },
+		{ "seconds", OPT_SECONDS, "N", 0, "record: how long the window is", 0 },
+		{ "output", 'o', "FILE", 0, "the trace (.pftrace, .json or .sbt; default: in the daemon's spool, STATE_DIR/snapshots)", 0 },
+		{ "last", OPT_LAST, "DURATION", 0, "snapshot: the last DURATION (30s, 2m)", 0 },
+		{ "from", OPT_FROM, "T0", 0, "snapshot: from this wall-clock time (epoch seconds or 2026-12-02T21:30:00, UTC)", 0 },
+		{ "to", OPT_TO, "T1", 0, "snapshot: to this one", 0 },
+		{ 0 }
+	};
+	static const struct argp argp = {
+		options, ctl_parse, "status | record --seconds N [-o FILE] | snapshot --last D | --from T0 --to T1 [-o FILE]",
+		"Talk to a running spyre-bpftrace daemon: its status; a detailed window "
+		"recorded now (runtime calls by uprobes, ioctls, DMA, interrupts, device jobs) of "
+		"the processes that hold a Spyre card; or a snapshot of its flight recorder (the "
+		"kernel events of the last minutes), each returned as a trace (with a manifest for "
+		"a snapshot). The same absolute --from/--to asked of every host of a job gives "
+		"traces that merge into one.\n\nEXAMPLES:\n"
+		"  spyre-bpftrace ctl status\n"
+		"  spyre-bpftrace ctl record --seconds 10 -o /tmp/window.pftrace\n"
+		"  spyre-bpftrace ctl snapshot --last 30s -o /tmp/last.pftrace\n"
+		"  spyre-bpftrace ctl snapshot --from 2026-12-02T21:30:00 --to 2026-12-02T21:31:00",
+		NULL, NULL, NULL
+	};
+	struct ctl_opts o = { .dir = CONTROL_DEFAULT_DIR };
+	char req[CONTROL_LINE + 64], path[CONTROL_LINE - 64], buf[8192];
+	struct sockaddr_un a;
+	size_t got = 0;
+	ssize_t n;
+	int fd, werr = 0;
+
+	argp_parse(&argp, argc, argv, 0, NULL, &o);
+	if (strcmp(o.what, "status") && out_path(&o, path, sizeof(path))) {
+		sbt_err("cannot name the output file; hint: give -o /ABSOLUTE/PATH");
+		return 2;
+	}
+	if (!strcmp(o.what, "record")) {
+		snprintf(req, sizeof(req), "record %.3f %s\n", o.seconds, path);
+	} else if (!strcmp(o.what, "snapshot")) {
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		if (o.last) {
+			o.to = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+			o.from = o.to - (uint64_t)(o.last * 1e9);
+		}
+		snprintf(req, sizeof(req), "snapshot %llu %llu %s\n", (unsigned long long)o.from,
+			 (unsigned long long)o.to, path);
+	} else {
+		snprintf(req, sizeof(req), "status\n");
+	}
+	if (socket_path(o.dir, &a) || (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+		sbt_err("cannot make a socket: %s", strerror(errno));
+		return 1;
+	}
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		sbt_err("no daemon at %s: %s; hint: is spyre-bpftrace daemon running (--runtime-dir)?",
+			a.sun_path, strerror(errno));
+		close(fd);
+		return 1;
+	}
+	/* a daemon that refuses may answer and close while we write: its
+	 * answer says why, so read it whatever the write did */
+	if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req))
+		werr = errno;
+	while (got + 1 < sizeof(buf) && (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+		got += (size_t)n;
+	buf[got] = 0;
+	close(fd);
+	if (!got && werr) {
+		sbt_err("cannot talk to the daemon: %s", strerror(werr));
+		return 1;
+	}
+	if (strncmp(buf, "ok", 2)) {
+		buf[strcspn(buf, "\n")] = 0;
+		sbt_err("%s", !strncmp(buf, "error: ", 7) ? buf + 7 : buf[0] ? buf : "the daemon did not answer");
+		return 1;
+	}
+	fputs(buf, stdout);
+	return 0;
+}

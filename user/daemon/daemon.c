@@ -1,0 +1,962 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * `spyre-bpftrace daemon`: the always-on tier. The kernel hooks count every
+ * process's VFIO ioctls and the cards' interrupts in histograms and
+ * counters in the kernel, and no uprobe is attached. Prometheus scrapes
+ * /metrics; each scrape sums the per-CPU maps. The same kernel events (a
+ * few per job) also come as records into a flight recorder. Detail windows
+ * (a random one each sampling period, one on a trigger, one on `ctl
+ * record`) put the runtime uprobes on the processes that hold a card for a
+ * few seconds; their records go to the recorder too. Snapshots of the
+ * recorder are written by a low-priority thread, into the spool or where
+ * `ctl` asks. Runs until SIGTERM; SIGHUP looks again for cards bound to
+ * vfio-pci and processes with VFIO files open; under systemd it says when
+ * it is ready and pings the watchdog (Type=notify, WatchdogSec).
+ */
+#include <argp.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "attach/attach.h"
+#include "attach/metawrite.h"
+#include "base/args.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/thread.h"
+#include "commands.h"
+#include "daemon/control.h"
+#include "daemon/fleet.h"
+#include "daemon/http.h"
+#include "daemon/kubelet.h"
+#include "daemon/metrics.h"
+#include "daemon/recorder.h"
+#include "daemon/sdnotify.h"
+#include "daemon/snapshot.h"
+#include "daemon/snapshot_queue.h"
+#include "daemon/spool.h"
+#include "daemon/triggers.h"
+#include "daemon/window.h"
+
+#define DEFAULT_LISTEN "127.0.0.1:9464"
+#define DEFAULT_STATE_DIR "/var/lib/spyre-bpftrace"
+#define SWEEP_SECONDS 10
+#define TRIGGER_CHECK_SECONDS 5
+#define KUBELET_SECONDS 30 /* pods come and go slowly; one small call each time */
+#define MAX_WINDOW_SECONDS 3600 /* ctl record */
+#define MAX_SNAPSHOT_SECONDS 86400 /* ctl snapshot: far more than a recorder holds */
+#define NS 1000000000ull
+#define NO_RECORDER "error: this daemon runs with --no-recorder; hint: restart it without\n"
+
+struct daemon_opts {
+	struct record_opts rec; /* the kernel-side filters, as record takes them */
+	const char *listen, *runtime_dir, *state_dir;
+	bool every_device;
+	double recorder_seconds; /* 0: no flight recorder */
+	unsigned long recorder_mib, spool_mib;
+	double window_seconds, sample_every; /* sample_every 0: no sampling */
+	double trigger_before; /* a trigger's snapshot reaches this far back */
+	struct trigger_cfg trig;
+	const char *kubelet_socket, *kubelet_resource; /* socket NULL: not asked */
+};
+
+struct daemon {
+	struct daemon_opts *o;
+	struct attacher at;
+	struct fleet fleet;
+	struct fleet_counts *counts; /* for the triggers */
+	struct http_server *http;
+	pthread_mutex_t lock; /* the fleet's cards and maps, between scrapes and reloads */
+	int stats_fd; /* keeps the kernel's BPF run-time statistics on; -1 */
+	int control_fd; /* the control socket; -1 */
+	struct ring_buffer *rb; /* records for the flight recorder; NULL without */
+	pthread_t drainer; /* drains rb into rec */
+	uint64_t drained; /* passes over rb the drainer finished */
+	bool draining;
+	pthread_mutex_t rec_lock; /* rec, between the drainer and the main loop */
+	struct flight_recorder rec;
+	struct meta_writer mw; /* what the windows say of their processes, into the recorder */
+	struct detail_window win;
+	struct { /* a ctl record waits for the window's end */
+		int client; /* -1: none */
+		uint64_t from;
+		char path[CONTROL_LINE]; /* "": into the spool */
+	} waiter;
+	struct { /* a trigger's snapshot, written at the window's end */
+		bool pending;
+		enum trigger kind;
+		uint64_t from;
+	} fired;
+	struct triggers trig;
+	struct snapshot_queue q;
+	char spool[PATH_MAX];
+	struct allocations alloc; /* the kubelet's, under lock */
+	char kubelet_said[256]; /* its last error, said once */
+	struct metrics_self self;
+};
+
+static volatile sig_atomic_t stop_sig, reload_sig;
+
+static void on_signal(int sig)
+{
+	if (sig == SIGHUP)
+		reload_sig = 1;
+	else
+		stop_sig = sig;
+}
+
+enum {
+	OPT_LISTEN = 1000, OPT_DEVICE, OPT_RUNTIME_DIR, OPT_STATE_DIR, OPT_REC_SECONDS, OPT_REC_MIB,
+	OPT_NO_REC, OPT_SPOOL_MIB, OPT_WINDOW, OPT_SAMPLE_EVERY, OPT_NO_SAMPLING, OPT_TRIG_ERRORS,
+	OPT_TRIG_SLOW, OPT_TRIG_EVERY, OPT_TRIG_BEFORE, OPT_NO_TRIGGERS, OPT_KUBELET, OPT_KUBELET_RES,
+	OPT_NO_KUBELET, OPT_DRIVER
+};
+
+/* A duration option: "30s", "10m", "250ms"; within [min, max] seconds. */
+static double duration_arg(struct argp_state *state, const char *flag, const char *arg, double min,
+			   double max, const char *hint)
+{
+	double v;
+
+	if (arg_parse_duration(arg, &v) || v < min || v > max)
+		argp_error(state, "invalid %s '%s'; hint: %s", flag, arg, hint);
+	return v;
+}
+
+static unsigned long count_arg(struct argp_state *state, const char *flag, const char *arg,
+			       unsigned long min, unsigned long max)
+{
+	unsigned long v = 0;
+
+	if (arg_parse_count(arg, min, max, &v))
+		argp_error(state, "invalid %s '%s'; hint: %lu to %lu", flag, arg, min, max);
+	return v;
+}
+
+static error_t parse(int key, char *arg, struct argp_state *state)
+{
+	struct daemon_opts *o = state->input;
+	struct record_opts *r = &o->rec;
+	char err[256];
+
+	switch (key) {
+	case OPT_LISTEN: {
+		struct sockaddr_storage ss;
+
+		if (http_parse_listen(arg, &ss))
+			argp_error(state, "--listen '%s' is not ADDR:PORT; hint: 127.0.0.1:9464", arg);
+		o->listen = arg;
+		break;
+	}
+	case OPT_DEVICE:
+		if (devfilter_add_arg(&r->devices, &o->every_device, arg, err, sizeof(err)))
+			argp_error(state, "%s", err);
+		break;
+	case OPT_RUNTIME_DIR:
+	case OPT_STATE_DIR:
+		if (arg[0] != '/')
+			argp_error(state, "%s '%s': give an absolute path",
+				   key == OPT_STATE_DIR ? "--state-dir" : "--runtime-dir", arg);
+		*(key == OPT_STATE_DIR ? &o->state_dir : &o->runtime_dir) = arg;
+		break;
+	case OPT_REC_SECONDS:
+		o->recorder_seconds = duration_arg(state, "--recorder-seconds", arg, 1, 86400, "1 to 86400 (or 2m, 1h)");
+		break;
+	case OPT_REC_MIB: o->recorder_mib = count_arg(state, "--recorder-mib", arg, 1, 65536); break;
+	case OPT_NO_REC: o->recorder_seconds = 0; break;
+	case OPT_SPOOL_MIB: o->spool_mib = count_arg(state, "--spool-mib", arg, 1, 1 << 24); break;
+	case OPT_WINDOW:
+		o->window_seconds = duration_arg(state, "--window-seconds", arg, 0.1, MAX_WINDOW_SECONDS,
+						 "0.1 to 3600 (or 30s, 2m)");
+		break;
+	case OPT_SAMPLE_EVERY:
+		o->sample_every = duration_arg(state, "--sample-every", arg, 1, 7 * 86400, "10m, 1h, 30s");
+		break;
+	case OPT_NO_SAMPLING: o->sample_every = 0; break;
+	case OPT_TRIG_ERRORS: o->trig.errors = count_arg(state, "--trigger-errors", arg, 0, 1ul << 40); break;
+	case OPT_TRIG_SLOW:
+		o->trig.slow_ns = strcmp(arg, "0") ? (uint64_t)(duration_arg(state, "--trigger-slow", arg, 1e-6,
+									       3600, "1s, 250ms, or 0 for off") * 1e9) : 0;
+		break;
+	case OPT_TRIG_EVERY:
+		o->trig.interval_ns = (uint64_t)(duration_arg(state, "--trigger-every", arg, 1, 7 * 86400, "10m, 1h") * 1e9);
+		break;
+	case OPT_TRIG_BEFORE:
+		o->trigger_before = duration_arg(state, "--trigger-before", arg, 1, 86400, "30s, 2m");
+		break;
+	case OPT_KUBELET:
+		if (arg[0] != '/')
+			argp_error(state, "--kubelet-socket '%s': give an absolute path", arg);
+		o->kubelet_socket = arg;
+		break;
+	case OPT_KUBELET_RES: o->kubelet_resource = arg; break;
+	case OPT_NO_KUBELET: o->kubelet_socket = NULL; break;
+	case OPT_DRIVER:
+		if ((r->driver_mode = driver_mode_parse(arg)) < 0)
+			argp_error(state, "unknown --driver-probes '%s'; hint: auto, fentry, kprobe or off", arg);
+		break;
+	case OPT_NO_TRIGGERS:
+		o->trig.errors = o->trig.slow_ns = 0;
+		o->trig.lost = false;
+		break;
+	case 'v': r->verbose++; break;
+	case ARGP_KEY_ARG:
+		argp_error(state, "unexpected argument '%s'", arg);
+		break;
+	case ARGP_KEY_END:
+		if (devfilter_finish(&r->devices, o->every_device, err, sizeof(err)))
+			argp_error(state, "%s", err);
+		if (o->sample_every && o->sample_every < o->window_seconds)
+			argp_error(state, "--sample-every %g s is shorter than --window-seconds %g s; hint: "
+				   "a window at most once a period", o->sample_every, o->window_seconds);
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* The kernel's time in each of our programs, when it keeps count (needs
+ * the stats on: bpf_enable_stats, held for the daemon's life). */
+static void bpf_run_time(struct daemon *d)
+{
+	struct bpf_program *p;
+
+	d->self.bpf_stats = d->stats_fd >= 0;
+	d->self.nprogs = 0;
+	bpf_object__for_each_program(p, d->at.skel->obj) {
+		struct bpf_prog_info info = { 0 };
+		uint32_t len = sizeof(info);
+		int fd = bpf_program__fd(p), i = d->self.nprogs;
+
+		if (fd < 0 || i == METRICS_PROGS || bpf_obj_get_info_by_fd(fd, &info, &len))
+			continue;
+		snprintf(d->self.progs[i].name, sizeof(d->self.progs[i].name), "%s", bpf_program__name(p));
+		d->self.progs[i].seconds = (double)info.run_time_ns / 1e9;
+		d->self.progs[i].runs = info.run_cnt;
+		d->self.nprogs++;
+	}
+}
+
+static char *page(void *ctx, const char *url, unsigned *status, const char **type, size_t *len)
+{
+	struct daemon *d = ctx;
+	struct fleet_counts *c;
+	char *body;
+
+	if (!strcmp(url, "/healthz")) {
+		*len = 3;
+		return strdup("ok\n");
+	}
+	if (strcmp(url, "/metrics")) {
+		static const char msg[] = "spyre-bpftrace daemon: see /metrics (and /healthz)\n";
+
+		*status = 404;
+		*len = sizeof(msg) - 1;
+		return strdup(msg);
+	}
+	c = malloc(sizeof(*c));
+	if (!c)
+		return NULL;
+	pthread_mutex_lock(&d->lock);
+	if (fleet_read(&d->fleet, c)) {
+		pthread_mutex_unlock(&d->lock);
+		free(c);
+		*status = 500;
+		body = strdup("cannot read the BPF maps\n");
+		*len = body ? strlen(body) : 0;
+		return body;
+	}
+	d->self.lost_records = attach_read_lost(&d->at);
+	bpf_run_time(d);
+	d->self.scrapes++;
+	d->self.alloc = &d->alloc;
+	body = metrics_render(&d->fleet, c, &d->self, len);
+	pthread_mutex_unlock(&d->lock);
+	free(c);
+	*type = "text/plain; version=0.0.4; charset=utf-8";
+	return body;
+}
+
+/* Cards and processes: at the start, and again on SIGHUP. */
+static void look_around(struct daemon *d, const char *why)
+{
+	int cards, procs;
+
+	pthread_mutex_lock(&d->lock);
+	cards = fleet_find_cards(&d->fleet, &d->o->rec.devices, "/sys/bus/pci/devices");
+	procs = fleet_seed_processes(&d->fleet);
+	pthread_mutex_unlock(&d->lock);
+	if (cards < 0)
+		sbt_warn("cannot number the cards: %s", strerror(-cards));
+	sbt_warn("%s: %d card%s on vfio-pci watched, %d process%s with a card open", why,
+		 d->fleet.ncards - 1, d->fleet.ncards == 2 ? "" : "s", procs, procs == 1 ? "" : "es");
+	for (int i = 1; i < d->fleet.ncards; i++)
+		sbt_info(1, "  card %s (%s, IOMMU group %u, NUMA node %d)\n", d->fleet.cards[i].bdf,
+			 d->fleet.cards[i].vendor_device, d->fleet.cards[i].group, d->fleet.cards[i].numa);
+}
+
+/* A record into the flight recorder: the daemon's own (a window's
+ * processes), or one from the ring buffer (on_record). */
+static void on_meta(void *ctx, const struct sbt_hdr *h)
+{
+	struct daemon *d = ctx;
+
+	pthread_mutex_lock(&d->rec_lock);
+	recorder_add(&d->rec, h, sbt_now_boottime());
+	pthread_mutex_unlock(&d->rec_lock);
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	const struct sbt_hdr *h = data;
+
+	if (size >= sizeof(*h) && sizeof(*h) + h->size <= size)
+		on_meta(ctx, h);
+	return 0;
+}
+
+/* The ring buffer, drained by a thread of its own: a window's attach or a
+ * snapshot's copy in the main loop never holds it up (in a window, runtime
+ * calls come by the hundred thousand a second). */
+static void *drain(void *arg)
+{
+	struct daemon *d = arg;
+
+	while (__atomic_load_n(&d->draining, __ATOMIC_ACQUIRE)) {
+		/* the kernel wakes us only past wakeup_bytes: read what is there anyway */
+		ring_buffer__poll(d->rb, __atomic_load_n(&d->win.open, __ATOMIC_RELAXED) ? 50 : 200);
+		ring_buffer__consume(d->rb);
+		__atomic_add_fetch(&d->drained, 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/* Waits (a little) for a whole pass of the drainer that started after
+ * now: what the kernel wrote before now is in the recorder. */
+static void catch_up(struct daemon *d)
+{
+	uint64_t seen = __atomic_load_n(&d->drained, __ATOMIC_ACQUIRE);
+
+	for (int i = 0; i < 100 && __atomic_load_n(&d->drained, __ATOMIC_ACQUIRE) < seen + 2; i++)
+		usleep(5000);
+}
+
+/* The window between the kernel's clocks: REALTIME minus BOOTTIME now. */
+static uint64_t realtime_offset(void)
+{
+	struct sbt_meta_clock c;
+
+	sbt_clock_snapshot(&c);
+	return c.realtime - c.boottime;
+}
+
+static void snapshot_done(void *ctx, struct snapshot_job *j, int ret, const char *err);
+
+/* Which pods hold which cards, from the kubelet, when there is one (no
+ * socket: not a Kubernetes node, nothing said). An error is said once,
+ * and the last good answer kept meanwhile. */
+static void ask_kubelet(struct daemon *d)
+{
+	struct allocations got = { 0 };
+	char err[256] = "";
+
+	if (!d->o->kubelet_socket)
+		return;
+	if (access(d->o->kubelet_socket, F_OK)) {
+		pthread_mutex_lock(&d->lock);
+		kubelet_free(&d->alloc);
+		pthread_mutex_unlock(&d->lock);
+		sbt_info(1, "kubelet: no socket at %s: not a Kubernetes node\n", d->o->kubelet_socket);
+		return;
+	}
+	if (kubelet_list(d->o->kubelet_socket, d->o->kubelet_resource, 1000, &got, err, sizeof(err))) {
+		if (strcmp(err, d->kubelet_said))
+			sbt_warn("%s; spyre_device_allocation_info keeps the last answer", err);
+		snprintf(d->kubelet_said, sizeof(d->kubelet_said), "%s", err);
+		return;
+	}
+	if (d->kubelet_said[0] || !d->alloc.v)
+		sbt_warn("kubelet: %zu %s device%s allocated to containers", got.n, d->o->kubelet_resource,
+			 got.n == 1 ? "" : "s");
+	d->kubelet_said[0] = 0;
+	pthread_mutex_lock(&d->lock);
+	kubelet_free(&d->alloc);
+	d->alloc = got;
+	if (!d->alloc.v) /* an answer with none: known, and empty */
+		d->alloc.v = calloc(1, sizeof(*d->alloc.v));
+	pthread_mutex_unlock(&d->lock);
+}
+
+static int start(struct daemon *d)
+{
+	char err[512];
+	int ret;
+
+	if ((ret = attach_open(&d->at, &d->o->rec)) || (ret = attach_load(&d->at)))
+		return ret;
+	if (d->o->rec.verbose)
+		plan_print(&d->at.plan, stderr);
+	d->fleet.skel = d->at.skel;
+	if (!(d->counts = malloc(sizeof(*d->counts)))) {
+		sbt_err("out of memory");
+		return -ENOMEM;
+	}
+	/* cards and processes first, then the hooks */
+	look_around(d, "starting");
+	if ((ret = attach_kernel(&d->at)))
+		return ret;
+	d->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (d->o->recorder_seconds > 0 && spool_open(d->o->state_dir, d->spool, sizeof(d->spool), err, sizeof(err))) {
+		sbt_err("%s", err);
+		return -EIO;
+	}
+	d->http = http_start(d->o->listen, page, d, err, sizeof(err));
+	if (!d->http) {
+		sbt_err("%s", err);
+		return -EADDRINUSE;
+	}
+	sbt_warn("metrics on http://%s/metrics", d->o->listen);
+	d->control_fd = control_listen(d->o->runtime_dir, err, sizeof(err));
+	if (d->control_fd < 0) {
+		sbt_err("%s", err);
+		return -EIO;
+	}
+	if (d->o->recorder_seconds <= 0) {
+		sbt_warn("no flight recorder: no snapshots, no detail windows, no triggers");
+		return 0;
+	}
+	if (recorder_init(&d->rec, d->o->recorder_mib, d->o->recorder_seconds) ||
+	    !(d->rb = ring_buffer__new(bpf_map__fd(d->at.skel->maps.events), on_record, d, NULL))) {
+		sbt_err("cannot set up the flight recorder: out of memory");
+		return -ENOMEM;
+	}
+	if ((ret = snapq_start(&d->q, snapshot_done, d))) {
+		sbt_err("cannot start the snapshot thread: %s", strerror(-ret));
+		return ret;
+	}
+	d->draining = true;
+	if ((ret = thread_start_quiet(&d->drainer, drain, d))) {
+		d->draining = false;
+		sbt_err("cannot start the ring buffer's thread: %s", strerror(-ret));
+		return ret;
+	}
+	d->mw.sink = on_meta;
+	d->mw.sink_ctx = d;
+	sbt_warn("flight recorder: the last %g s of kernel events, in at most %lu MiB; snapshots in %s "
+		 "(at most %lu MiB)", d->o->recorder_seconds, d->o->recorder_mib, d->spool, d->o->spool_mib);
+	window_sampling(&d->win, d->o->sample_every ? d->o->window_seconds : 0, d->o->sample_every,
+			sbt_now_boottime());
+	if (d->o->sample_every)
+		sbt_warn("sampling: a detail window of %g s at a random time of every %g s",
+			 d->o->window_seconds, d->o->sample_every);
+	d->trig.cfg = d->o->trig;
+	return 0;
+}
+
+/* ---- snapshots ------------------------------------------------------------- */
+
+/* Written (or not), in the snapshot thread: the spool's bound, the answer. */
+static void snapshot_done(void *ctx, struct snapshot_job *j, int ret, const char *err)
+{
+	struct daemon *d = ctx;
+	char msg[2 * PATH_MAX + 512], why[256], cut[160];
+	uint64_t spool;
+
+	if (!ret && j->spooled && spool_trim(d->spool, (uint64_t)d->o->spool_mib << 20, j->path) == -EFBIG) {
+		snprintf(why, sizeof(why), "the snapshot is over --spool-mib %lu even cut to its newest records; hint: "
+			 "a larger --spool-mib", d->o->spool_mib);
+		err = why;
+		ret = -1;
+	}
+	spool = spool_usage(d->spool);
+	pthread_mutex_lock(&d->lock);
+	d->self.spool_bytes = spool;
+	if (ret)
+		d->self.snapshot_failures++;
+	else
+		d->self.snapshots[j->reason]++;
+	if (!ret && j->cut)
+		d->self.snapshots_cut++;
+	pthread_mutex_unlock(&d->lock);
+	cut[0] = 0;
+	if (!ret && j->cut)
+		snprintf(cut, sizeof(cut), " (cut to fit --spool-mib %lu: the newest %.3f s, %llu of %llu records)",
+			 d->o->spool_mib, (double)(j->w.to_boot - j->kept_from_boot) / 1e9,
+			 (unsigned long long)j->records, (unsigned long long)j->window_records);
+	if (ret) {
+		sbt_warn("snapshot (%s) failed: %s", snapshot_reason_name(j->reason), err);
+		snprintf(msg, sizeof(msg), "error: %.1000s\n", err);
+	} else {
+		sbt_warn("snapshot (%s): %llu records into %s%s", snapshot_reason_name(j->reason),
+			 (unsigned long long)j->records, j->path, cut);
+		snprintf(msg, sizeof(msg), "ok %s\n%llu records%s; the recorder goes back to %.1f s before "
+			 "the window's end; manifest %s.manifest.json\n", j->path, (unsigned long long)j->records,
+			 cut, j->w.oldest_boot && j->w.to_boot > j->w.oldest_boot ?
+				 (double)(j->w.to_boot - j->w.oldest_boot) / 1e9 : 0.0, j->path);
+	}
+	if (j->client >= 0)
+		control_reply(j->client, msg);
+}
+
+/* A snapshot of [from, to] (BOOTTIME) to path, or into the spool (NULL),
+ * handed to the snapshot thread. Answers client (-1: nobody) once written,
+ * or now with the error. */
+static void submit_snapshot(struct daemon *d, uint64_t from, uint64_t to, const char *path,
+			    enum snap_reason why, int client)
+{
+	uint64_t off = realtime_offset();
+	struct snapshot_window w = { from + off, to + off, from, to, 0, 0, 0 };
+	struct snapshot_job *j;
+	char windows[8192];
+
+	if (!d->rb) {
+		if (client >= 0)
+			control_reply(client, NO_RECORDER);
+		return;
+	}
+	catch_up(d); /* what came just now too */
+	w.lost = attach_read_lost(&d->at);
+	pthread_mutex_lock(&d->rec_lock);
+	w.dropped = d->rec.dropped_records;
+	j = snapshot_collect(&d->rec, &w, &d->at.probes);
+	pthread_mutex_unlock(&d->rec_lock);
+	if (j) {
+		window_json(&d->win, from, to, windows, sizeof(windows));
+		j->windows = strdup(windows);
+		j->reason = why;
+		j->client = client;
+		j->spooled = !path;
+		/* the spool's bound holds for each snapshot alone too: one
+		 * over it keeps its newest part rather than nothing */
+		if (j->spooled)
+			j->max_bytes = (uint64_t)d->o->spool_mib << 20;
+		if (path)
+			snprintf(j->path, sizeof(j->path), "%s", path);
+		else
+			spool_name(d->spool, snapshot_reason_name(why), to + off, j->path, sizeof(j->path));
+	}
+	if (!j || !j->windows || snapq_submit(&d->q, j)) {
+		pthread_mutex_lock(&d->lock);
+		d->self.snapshot_failures++;
+		pthread_mutex_unlock(&d->lock);
+		sbt_warn("snapshot (%s) dropped: %s", snapshot_reason_name(why),
+			 j && j->windows ? "four are being written already" : "out of memory");
+		if (client >= 0)
+			control_reply(client, j && j->windows ? "error: busy writing snapshots; hint: ask again in a while\n"
+							    : "error: out of memory\n");
+		snapshot_job_free(j);
+	}
+}
+
+/* ---- detail windows ---------------------------------------------------------- */
+
+static int card_holders(struct daemon *d, pid_t *pids)
+{
+	int n;
+
+	pthread_mutex_lock(&d->lock);
+	n = fleet_processes(&d->fleet, pids, SBT_MAX_PIDS);
+	pthread_mutex_unlock(&d->lock);
+	return n;
+}
+
+static void window_gauges(struct daemon *d)
+{
+	pthread_mutex_lock(&d->lock);
+	d->self.window_open = d->win.open;
+	memcpy(d->self.windows, d->win.opened, sizeof(d->self.windows));
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* Opens a window of seconds on the processes that hold a card now; false
+ * when none does. */
+static bool open_window(struct daemon *d, enum window_reason why, double seconds)
+{
+	pid_t pids[SBT_MAX_PIDS];
+	uint64_t now = sbt_now_boottime();
+	int n = card_holders(d, pids), uprobes;
+
+	if (!n)
+		return false;
+	/* said open before the first uprobe goes in, as closed after the last goes */
+	window_open(&d->win, &d->at, &d->mw, why, pids, 0, now, now + (uint64_t)(seconds * 1e9));
+	window_gauges(d);
+	window_add(&d->win, &d->at, &d->mw, pids, n);
+	uprobes = (int)attach_nuprobes(&d->at);
+	sbt_warn("window (%s): %.3f s of %d process%s, %d uprobes", window_reason_name(why), seconds,
+		 d->win.npids, d->win.npids == 1 ? "" : "es", uprobes);
+	return true;
+}
+
+/* The window's time is up (or the daemon stops): the uprobes go, and the
+ * snapshots waiting for its end are written. */
+static void close_window(struct daemon *d)
+{
+	uint64_t now = sbt_now_boottime();
+
+	window_close(&d->win, &d->at, now);
+	window_gauges(d);
+	sbt_info(1, "window closed\n");
+	if (d->waiter.client >= 0) {
+		submit_snapshot(d, d->waiter.from, now, d->waiter.path[0] ? d->waiter.path : NULL, SNAP_WINDOW,
+				d->waiter.client);
+		d->waiter.client = -1;
+	}
+	if (d->fired.pending) {
+		submit_snapshot(d, d->fired.from, now, NULL, (enum snap_reason)(SNAP_ERRORS + d->fired.kind), -1);
+		d->fired.pending = false;
+	}
+}
+
+/* Once a second or so: newcomers join the open window, which closes at
+ * its end; a sample opens when due. */
+static void tend_window(struct daemon *d, uint64_t now)
+{
+	pid_t pids[SBT_MAX_PIDS];
+
+	if (d->win.open) {
+		if (now >= d->win.until || stop_sig) {
+			close_window(d);
+		} else {
+			int n = card_holders(d, pids);
+
+			if (window_add(&d->win, &d->at, &d->mw, pids, n) > 0)
+				sbt_info(1, "window: %d processes now\n", d->win.npids);
+		}
+	}
+	/* a sample that falls in another window is that window */
+	if (window_sample_due(&d->win, now) && !d->win.open)
+		open_window(d, WIN_SAMPLE, d->o->window_seconds);
+}
+
+/* Every few seconds: errors, slow ioctls, records lost. A trigger opens a
+ * window (or joins the open one) and, at its end, snapshots the time from
+ * --trigger-before ago into the spool. */
+static void check_triggers(struct daemon *d, uint64_t now)
+{
+	uint64_t totals[TRIG_N];
+	enum trigger k;
+
+	if (!d->rb)
+		return;
+	pthread_mutex_lock(&d->lock);
+	if (fleet_read(&d->fleet, d->counts)) {
+		pthread_mutex_unlock(&d->lock);
+		return;
+	}
+	pthread_mutex_unlock(&d->lock);
+	totals[TRIG_ERRORS] = fleet_errors(d->counts);
+	totals[TRIG_SLOW] = d->trig.cfg.slow_ns ? fleet_slower_than(d->counts, d->trig.cfg.slow_ns) : 0;
+	totals[TRIG_LOST] = attach_read_lost(&d->at);
+	k = triggers_check(&d->trig, totals, now);
+	if (k == TRIG_N)
+		return;
+	if (d->fired.pending) { /* one trigger snapshot per window: this one is in it */
+		sbt_warn("trigger %s: in the snapshot of the %s trigger, at the window's end", trigger_name(k),
+			 trigger_name(d->fired.kind));
+		return;
+	}
+	sbt_warn("trigger %s: a detail window, then a snapshot from %g s before", trigger_name(k),
+		 d->o->trigger_before);
+	d->fired.pending = true;
+	d->fired.kind = k;
+	d->fired.from = now > (uint64_t)(d->o->trigger_before * 1e9) ? now - (uint64_t)(d->o->trigger_before * 1e9) : 0;
+	if (d->win.open)
+		window_extend(&d->win, now + (uint64_t)(d->o->window_seconds * 1e9));
+	else if (!open_window(d, WIN_TRIGGER, d->o->window_seconds)) {
+		d->fired.pending = false; /* nobody to look at closer: the kernel events now */
+		submit_snapshot(d, d->fired.from, now, NULL, (enum snap_reason)(SNAP_ERRORS + k), -1);
+	}
+}
+
+/* ---- the control socket ---------------------------------------------------- */
+
+static void status(struct daemon *d, int cfd)
+{
+	char msg[CONTROL_LINE + 2048], win[256], sample[128];
+	uint64_t now = sbt_now_boottime(), kept, written = 0, held = 0;
+	size_t mib;
+	pid_t pids[SBT_MAX_PIDS];
+	int n = card_holders(d, pids), pending = d->rb ? snapq_pending(&d->q) : 0;
+
+	if (d->win.open)
+		snprintf(win, sizeof(win), "%s, %d process%s, %.1f s left", window_reason_name(d->win.reason),
+			 d->win.npids, d->win.npids == 1 ? "" : "es",
+			 d->win.until > now ? (double)(d->win.until - now) / 1e9 : 0.0);
+	else
+		snprintf(win, sizeof(win), "none");
+	if (d->win.sample_ns)
+		snprintf(sample, sizeof(sample), "in %.0f s (%g s every %g s)",
+			 d->win.next_sample > now ? (double)(d->win.next_sample - now) / 1e9 : 0.0,
+			 d->o->window_seconds, d->o->sample_every);
+	else
+		snprintf(sample, sizeof(sample), "off");
+	pthread_mutex_lock(&d->rec_lock);
+	kept = d->rec.records - d->rec.dropped_records;
+	mib = recorder_bytes(&d->rec) >> 20;
+	pthread_mutex_unlock(&d->rec_lock);
+	pthread_mutex_lock(&d->lock);
+	for (int r = 0; r < SNAP_N; r++)
+		written += d->self.snapshots[r];
+	for (int k = 0; k < TRIG_N; k++)
+		held += d->trig.held[k];
+	snprintf(msg, sizeof(msg),
+		 "ok\nversion %s\ncards %d\nprocesses with a card %d\nscrapes %llu\nlost records %llu\n"
+		 "window %s\nnext sample %s\nflight recorder %llu records kept, %zu MiB\n"
+		 "snapshots written %llu, failed %llu, being written %d, cut to fit %llu\nspool %s, %.1f of %lu MiB\n"
+		 "triggers fired: errors %llu, slow_ioctl %llu, lost %llu (held back as too soon: %llu)\n",
+		 SBT_VERSION, d->fleet.ncards - 1, n, (unsigned long long)d->self.scrapes,
+		 (unsigned long long)attach_read_lost(&d->at), win, sample,
+		 (unsigned long long)kept, mib,
+		 (unsigned long long)written,
+		 (unsigned long long)d->self.snapshot_failures, pending,
+		 (unsigned long long)d->self.snapshots_cut, d->rb ? d->spool : "none",
+		 (double)d->self.spool_bytes / (1 << 20), d->o->spool_mib,
+		 (unsigned long long)d->trig.fired[TRIG_ERRORS], (unsigned long long)d->trig.fired[TRIG_SLOW],
+		 (unsigned long long)d->trig.fired[TRIG_LOST],
+		 (unsigned long long)held);
+	pthread_mutex_unlock(&d->lock);
+	control_reply(cfd, msg);
+}
+
+/* ctl record: a window of secs now (the open one lengthened, if any),
+ * its trace written to path (NULL: into the spool) when it ends. */
+static void request_window(struct daemon *d, int cfd, double secs, const char *path)
+{
+	uint64_t now = sbt_now_boottime(), until = now + (uint64_t)(secs * 1e9);
+
+	if (!d->rb) {
+		control_reply(cfd, NO_RECORDER);
+		return;
+	}
+	if (d->waiter.client >= 0) {
+		control_reply(cfd, "error: a window is open already for another ctl record; hint: wait for it\n");
+		return;
+	}
+	if (d->win.open) {
+		window_extend(&d->win, until);
+		sbt_warn("window (%s): lengthened for a ctl record of %.3f s", window_reason_name(d->win.reason), secs);
+	} else if (!open_window(d, WIN_REQUEST, secs)) {
+		control_reply(cfd, "error: no process holds a Spyre card now; nothing to record\n");
+		return;
+	}
+	d->waiter.client = cfd;
+	d->waiter.from = now;
+	snprintf(d->waiter.path, sizeof(d->waiter.path), "%s", path ? path : "");
+}
+
+/* A request's trace: an absolute path, or "-" for the spool (*out NULL). */
+static bool trace_path(const char *path, const char **out)
+{
+	*out = strcmp(path, "-") ? path : NULL;
+	return path[0] == '/' || !*out;
+}
+
+/* One request from the control socket. */
+static void serve_control(struct daemon *d)
+{
+	char line[CONTROL_LINE], path[CONTROL_LINE];
+	const char *out;
+	unsigned long long from, to;
+	double secs;
+	int cfd = control_accept(d->control_fd, line, sizeof(line));
+
+	if (cfd < 0)
+		return;
+	if (!strcmp(line, "status")) {
+		status(d, cfd);
+	} else if (sscanf(line, "record %lf %4095s", &secs, path) == 2 && trace_path(path, &out)) {
+		if (!(secs > 0 && secs <= MAX_WINDOW_SECONDS))
+			control_reply(cfd, "error: a window is 0.1 to 3600 s; hint: ctl record --seconds 10\n");
+		else
+			request_window(d, cfd, secs, out);
+	} else if (sscanf(line, "snapshot %llu %llu %4095s", &from, &to, path) == 3 && trace_path(path, &out) &&
+		   from <= to) {
+		uint64_t off = realtime_offset();
+
+		if (to - from > MAX_SNAPSHOT_SECONDS * NS)
+			control_reply(cfd, "error: a snapshot is at most 24 h; hint: the recorder holds the last "
+					   "--recorder-seconds only\n");
+		else if (to < off)
+			control_reply(cfd, "error: that window ends before this host booted\n");
+		else
+			submit_snapshot(d, from > off ? from - off : 0, to - off, out, SNAP_REQUEST, cfd);
+	} else {
+		control_reply(cfd, "error: unknown request; hint: status, record SECONDS PATH, snapshot FROM TO PATH\n");
+	}
+}
+
+int cmd_daemon(int argc, char **argv)
+{
+	static const struct argp_option options[] = {
+		{ "listen", OPT_LISTEN, "ADDR:PORT", 0, "serve /metrics and /healthz here (default " DEFAULT_LISTEN ")", 0 },
+		{ "device", OPT_DEVICE, "BDF|VID:DID|all", 0, "the cards to watch (repeatable; default Spyre's 1014:06a7, 1014:06a8)", 0 },
+		{ "runtime-dir", OPT_RUNTIME_DIR, "DIR", 0, "the control socket's directory (default " CONTROL_DEFAULT_DIR ")", 0 },
+		{ "state-dir", OPT_STATE_DIR, "DIR", 0, "snapshots go to DIR/snapshots (default " DEFAULT_STATE_DIR ")", 0 },
+		{ "spool-mib", OPT_SPOOL_MIB, "M", 0, "the spool holds at most M MiB of snapshots, the oldest removed (default 1024)", 0 },
+		{ "recorder-seconds", OPT_REC_SECONDS, "T", 0, "the flight recorder keeps the last T seconds (default 120)", 0 },
+		{ "recorder-mib", OPT_REC_MIB, "M", 0, "the flight recorder holds at most M MiB, taken as used (default 64)", 0 },
+		{ "no-recorder", OPT_NO_REC, NULL, 0, "no flight recorder, hence no windows, snapshots or triggers: "
+		  "nothing per event to user space", 0 },
+		{ "window-seconds", OPT_WINDOW, "W", 0, "a sampled or triggered detail window lasts W (default 10s)", 0 },
+		{ "sample-every", OPT_SAMPLE_EVERY, "P", 0, "one detail window at a random time of every P (default 10m)", 0 },
+		{ "no-sampling", OPT_NO_SAMPLING, NULL, 0, "no sampled windows: uprobes only on a trigger or ctl record", 0 },
+		{ "trigger-errors", OPT_TRIG_ERRORS, "N", 0, "N failed VFIO ioctls within 5 s trigger a snapshot (default 20; 0: off)", 0 },
+		{ "trigger-slow", OPT_TRIG_SLOW, "D", 0, "a VFIO ioctl slower than D triggers one (default 1s; 0: off)", 0 },
+		{ "trigger-every", OPT_TRIG_EVERY, "D", 0, "the same trigger at most once in D (default 10m); records lost trigger too", 0 },
+		{ "trigger-before", OPT_TRIG_BEFORE, "D", 0, "a trigger's snapshot starts D before it (default 30s)", 0 },
+		{ "no-triggers", OPT_NO_TRIGGERS, NULL, 0, "no automatic snapshots", 0 },
+		{ "kubelet-socket", OPT_KUBELET, "PATH", 0, "the kubelet's pod-resources socket, for "
+		  "spyre_device_allocation_info (default " KUBELET_DEFAULT_SOCKET ")", 0 },
+		{ "kubelet-resource", OPT_KUBELET_RES, "GLOB", 0, "the device plugin's resource names that are "
+		  "Spyre cards (default ibm.com/*)", 0 },
+		{ "no-kubelet", OPT_NO_KUBELET, NULL, 0, "do not ask the kubelet", 0 },
+		{ "driver-probes", OPT_DRIVER, "MODE", 0, "count vfio's own functions: auto (fentry, else "
+		  "kprobes, where the kernel allows), fentry, kprobe or off (default auto)", 0 },
+		{ "verbose", 'v', NULL, 0, "print the attach plan (why no fentry), the cards, the windows", 0 },
+		{ 0 }
+	};
+	static const struct argp argp = {
+		options, parse, NULL,
+		"Watch every Spyre card on this host, always, at a cost nobody notices: VFIO "
+		"ioctls by command (counts, errors, latency histograms), DMA mapping bytes, "
+		"pinned bytes and interrupts per card, vfio's own functions where the kernel "
+		"allows, summed in the kernel and served to "
+		"Prometheus on /metrics; the last minutes of those kernel events in a flight "
+		"recorder. A detail window (runtime uprobes on the processes that hold a card) "
+		"opens for W seconds at a random time of every period, on a trigger (failed or "
+		"slow VFIO ioctls, records lost: then a snapshot goes to the spool), and on `ctl "
+		"record`; `ctl snapshot` writes any recent window. Runs until SIGTERM; SIGHUP "
+		"looks again for cards and processes.\n\nEXAMPLES:\n"
+		"  spyre-bpftrace daemon\n"
+		"  spyre-bpftrace daemon --listen 127.0.0.1:9464 --device 0000:3b:00.0\n"
+		"  spyre-bpftrace daemon --window-seconds 5 --sample-every 30m\n"
+		"  curl -s 127.0.0.1:9464/metrics | grep spyre_vfio_ioctls_total\n"
+		"  spyre-bpftrace ctl snapshot --last 30s -o /tmp/last.pftrace",
+		NULL, NULL, NULL
+	};
+	struct daemon_opts o = {
+		.listen = DEFAULT_LISTEN, .runtime_dir = CONTROL_DEFAULT_DIR, .state_dir = DEFAULT_STATE_DIR,
+		.recorder_seconds = 120, .recorder_mib = 64, .spool_mib = 1024,
+		.window_seconds = 10, .sample_every = 600, .trigger_before = 30,
+		.trig = { .errors = 20, .slow_ns = NS, .lost = true, .interval_ns = 600 * NS },
+		.kubelet_socket = KUBELET_DEFAULT_SOCKET, .kubelet_resource = "ibm.com/*",
+	};
+	struct daemon *d = calloc(1, sizeof(*d));
+	struct sigaction sa = { .sa_handler = on_signal };
+	uint64_t watchdog_us = 0, next_ping = 0, next_sweep, next_check, next_tick = 0, next_kubelet = 0;
+	struct timespec now;
+	int ret;
+
+	if (!d) {
+		sbt_err("out of memory");
+		return 1;
+	}
+	o.rec.buffer_size = 8 << 20; /* a few records per job; runtime calls in windows */
+	o.rec.max_probes = SBT_DEFAULT_MAX_PROBES;
+	o.rec.driver_mode = DRIVER_AUTO;
+	o.rec.fleet = true;
+	argp_parse(&argp, argc, argv, 0, NULL, &o);
+	o.rec.fleet_record = o.recorder_seconds > 0;
+	sbt_verbosity = o.rec.verbose;
+	libbpf_set_print((libbpf_print_fn_t)sbt_libbpf_print);
+	d->o = &o;
+	d->stats_fd = -1;
+	d->control_fd = -1;
+	d->waiter.client = -1;
+	d->at.stop = &stop_sig;
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_mutex_init(&d->rec_lock, NULL);
+	clock_gettime(CLOCK_REALTIME, &now);
+	d->self.start_time = (double)now.tv_sec + now.tv_nsec / 1e9;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	ret = start(d);
+	if (!ret) {
+		sd_notify_send("READY=1\nSTATUS=watching %d cards", d->fleet.ncards - 1);
+		watchdog_us = sd_notify_watchdog_usec();
+		next_sweep = sbt_now_boottime() + SWEEP_SECONDS * NS;
+		next_check = sbt_now_boottime();
+		while (!stop_sig) {
+			uint64_t t = sbt_now_boottime();
+			struct pollfd p = { d->control_fd, POLLIN, 0 };
+
+			if (watchdog_us && t >= next_ping) {
+				sd_notify_send("WATCHDOG=1");
+				next_ping = t + watchdog_us * 1000 / 2;
+			}
+			if (t >= next_sweep) {
+				size_t bytes;
+
+				pthread_mutex_lock(&d->rec_lock);
+				bytes = recorder_bytes(&d->rec);
+				pthread_mutex_unlock(&d->rec_lock);
+				pthread_mutex_lock(&d->lock);
+				fleet_sweep(&d->fleet);
+				d->self.recorder_bytes = bytes;
+				pthread_mutex_unlock(&d->lock);
+				next_sweep = t + SWEEP_SECONDS * NS;
+			}
+			if (reload_sig) {
+				reload_sig = 0;
+				sd_notify_send("RELOADING=1");
+				look_around(d, "SIGHUP");
+				ask_kubelet(d);
+				sd_notify_send("READY=1\nSTATUS=watching %d cards", d->fleet.ncards - 1);
+			}
+			if (d->rb && t >= next_tick) {
+				tend_window(d, t);
+				next_tick = t + NS / 4;
+			}
+			if (t >= next_kubelet) {
+				ask_kubelet(d);
+				next_kubelet = t + KUBELET_SECONDS * NS;
+			}
+			if (t >= next_check) {
+				check_triggers(d, t);
+				next_check = t + TRIGGER_CHECK_SECONDS * NS;
+			}
+			/* a signal ends it early */
+			if (poll(&p, 1, 250) > 0 && (p.revents & POLLIN))
+				serve_control(d);
+		}
+		sd_notify_send("STOPPING=1");
+		if (d->win.open) /* the window ends now; what waits for it is written */
+			close_window(d);
+		sbt_warn("stopping on %s after %llu scrapes", strsignal(stop_sig),
+			 (unsigned long long)d->self.scrapes);
+	}
+	if (d->draining) {
+		__atomic_store_n(&d->draining, false, __ATOMIC_RELEASE);
+		pthread_join(d->drainer, NULL);
+	}
+	if (d->rb)
+		snapq_stop(&d->q);
+	control_close(d->control_fd, o.runtime_dir);
+	ring_buffer__free(d->rb);
+	recorder_free(&d->rec);
+	http_stop(d->http);
+	if (d->stats_fd >= 0)
+		close(d->stats_fd);
+	attach_close(&d->at);
+	pthread_mutex_destroy(&d->lock);
+	pthread_mutex_destroy(&d->rec_lock);
+	free(d->counts);
+	kubelet_free(&d->alloc);
+	free(d);
+	return ret ? 1 : 0;
+}

@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/procfs.h"
+#include "capture/names.h"
+#include "daemon/fleet.h"
+#include "spyre.skel.h"
+
+/* A number from a PCI device's sysfs file (base 16 for ids, 10 else). */
+static int read_sysfs(const char *dir, const char *bdf, const char *file, int base, long *v)
+{
+	char path[PATH_MAX], text[32], *end;
+	FILE *f;
+	bool ok;
+
+	snprintf(path, sizeof(path), "%s/%s/%s", dir, bdf, file);
+	if (!(f = fopen(path, "re")))
+		return -1;
+	ok = fgets(text, sizeof(text), f) != NULL;
+	fclose(f);
+	if (!ok)
+		return -1;
+	*v = strtol(text, &end, base);
+	return end == text ? -1 : 0;
+}
+
+int fleet_find_cards(struct fleet *f, const struct devfilter *want, const char *sysfs_pci)
+{
+	char bdfs[SBT_FLEET_CARDS][16];
+	int n = pci_vfio_devices(bdfs, SBT_FLEET_CARDS - 1);
+	int group_fd = bpf_map__fd(f->skel->maps.fleet_group_card);
+	int bdf_fd = bpf_map__fd(f->skel->maps.fleet_bdf_card);
+
+	int before = f->ncards;
+
+	f->ncpus = libbpf_num_possible_cpus();
+	if (!f->ncards) { /* slot 0: work no card is known for */
+		memset(&f->cards[0], 0, sizeof(f->cards[0]));
+		snprintf(f->cards[0].bdf, sizeof(f->cards[0].bdf), "unknown");
+		f->cards[0].numa = -1;
+		f->ncards = 1;
+	}
+	for (int i = 0; i < n && f->ncards < SBT_FLEET_CARDS; i++) {
+		struct fleet_card *c = &f->cards[f->ncards];
+		uint32_t bdf = devfilter_bdf(bdfs[i]), idx = (uint32_t)f->ncards;
+		long vendor = 0, device = 0, numa = -1;
+		char link[PATH_MAX], target[PATH_MAX];
+		ssize_t len;
+		const char *slash;
+		bool known = false;
+
+		for (int k = 1; k < f->ncards; k++) /* a card keeps its number: its counters go on */
+			known |= !strcmp(f->cards[k].bdf, bdfs[i]);
+		if (known || bdf == SBT_BDF_NONE || (want->n && !devfilter_wants_bdf(want, bdf)))
+			continue;
+		memset(c, 0, sizeof(*c));
+		memcpy(c->bdf, bdfs[i], sizeof(c->bdf));
+		c->bdf[sizeof(c->bdf) - 1] = 0;
+		read_sysfs(sysfs_pci, bdfs[i], "vendor", 16, &vendor);
+		read_sysfs(sysfs_pci, bdfs[i], "device", 16, &device);
+		read_sysfs(sysfs_pci, bdfs[i], "numa_node", 10, &numa);
+		snprintf(c->vendor_device, sizeof(c->vendor_device), "%04x:%04x",
+			 (unsigned)vendor & 0xffff, (unsigned)device & 0xffff);
+		c->numa = (int)numa;
+		snprintf(link, sizeof(link), "%s/%s/iommu_group", sysfs_pci, bdfs[i]);
+		len = readlink(link, target, sizeof(target) - 1);
+		if (len <= 0)
+			continue; /* no IOMMU group: not usable through VFIO */
+		target[len] = 0;
+		slash = strrchr(target, '/');
+		c->group = (uint32_t)strtoul(slash ? slash + 1 : target, NULL, 10);
+		if (bpf_map_update_elem(group_fd, &c->group, &idx, BPF_ANY) ||
+		    bpf_map_update_elem(bdf_fd, &bdf, &idx, BPF_ANY))
+			return -errno;
+		f->ncards++;
+	}
+	return f->ncards - before;
+}
+
+/* ---- processes with VFIO files open --------------------------------------- */
+
+struct seed_ctx {
+	struct fleet *f;
+	pid_t pid;
+	bool has_group;
+};
+
+/* A process with /dev/vfio/N open drives N's card (as BPF learns it from
+ * the process's next ioctl on it, which a job set up already may not make). */
+static void seed_fd(int fd, const char *target, void *vctx)
+{
+	struct seed_ctx *ctx = vctx;
+	uint32_t group, idx, tgid = (uint32_t)ctx->pid, one = 1;
+	char *end;
+
+	(void)fd;
+	if (strncmp(target, "/dev/vfio/", 10) || !isdigit((unsigned char)target[10]))
+		return;
+	group = (uint32_t)strtoul(target + 10, &end, 10);
+	if (*end)
+		return;
+	ctx->has_group = true;
+	bpf_map_update_elem(bpf_map__fd(ctx->f->skel->maps.fleet_procs), &tgid, &one, BPF_ANY);
+	if (!bpf_map_lookup_elem(bpf_map__fd(ctx->f->skel->maps.fleet_group_card), &group, &idx))
+		bpf_map_update_elem(bpf_map__fd(ctx->f->skel->maps.fleet_proc_card), &tgid, &idx, BPF_ANY);
+}
+
+int fleet_seed_processes(struct fleet *f)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int procs = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		struct seed_ctx ctx = { f, 0, false };
+		char *end;
+
+		ctx.pid = (pid_t)strtol(e->d_name, &end, 10);
+		if (*end || ctx.pid <= 0 || ctx.pid == getpid())
+			continue;
+		proc_for_each_fd(ctx.pid, seed_fd, &ctx);
+		procs += ctx.has_group;
+	}
+	closedir(d);
+	return procs;
+}
+
+/* Entries of processes that are gone from a map keyed by a tgid first (a
+ * u32 alone, or struct sbt_fd_key). Collect, then delete: deleting while
+ * walking restarts the walk. */
+static int sweep_map(int fd, size_t key_size)
+{
+	uint8_t key[8], next[8], gone[256][8];
+	int n = 0, dropped = 0;
+	bool first = true;
+
+	while (!bpf_map_get_next_key(fd, first ? NULL : key, next)) {
+		uint32_t tgid;
+
+		first = false;
+		memcpy(key, next, key_size);
+		memcpy(&tgid, next, sizeof(tgid));
+		if (n < (int)(sizeof(gone) / sizeof(gone[0])) && !proc_exists((pid_t)tgid))
+			memcpy(gone[n++], next, key_size);
+	}
+	for (int i = 0; i < n; i++)
+		dropped += !bpf_map_delete_elem(fd, gone[i]);
+	return dropped;
+}
+
+int fleet_processes(struct fleet *f, pid_t *pids, int max)
+{
+	int fd = bpf_map__fd(f->skel->maps.fleet_procs), n = 0;
+	uint32_t key, next;
+	bool first = true;
+
+	while (n < max && !bpf_map_get_next_key(fd, first ? NULL : &key, &next)) {
+		first = false;
+		key = next;
+		if (proc_exists((pid_t)next))
+			pids[n++] = (pid_t)next;
+	}
+	return n;
+}
+
+/* BPF forgets a process's card at its exit; this catches one it missed,
+ * and containers' cards, which nothing else drops (an exit closes files
+ * without close(), and the daemon does not watch close anyway). */
+int fleet_sweep(struct fleet *f)
+{
+	return sweep_map(bpf_map__fd(f->skel->maps.fleet_proc_card), sizeof(uint32_t)) +
+	       sweep_map(bpf_map__fd(f->skel->maps.fleet_procs), sizeof(uint32_t)) +
+	       sweep_map(bpf_map__fd(f->skel->maps.fleet_fd_card), sizeof(struct sbt_fd_key));
+}
+
+/* ---- the counters ------------------------------------------------------------ */
+
+static int sum_percpu(int fd, uint32_t key, int ncpus, void *out, size_t size)
+{
+	size_t stride = (size + 7) & ~(size_t)7;
+	uint64_t *sum = out;
+	char *all = calloc((size_t)ncpus, stride);
+
+	if (!all)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(fd, &key, all)) {
+		free(all);
+		return -errno;
+	}
+	memset(out, 0, size);
+	for (int c = 0; c < ncpus; c++) {
+		const uint64_t *v = (const uint64_t *)(all + (size_t)c * stride);
+
+		for (size_t w = 0; w < size / sizeof(uint64_t); w++)
+			sum[w] += v[w];
+	}
+	free(all);
+	return 0;
+}
+
+int fleet_read(struct fleet *f, struct fleet_counts *c)
+{
+	int ops = bpf_map__fd(f->skel->maps.fleet_ioctls), cards = bpf_map__fd(f->skel->maps.fleet_cards);
+	int drv = bpf_map__fd(f->skel->maps.fleet_drv), err;
+
+	for (uint32_t i = 0; i < SBT_FLEET_OPS; i++)
+		if ((err = sum_percpu(ops, i, f->ncpus, &c->ops[i], sizeof(c->ops[i]))))
+			return err;
+	for (uint32_t i = 0; i < SBT_FLEET_CARDS; i++)
+		if ((err = sum_percpu(cards, i, f->ncpus, &c->cards[i], sizeof(c->cards[i]))))
+			return err;
+	for (uint32_t i = 0; i < SBT_DRV_FUNC_MAX; i++)
+		if ((err = sum_percpu(drv, i, f->ncpus, &c->drv[i], sizeof(c->drv[i]))))
+			return err;
+	return 0;
+}
+
+const char *fleet_op_name(uint32_t op)
+{
+	const char *name = NULL;
+
+	if (op < 18) /* VFIO_BASE + op on a container (or any file that is not a device's) */
+		name = sbt_vfio_cmd_name(SBT_VFIO_IO(op), SBT_FD_HOST_CONTAINER);
+	else if (op < 24) /* a device fd's 12..17 */
+		name = sbt_vfio_cmd_name(SBT_VFIO_IO(op - 6), SBT_FD_DEVICE);
+	else if (op < 29) /* an sPAPR container's 17..21 */
+		name = sbt_vfio_cmd_name(SBT_VFIO_IO(op - 7), SBT_FD_SPAPR);
+	return name ? name : "other";
+}
+
+/* The least value bucket b holds (events.h: 4(k-1)+j holds from 2^k (1 + j/4)). */
+static uint64_t bucket_floor(int b)
+{
+	uint64_t p;
+
+	if (b < 4)
+		return (uint64_t)b;
+	p = 1ull << (b / 4 + 1);
+	return p + p * (uint64_t)(b % 4) / 4;
+}
+
+uint64_t fleet_slower_than(const struct fleet_counts *c, uint64_t ns)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < SBT_FLEET_OPS; i++)
+		for (int b = SBT_FLEET_BUCKETS - 1; b >= 0 && bucket_floor(b) >= ns; b--)
+			n += c->ops[i].bucket[b];
+	return n;
+}
+
+uint64_t fleet_errors(const struct fleet_counts *c)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < SBT_FLEET_OPS; i++)
+		n += c->ops[i].errors;
+	return n;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The daemon's metrics in Prometheus's text exposition format (0.0.4):
+ * names in base units, counters ending in _total, labels bounded (a
+ * command, a card: never a pid, an address or a cgroup).
+ */
+#ifndef SBT_METRICS_H
+#define SBT_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/fleet.h"
+#include "daemon/kubelet.h"
+#include "daemon/snapshot.h"
+#include "daemon/window.h"
+
+#define METRICS_PROGS 16
+
+struct metrics_self {
+	uint64_t lost_records;
+	bool bpf_stats; /* the kernel keeps the programs' run time */
+	struct {
+		char name[64]; /* the program's own name: the kernel's is cut at 15 */
+		double seconds;
+		uint64_t runs;
+	} progs[METRICS_PROGS]; /* the daemon's loaded programs */
+	int nprogs;
+	uint64_t scrapes;
+	double start_time; /* seconds since the epoch */
+	uint64_t snapshots[SNAP_N], snapshot_failures;
+	uint64_t snapshots_cut; /* written with only their newest part, to fit the spool */
+	uint64_t windows[3]; /* detail windows opened, by enum window_reason */
+	bool window_open;
+	uint64_t spool_bytes, recorder_bytes;
+	const struct allocations *alloc; /* the kubelet's; v NULL: never answered */
+};
+
+/* The page for /metrics: malloc'd, NUL ended, its length in *len; NULL
+ * when out of memory. */
+char *metrics_render(const struct fleet *f, const struct fleet_counts *c,
+		     const struct metrics_self *self, size_t *len);
+
+#endif

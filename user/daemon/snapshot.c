@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * A snapshot of the flight recorder: the records of a window through the
+ * same correlator and writers as `convert`, to a trace written atomically
+ * (0600, renamed into place), and beside it a small JSON manifest: the
+ * window, the host, the processes, lost records, the detail windows in it
+ * and their sampling weights, and the clock snapshot that ties the trace's
+ * BOOTTIME to the wall clock.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "attach/metawrite.h"
+#include "attach/probes.h"
+#include "base/clock.h"
+#include "base/outfile.h"
+#include "base/procfs.h"
+#include "base/vec.h"
+#include "capture/capture.h"
+#include "daemon/snapshot.h"
+
+#define MAX_PROCS 256
+
+static const char *const reasons[SNAP_N] = { "request", "window", "errors", "slow_ioctl", "lost" };
+
+const char *snapshot_reason_name(enum snap_reason r)
+{
+	return r < SNAP_N ? reasons[r] : "unknown";
+}
+
+static void job_add(void *ctx, const struct sbt_hdr *h)
+{
+	struct snapshot_job *j = ctx;
+	size_t size = sbt_record_len(h);
+
+	if (vec_reserve((void **)&j->buf, &j->cap, j->len + size, 1)) {
+		j->oom = true;
+		return;
+	}
+	memcpy(j->buf + j->len, h, sizeof(*h) + h->size);
+	j->len += size;
+}
+
+struct snapshot_job *snapshot_collect(const struct flight_recorder *r, struct snapshot_window *w,
+				      const struct probe_set *probes)
+{
+	struct snapshot_job *j = calloc(1, sizeof(*j));
+	struct meta_writer mw = { .sink = job_add };
+
+	if (!j)
+		return NULL;
+	j->client = -1;
+	j->w = *w;
+	mw.sink_ctx = j;
+	for (size_t i = 0; probes && i < probes->n; i++)
+		if (!probes->sites[i].refused)
+			metaw_probe(&mw, &probes->sites[i]);
+	j->records = recorder_each(r, w->from_boot, w->to_boot, job_add, j, &j->w.oldest_boot);
+	j->window_records = j->records;
+	w->oldest_boot = j->w.oldest_boot;
+	if (j->oom) {
+		snapshot_job_free(j);
+		return NULL;
+	}
+	return j;
+}
+
+void snapshot_job_free(struct snapshot_job *j)
+{
+	if (!j)
+		return;
+	free(j->buf);
+	free(j->windows);
+	free(j);
+}
+
+/* The processes in it, and those of them that have a description. */
+struct procs {
+	uint32_t pid[MAX_PROCS];
+	bool described[MAX_PROCS];
+	int n;
+};
+
+static void note_proc(struct procs *p, const struct sbt_hdr *h)
+{
+	int i;
+
+	for (i = 0; i < p->n && p->pid[i] != h->tgid; i++)
+		;
+	if (i == p->n) {
+		if (p->n == MAX_PROCS || !h->tgid)
+			return;
+		p->pid[p->n++] = h->tgid;
+	}
+	p->described[i] |= h->type == SBT_META_PROC;
+}
+
+static int write_manifest(const struct snapshot_job *j, const struct sbt_meta_clock *clock,
+			  const struct procs *p, char *err, size_t errlen)
+{
+	const struct snapshot_window *w = &j->w;
+	char path[PATH_MAX + 32], host[64] = "";
+	struct outfile of;
+	FILE *m;
+
+	snprintf(path, sizeof(path), "%s.manifest.json", j->path);
+	if (!(m = outfile_create(&of, path, err, errlen)))
+		return -1;
+	gethostname(host, sizeof(host) - 1);
+	fprintf(m, "{\n  \"producer\": \"spyre-bpftrace daemon\",\n  \"version\": \"%s\",\n", SBT_VERSION);
+	fprintf(m, "  \"host\": \"%s\",\n  \"trace\": \"%s\",\n  \"reason\": \"%s\",\n", host, j->path,
+		snapshot_reason_name(j->reason));
+	fprintf(m, "  \"window\": {\"from_realtime_ns\": %llu, \"to_realtime_ns\": %llu, "
+		   "\"from_boottime_ns\": %llu, \"to_boottime_ns\": %llu},\n",
+		(unsigned long long)w->from_realtime, (unsigned long long)w->to_realtime,
+		(unsigned long long)w->from_boot, (unsigned long long)w->to_boot);
+	fprintf(m, "  \"recorder_oldest_boottime_ns\": %llu,\n", (unsigned long long)w->oldest_boot);
+	fprintf(m, "  \"records\": %llu,\n  \"lost_records\": %llu,\n  \"dropped_by_recorder\": %llu,\n",
+		(unsigned long long)j->records, (unsigned long long)w->lost,
+		(unsigned long long)w->dropped);
+	fprintf(m, "  \"records_in_window\": %llu,\n  \"cut_to_fit\": %s,\n", (unsigned long long)j->window_records,
+		j->cut ? "true" : "false");
+	if (j->cut)
+		fprintf(m, "  \"kept\": {\"from_realtime_ns\": %llu, \"to_realtime_ns\": %llu, "
+			   "\"from_boottime_ns\": %llu, \"to_boottime_ns\": %llu, \"max_bytes\": %llu},\n",
+			(unsigned long long)(j->kept_from_boot + (w->from_realtime - w->from_boot)),
+			(unsigned long long)w->to_realtime, (unsigned long long)j->kept_from_boot,
+			(unsigned long long)w->to_boot, (unsigned long long)j->max_bytes);
+	fprintf(m, "  \"sampling\": \"kernel events of every process with a card (VFIO ioctls, "
+		   "interrupts) throughout; runtime calls only in the detail windows below, a "
+		   "sampled window's calls standing for sampling_weight times as many\",\n");
+	fprintf(m, "  \"detail_windows\": %s,\n", j->windows ? j->windows : "[]");
+	fprintf(m, "  \"processes\": [");
+	for (int i = 0; i < p->n; i++)
+		fprintf(m, "%s%u", i ? ", " : "", p->pid[i]);
+	fprintf(m, "],\n  \"clock_snapshot\": {\"boottime_ns\": %llu, \"monotonic_ns\": %llu, "
+		   "\"realtime_ns\": %llu, \"spread_ns\": %llu}\n}\n",
+		(unsigned long long)clock->boottime, (unsigned long long)clock->monotonic,
+		(unsigned long long)clock->realtime, (unsigned long long)clock->spread_ns);
+	if (fclose(m) || outfile_commit(&of)) {
+		snprintf(err, errlen, "writing '%s' failed: %s", path, strerror(errno));
+		outfile_release(&of);
+		return -1;
+	}
+	outfile_release(&of);
+	return 0;
+}
+
+static int write_once(struct snapshot_job *j, char *err, size_t errlen)
+{
+	struct output out;
+	struct meta_writer mw = { 0 };
+	struct sbt_meta_clock clock;
+	struct procs *p = calloc(1, sizeof(*p));
+	enum out_format fmt;
+	int ret = -1;
+
+	if (!p) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (output_format(j->path, NULL, &fmt, err, errlen))
+		goto done;
+	if (output_open(&out, j->path, fmt, false, err, errlen)) {
+		output_free(&out);
+		goto done;
+	}
+	mw.out = &out;
+	/* the clock first: the window in the trace's own clock, and the tie
+	 * to the wall clock for the manifest and for merging hosts */
+	sbt_clock_snapshot(&clock);
+	clock.h.ts = clock.boottime;
+	metaw_put(&mw, &clock.h, SBT_META_CLOCK, sizeof(clock));
+	metaw_host(&mw);
+	for (size_t off = 0; off < j->len;) {
+		const struct sbt_hdr *h = (const void *)(j->buf + off);
+
+		note_proc(p, h);
+		output_add(&out, h);
+		off += sbt_record_len(h);
+	}
+	for (int i = 0; i < p->n; i++) /* names of those still there that no window named */
+		if (!p->described[i] && proc_exists((pid_t)p->pid[i]))
+			metaw_proc(&mw, (pid_t)p->pid[i], NULL);
+	if (output_close(&out) || output_commit(&out)) {
+		snprintf(err, errlen, "writing '%s' failed: %s", j->path, strerror(out.error));
+		output_free(&out);
+		goto done;
+	}
+	output_free(&out);
+	ret = write_manifest(j, &clock, p, err, errlen);
+done:
+	free(p);
+	return ret;
+}
+
+/* Descriptions (probes, processes, cards, clocks) stay in a cut snapshot:
+ * they are small and what is kept needs them to be read. */
+static bool is_description(const struct sbt_hdr *h)
+{
+	return h->type >= SBT_META_CLOCK;
+}
+
+static int by_value(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Leaves out the oldest records of the window so that about keep of them
+ * remain. -ENOMEM, or 0. */
+static int cut_oldest(struct snapshot_job *j, uint64_t keep)
+{
+	uint64_t *ts, n = 0, cut, removed = 0;
+	size_t off, to = 0;
+
+	for (off = 0; off < j->len; off += sbt_record_len((const void *)(j->buf + off)))
+		n += !is_description((const void *)(j->buf + off));
+	if (keep >= n)
+		return 0;
+	if (!(ts = malloc((n ? n : 1) * sizeof(*ts))))
+		return -ENOMEM;
+	n = 0;
+	for (off = 0; off < j->len; off += sbt_record_len((const void *)(j->buf + off))) {
+		const struct sbt_hdr *h = (const void *)(j->buf + off);
+
+		if (!is_description(h))
+			ts[n++] = h->ts;
+	}
+	qsort(ts, n, sizeof(*ts), by_value);
+	cut = keep ? ts[n - keep] : UINT64_MAX;
+	free(ts);
+	for (off = 0; off < j->len;) {
+		const struct sbt_hdr *h = (const void *)(j->buf + off);
+		size_t len = sbt_record_len(h);
+
+		if (is_description(h) || h->ts >= cut) {
+			memmove(j->buf + to, h, len);
+			to += len;
+		} else {
+			removed++;
+		}
+		off += len;
+	}
+	j->len = to;
+	j->records -= removed < j->records ? removed : j->records;
+	j->kept_from_boot = !keep ? j->w.to_boot : cut > j->w.from_boot ? cut : j->w.from_boot;
+	j->cut = true;
+	return 0;
+}
+
+static uint64_t written_bytes(const struct snapshot_job *j)
+{
+	char manifest[PATH_MAX + 32];
+	struct stat a, b;
+
+	snprintf(manifest, sizeof(manifest), "%s.manifest.json", j->path);
+	if (stat(j->path, &a) || stat(manifest, &b))
+		return 0;
+	return (uint64_t)a.st_size + (uint64_t)b.st_size;
+}
+
+/* A few tries are enough: a trace's size is close to proportional to its
+ * records, and each try aims under the bound. */
+#define CUT_TRIES 5
+
+int snapshot_write(struct snapshot_job *j, char *err, size_t errlen)
+{
+	int ret = write_once(j, err, errlen);
+
+	for (int i = 0; !ret && j->max_bytes && i < CUT_TRIES; i++) {
+		uint64_t size = written_bytes(j), keep;
+
+		if (size <= j->max_bytes)
+			break;
+		/* aim at 90% of the bound; never keep as many as now */
+		keep = (uint64_t)((double)j->records * 0.9 * (double)j->max_bytes / (double)size);
+		if (keep >= j->records)
+			keep = j->records / 2;
+		if (cut_oldest(j, keep)) {
+			snprintf(err, errlen, "out of memory cutting the snapshot to fit");
+			return -1;
+		}
+		ret = write_once(j, err, errlen);
+	}
+	return ret;
+}

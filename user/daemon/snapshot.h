@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A snapshot of the daemon's flight recorder: the records of a window are
+ * copied out at once (the recorder goes on), then written by a snapshot
+ * job, in a low-priority thread (snapshot_queue.h), to a trace and a
+ * manifest beside it.
+ */
+#ifndef SBT_SNAPSHOT_H
+#define SBT_SNAPSHOT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/recorder.h"
+
+struct probe_set;
+
+struct snapshot_window {
+	uint64_t from_realtime, to_realtime; /* as asked */
+	uint64_t from_boot, to_boot; /* the same on the trace's clock */
+	uint64_t oldest_boot; /* out: the oldest record the recorder still had */
+	uint64_t lost, dropped; /* records the ring buffer and the recorder could not keep */
+};
+
+/* Why a snapshot was written (the triggers' in their order, triggers.h). */
+enum snap_reason { SNAP_REQUEST, SNAP_WINDOW, SNAP_ERRORS, SNAP_SLOW, SNAP_LOST, SNAP_N };
+
+const char *snapshot_reason_name(enum snap_reason r); /* request, window, errors, ... */
+
+struct snapshot_job {
+	struct snapshot_window w;
+	char path[PATH_MAX];
+	enum snap_reason reason;
+	char *windows; /* the detail windows in it, a JSON array (manifest) */
+	uint8_t *buf; /* records: the probes' descriptions, then the window's */
+	size_t len, cap;
+	uint64_t records; /* of the window; once cut, those kept */
+	uint64_t max_bytes; /* trace and manifest at most; 0: no bound */
+	uint64_t window_records; /* before any cut */
+	uint64_t kept_from_boot; /* once cut: the oldest record kept */
+	bool cut; /* the oldest records were left out to fit max_bytes */
+	int client; /* who waits for the answer; -1: nobody */
+	bool spooled; /* in the state directory: its bound is kept after */
+	bool oom;
+};
+
+/* Copies the window out of the recorder, after a description of each
+ * probed function (the records of runtime calls name them by number).
+ * NULL when out of memory. */
+struct snapshot_job *snapshot_collect(const struct flight_recorder *r, struct snapshot_window *w,
+				      const struct probe_set *probes);
+/* Writes the job's records to j->path (.pftrace, .json or .sbt) and
+ * path.manifest.json, both atomically, mode 0600. With j->max_bytes, a
+ * snapshot over it is written again with only its newest records (every
+ * description kept) until it fits, in a few tries: j->cut, and the
+ * manifest says so and which range it kept. 0, or -1 with err. */
+int snapshot_write(struct snapshot_job *j, char *err, size_t errlen);
+void snapshot_job_free(struct snapshot_job *j);
+
+#endif

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Snapshot jobs written one after another by a thread of the lowest
+ * priority (SCHED_IDLE, nice 19), so converting the last minutes to
+ * Perfetto never competes with the traced job, nor holds up the daemon's
+ * scrapes, control socket or ring buffer.
+ */
+#ifndef SBT_SNAPSHOT_QUEUE_H
+#define SBT_SNAPSHOT_QUEUE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "daemon/snapshot.h"
+
+#define SNAPQ_MAX 4
+
+/* Told of each job once written (ret 0) or not (ret -1, err says why), in
+ * the queue's thread; the job is freed after. */
+typedef void (*snapq_done_fn)(void *ctx, struct snapshot_job *j, int ret, const char *err);
+
+struct snapshot_queue {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	struct snapshot_job *jobs[SNAPQ_MAX];
+	int n;
+	bool busy, stopping, started;
+	snapq_done_fn done;
+	void *ctx;
+};
+
+/* 0, or -errno. */
+int snapq_start(struct snapshot_queue *q, snapq_done_fn done, void *ctx);
+/* Takes the job: 0, or -EBUSY when SNAPQ_MAX wait already (the job is
+ * the caller's still). */
+int snapq_submit(struct snapshot_queue *q, struct snapshot_job *j);
+/* Jobs queued or being written. */
+int snapq_pending(struct snapshot_queue *q);
+/* Writes what is queued, then ends the thread. */
+void snapq_stop(struct snapshot_queue *q);
+
+#endif

@@ -1,0 +1,606 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Chrome JSON writer. Host tracks are real pids and tids; a device is a
+ * pseudo-process (pid DEVICE_PID_BASE + n) whose threads are its engine
+ * lanes. ts and dur are microseconds with nanosecond decimals. Flows use
+ * s/t/f events bound to the enclosing slice.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/hashmap.h"
+#include "base/utf8.h"
+#include "base/vec.h"
+#include "model/chrome_json.h"
+
+#define DEVICE_PID_BASE 1000000000u
+#define TRACER_PID (DEVICE_PID_BASE - 1)
+
+struct placement {
+	uint32_t pid, tid;
+};
+
+#define JSON_BUF (1u << 20)
+#define JSON_START (16u << 10)
+
+#define MAX_CARDS 64
+#define MAX_CLOCKS 2 /* the first and the latest */
+
+struct json_writer {
+	FILE *f;
+	bool first;
+	struct hashmap places; /* track id -> placement */
+	struct hashmap flows; /* flow id -> its leg: FLOW_TO_JOB, FLOW_TO_END */
+	struct {
+		int rank;
+		char name[64], ids[16]; /* ids: "vvvv:dddd" once a driver event said */
+	} cards[MAX_CARDS]; /* for deviceProperties */
+	int ncards;
+	struct sbt_meta_clock clocks[MAX_CLOCKS];
+	int nclocks;
+	struct model_task_ids *tasks; /* for otherData: starts and namespace ids */
+	size_t ntasks, tasks_cap;
+	uint64_t bytes; /* written to the file */
+	int error;
+	char *buf; /* what is not written yet */
+	size_t len, cap; /* cap grows to JSON_BUF: a small trace needs no megabyte */
+};
+
+/* The text is built in a buffer of our own and written a megabyte at a
+ * time: printf's format parsing cost 20 times the rest of the conversion. */
+static void flush_buf(struct json_writer *w)
+{
+	if (w->len && !w->error && fwrite(w->buf, 1, w->len, w->f) != w->len)
+		w->error = errno ? errno : EIO;
+	w->bytes += w->len;
+	w->len = 0;
+}
+
+static void put(struct json_writer *w, const char *s, size_t n)
+{
+	if (w->len + n > w->cap && w->cap < JSON_BUF) {
+		size_t cap = w->cap * 2 > w->len + n ? w->cap * 2 : w->len + n;
+		char *grown = realloc(w->buf, cap < JSON_BUF ? cap : JSON_BUF);
+
+		if (grown) {
+			w->buf = grown;
+			w->cap = cap < JSON_BUF ? cap : JSON_BUF;
+		}
+	}
+	if (w->len + n > w->cap) {
+		flush_buf(w);
+		if (n > w->cap) { /* a huge string: straight through */
+			if (!w->error && fwrite(s, 1, n, w->f) != n)
+				w->error = errno ? errno : EIO;
+			w->bytes += n;
+			return;
+		}
+	}
+	memcpy(w->buf + w->len, s, n);
+	w->len += n;
+}
+
+#define PUT(w, lit) put(w, "" lit, sizeof(lit) - 1) /* literals only */
+
+static void put_u64(struct json_writer *w, uint64_t v)
+{
+	char d[20];
+	int i = sizeof(d);
+
+	do
+		d[--i] = (char)('0' + v % 10);
+	while ((v /= 10));
+	put(w, d + i, sizeof(d) - (size_t)i);
+}
+
+static void put_i64(struct json_writer *w, int64_t v)
+{
+	if (v < 0) {
+		PUT(w, "-");
+		put_u64(w, -(uint64_t)v);
+	} else {
+		put_u64(w, (uint64_t)v);
+	}
+}
+
+static void put_hex(struct json_writer *w, uint64_t v)
+{
+	char d[16];
+	int i = sizeof(d);
+
+	do
+		d[--i] = "0123456789abcdef"[v & 15];
+	while ((v >>= 4));
+	put(w, d + i, sizeof(d) - (size_t)i);
+}
+
+/* A JSON string: runs of plain ASCII copied whole, other characters
+ * checked one by one (invalid UTF-8 becomes U+FFFD). */
+static void str(struct json_writer *w, const char *s)
+{
+	PUT(w, "\"");
+	while (s && *s) {
+		size_t n = 0;
+
+		while (s[n] && s[n] != '"' && s[n] != '\\' && (unsigned char)s[n] >= 0x20 &&
+		       (unsigned char)s[n] < 0x80)
+			n++;
+		put(w, s, n);
+		s += n;
+		if (!*s)
+			break;
+		if ((unsigned char)*s >= 0x80) {
+			n = utf8_char_len(s);
+			if (n)
+				put(w, s, n);
+			else
+				PUT(w, "\\ufffd");
+			s += n ? n : 1;
+			continue;
+		}
+		if (*s == '"' || *s == '\\') {
+			char esc[2] = { '\\', *s };
+
+			put(w, esc, 2);
+		} else {
+			char esc[6] = { '\\', 'u', '0', '0', "0123456789abcdef"[(unsigned char)*s >> 4],
+					"0123456789abcdef"[*s & 15] };
+
+			put(w, esc, 6);
+		}
+		s++;
+	}
+	PUT(w, "\"");
+}
+
+static void begin_event(struct json_writer *w)
+{
+	if (w->first)
+		PUT(w, "\n");
+	else
+		PUT(w, ",\n");
+	w->first = false;
+}
+
+struct json_writer *json_open(const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		return NULL;
+	}
+	return json_open_file(f, err, errlen);
+}
+
+struct json_writer *json_open_file(FILE *f, char *err, size_t errlen)
+{
+	struct json_writer *w = calloc(1, sizeof(*w));
+
+	if (w)
+		w->buf = malloc(w->cap = JSON_START);
+	if (!w || !w->buf) {
+		snprintf(err, errlen, "out of memory");
+		if (w)
+			free(w);
+		fclose(f);
+		return NULL;
+	}
+	w->f = f;
+	w->first = true;
+	/* the cards and the clocks are known at the end: they follow the events */
+	PUT(w, "{\"schemaVersion\":1,\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+	return w;
+}
+
+static struct placement *place_of(struct json_writer *w, uint64_t track)
+{
+	return hm_get(&w->places, track);
+}
+
+static void meta_event(struct json_writer *w, const char *what, uint32_t pid, uint32_t tid,
+		       const char *key, const char *sval, long ival)
+{
+	if (sval && !sval[0])
+		return; /* Perfetto's importer refuses an empty name: better none */
+	begin_event(w);
+	PUT(w, "{\"ph\":\"M\",\"name\":");
+	str(w, what);
+	PUT(w, ",\"pid\":");
+	put_u64(w, pid);
+	PUT(w, ",\"tid\":");
+	put_u64(w, tid);
+	PUT(w, ",\"ts\":0,\"args\":{"); /* aiu-trace-analyzer wants ts on every event */
+	str(w, key);
+	PUT(w, ":");
+	if (sval)
+		str(w, sval);
+	else
+		put_i64(w, ival);
+	PUT(w, "}}");
+}
+
+static void on_track(void *ctx, const struct model_track *t)
+{
+	struct json_writer *w = ctx;
+	struct placement *p = place_of(w, t->id), *parent;
+
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p || hm_put(&w->places, t->id, p)) {
+			free(p);
+			w->error = ENOMEM;
+			return;
+		}
+	}
+	parent = t->parent ? place_of(w, t->parent) : NULL;
+	switch (t->kind) {
+	case TRACK_PROCESS:
+		*p = (struct placement){ t->pid, t->pid };
+		meta_event(w, "process_name", t->pid, 0, "name", t->name, 0);
+		break;
+	case TRACK_THREAD:
+		*p = (struct placement){ t->pid, t->tid };
+		meta_event(w, "thread_name", t->pid, t->tid, "name", t->name, 0);
+		break;
+	case TRACK_GROUP: /* a pseudo-process like a card's, not one */
+	case TRACK_DEVICE:
+		*p = (struct placement){ DEVICE_PID_BASE + (uint32_t)t->rank, 0 };
+		if (t->kind == TRACK_DEVICE && w->ncards < MAX_CARDS) {
+			w->cards[w->ncards].rank = t->rank;
+			snprintf(w->cards[w->ncards++].name, sizeof(w->cards[0].name), "%s", t->name);
+		}
+		meta_event(w, "process_name", p->pid, 0, "name", t->name, 0);
+		meta_event(w, "process_sort_index", p->pid, 0, "sort_index", NULL, 1000 + t->rank);
+		break;
+	case TRACK_LANE:
+		*p = (struct placement){ parent ? parent->pid : TRACER_PID, (uint32_t)t->id };
+		meta_event(w, "thread_name", p->pid, p->tid, "name", t->name, 0);
+		meta_event(w, "thread_sort_index", p->pid, p->tid, "sort_index", NULL, t->rank);
+		break;
+	case TRACK_COUNTER: /* counters belong to their parent's process */
+		*p = (struct placement){ parent ? parent->pid : TRACER_PID, 0 };
+		break;
+	case TRACK_GLOBAL:
+		*p = (struct placement){ TRACER_PID, 0 };
+		meta_event(w, "process_name", TRACER_PID, 0, "name", t->name, 0);
+		break;
+	}
+}
+
+/* ,"key":MICROSECONDS.NNN */
+static void ts_us(struct json_writer *w, const char *key, uint64_t ns)
+{
+	unsigned frac = (unsigned)(ns % 1000);
+	char d[4] = { '.', (char)('0' + frac / 100), (char)('0' + frac / 10 % 10),
+		      (char)('0' + frac % 10) };
+
+	PUT(w, ",");
+	str(w, key);
+	PUT(w, ":");
+	put_u64(w, ns / 1000);
+	put(w, d, 4);
+}
+
+static void args(struct json_writer *w, const struct model_event *e)
+{
+	PUT(w, ",\"args\":{");
+	for (int i = 0; i < e->nargs; i++) {
+		const struct model_arg *a = &e->args[i];
+
+		if (i)
+			PUT(w, ",");
+		str(w, a->name);
+		PUT(w, ":");
+		switch (a->type) {
+		case ARG_UINT: put_u64(w, a->u); break;
+		case ARG_INT: put_i64(w, a->i); break;
+		case ARG_HEX:
+			PUT(w, "\"0x");
+			put_hex(w, a->u);
+			PUT(w, "\"");
+			break;
+		case ARG_STR: str(w, a->s); break;
+		}
+	}
+	PUT(w, "}");
+}
+
+/*
+ * A job's flow runs launch -> job -> the wait or interrupt that ended it.
+ * Chrome JSON readers such as aiu-trace-analyzer take only s and f, so it
+ * is two flows: launch -> job as kineto writes its "ac2g" (id: the job's
+ * correlation), and job -> end (id: FLOW_END_IDS + correlation).
+ */
+enum { FLOW_TO_JOB = 1, FLOW_TO_END = 2 };
+#define FLOW_END_IDS (1ull << 40)
+
+/* One end of an arrow: s binds to the slice starting here, f (bp e) to the
+ * slice that holds ts. */
+static void flow_event(struct json_writer *w, bool start, const char *name, const char *cat,
+		       uint64_t id, const struct placement *p, uint64_t ts)
+{
+	begin_event(w);
+	PUT(w, "{\"ph\":");
+	put(w, start ? "\"s\"" : "\"f\"", 3);
+	PUT(w, ",\"name\":");
+	str(w, name);
+	PUT(w, ",\"cat\":");
+	str(w, cat);
+	PUT(w, ",\"id\":");
+	put_u64(w, id);
+	PUT(w, ",\"pid\":");
+	put_u64(w, p->pid);
+	PUT(w, ",\"tid\":");
+	put_u64(w, p->tid);
+	ts_us(w, "ts", ts);
+	if (start)
+		PUT(w, "}");
+	else
+		PUT(w, ",\"bp\":\"e\"}");
+}
+
+static void flow(struct json_writer *w, bool start, uint64_t id, int leg, const struct placement *p,
+		 uint64_t ts)
+{
+	if (leg == FLOW_TO_JOB)
+		flow_event(w, start, "ac2g", "ac2g", id, p, ts);
+	else
+		flow_event(w, start, "job end", "flow", FLOW_END_IDS + id, p, ts);
+}
+
+/* An arrow of another kind than a job's (model.h): named by its kind; the
+ * id keeps the kind (at bit 44), so ids of two kinds never meet, and stays
+ * under 2^53 for readers that hold numbers as doubles. */
+static void plain_flow(struct json_writer *w, bool start, uint64_t id, const struct placement *p,
+		       uint64_t ts)
+{
+	static const char *const cats[] = { [FLOW_OP_CALL] = "op_call", [FLOW_SPAWN] = "spawn",
+					    [FLOW_AC2G] = "ac2g", [FLOW_FWDBWD] = "fwdbwd",
+					    [FLOW_OTHER] = "flow" };
+	int kind = MODEL_FLOW_KIND(id);
+	const char *cat = kind > 0 && kind < (int)(sizeof(cats) / sizeof(cats[0])) ? cats[kind] : "flow";
+
+	flow_event(w, start, cat, cat, (uint64_t)kind << 44 | (id & ((1ull << 44) - 1)), p, ts);
+}
+
+/* A driver event names its card's vendor:device: remembered for deviceProperties. */
+static void note_card_ids(struct json_writer *w, const struct model_event *e)
+{
+	const char *dev = NULL;
+	uint64_t vendor = 0, device = 0;
+
+	for (int i = 0; i < e->nargs; i++) {
+		if (!strcmp(e->args[i].name, "device") && e->args[i].type == ARG_STR)
+			dev = e->args[i].s;
+		else if (!strcmp(e->args[i].name, "vendor"))
+			vendor = e->args[i].u;
+		else if (!strcmp(e->args[i].name, "device_id"))
+			device = e->args[i].u;
+	}
+	if (!dev || !vendor)
+		return;
+	for (int i = 0; i < w->ncards; i++)
+		if (!strncmp(w->cards[i].name, "PCI ", 4) && !strcmp(w->cards[i].name + 4, dev))
+			snprintf(w->cards[i].ids, sizeof(w->cards[i].ids), "%04x:%04x",
+				 (unsigned)vendor & 0xffff, (unsigned)device & 0xffff);
+}
+
+static void on_event(void *ctx, const struct model_event *e)
+{
+	struct json_writer *w = ctx;
+	struct placement *p = place_of(w, e->track->id);
+
+	if (!p)
+		return;
+	begin_event(w);
+	if (e->kind == EV_COUNTER) {
+		PUT(w, "{\"ph\":\"C\",\"name\":");
+		str(w, e->name);
+		PUT(w, ",\"pid\":");
+		put_u64(w, p->pid);
+		ts_us(w, "ts", e->ts);
+		PUT(w, ",\"args\":{\"value\":");
+		put_i64(w, e->value);
+		PUT(w, "}}");
+		return;
+	}
+	if (e->kind == EV_SLICE)
+		PUT(w, "{\"ph\":\"X\",\"name\":");
+	else
+		PUT(w, "{\"ph\":\"i\",\"name\":");
+	str(w, e->name);
+	PUT(w, ",\"cat\":");
+	/* runtime calls under the name the Spyre tools (and kineto) give them */
+	str(w, !e->cat ? "" : !strcmp(e->cat, "runtime") ? "cuda_runtime" : e->cat);
+	PUT(w, ",\"pid\":");
+	put_u64(w, p->pid);
+	PUT(w, ",\"tid\":");
+	put_u64(w, p->tid);
+	ts_us(w, "ts", e->ts);
+	if (e->kind == EV_SLICE)
+		ts_us(w, "dur", e->dur);
+	else
+		PUT(w, ",\"s\":\"t\"");
+	args(w, e);
+	PUT(w, "}");
+	if (e->cat && !strcmp(e->cat, "driver"))
+		note_card_ids(w, e);
+	/* flow events at the slice's start bind to it */
+	for (int i = 0; i < e->nxflows; i++)
+		plain_flow(w, true, e->xflows[i], p, e->ts);
+	for (int i = 0; i < e->nxterm; i++)
+		plain_flow(w, false, e->xterm[i], p, e->ts);
+	for (int i = 0; i < e->nflows; i++) {
+		uintptr_t leg;
+
+		if (MODEL_FLOW_KIND(e->flows[i]) != FLOW_JOB) {
+			plain_flow(w, true, e->flows[i], p, e->ts);
+			continue;
+		}
+		leg = (uintptr_t)hm_get(&w->flows, e->flows[i]);
+
+		if (!leg) { /* the launch */
+			flow(w, true, e->flows[i], FLOW_TO_JOB, p, e->ts);
+			leg = FLOW_TO_JOB;
+		} else if (leg == FLOW_TO_JOB) { /* the job: ends one leg, starts the next */
+			flow(w, false, e->flows[i], FLOW_TO_JOB, p, e->ts);
+			flow(w, true, e->flows[i], FLOW_TO_END, p, e->ts);
+			leg = FLOW_TO_END;
+		}
+		if (hm_put(&w->flows, e->flows[i], (void *)leg))
+			w->error = ENOMEM;
+	}
+	for (int i = 0; i < e->nterm; i++) {
+		uintptr_t leg;
+
+		if (MODEL_FLOW_KIND(e->term_flows[i]) != FLOW_JOB) {
+			plain_flow(w, false, e->term_flows[i], p, e->ts);
+			continue;
+		}
+		leg = (uintptr_t)hm_del(&w->flows, e->term_flows[i]);
+
+		if (leg)
+			flow(w, false, e->term_flows[i], (int)leg, p, e->ts);
+	}
+}
+
+static void on_task(void *ctx, const struct model_task_ids *t)
+{
+	struct json_writer *w = ctx;
+
+	if (vec_reserve((void **)&w->tasks, &w->tasks_cap, w->ntasks + 1, sizeof(*t))) {
+		w->error = ENOMEM;
+		return;
+	}
+	w->tasks[w->ntasks++] = *t;
+}
+
+static void on_clock(void *ctx, const struct sbt_meta_clock *c)
+{
+	struct json_writer *w = ctx;
+
+	w->clocks[w->nclocks < MAX_CLOCKS ? w->nclocks++ : MAX_CLOCKS - 1] = *c;
+}
+
+/* otherData's process starts (pid, ppid, ts_ns) or, with ns, the ids of
+ * threads in a pid namespace (pid, tid, ns_pid, ns_tid). */
+static void task_list(struct json_writer *w, bool ns)
+{
+	static const char *const start_keys[] = { "{\"pid\":", ",\"ppid\":", ",\"ts_ns\":" };
+	static const char *const ns_keys[] = { "{\"pid\":", ",\"tid\":", ",\"ns_pid\":", ",\"ns_tid\":" };
+	const char *const *keys = ns ? ns_keys : start_keys;
+	int nkeys = ns ? 4 : 3;
+
+	for (size_t i = 0, n = 0; i < w->ntasks; i++) {
+		const struct model_task_ids *t = &w->tasks[i];
+		uint64_t v[4] = { t->pid, ns ? t->tid : t->ppid, ns ? t->ns_pid : t->ts, t->ns_tid };
+
+		if (ns ? !t->ns_pid : !t->ppid)
+			continue;
+		if (n++)
+			PUT(w, ",");
+		for (int k = 0; k < nkeys; k++) {
+			put(w, keys[k], strlen(keys[k]));
+			put_u64(w, v[k]);
+		}
+		PUT(w, "}");
+	}
+}
+
+/* The cards [first, end), as kineto's deviceProperties entries. */
+static void cards(struct json_writer *w, int first, int end)
+{
+	for (int i = first; i < end; i++) {
+		const char *n = w->cards[i].name;
+
+		if (i > first)
+			PUT(w, ",");
+		PUT(w, "{\"id\":");
+		put_u64(w, (uint64_t)(w->cards[i].rank - 1));
+		PUT(w, ",\"name\":");
+		str(w, n);
+		PUT(w, ",\"pciAddress\":");
+		str(w, strncmp(n, "PCI ", 4) ? "" : n + 4);
+		PUT(w, ",\"vendorDevice\":");
+		str(w, w->cards[i].ids);
+		PUT(w, "}");
+	}
+}
+
+/* After the events: the cards and the clock snapshots, so the file alone
+ * can be aligned with another trace (ts is CLOCK_BOOTTIME in µs).
+ * aiu-trace-analyzer reads a file as PyTorch's only with deviceProperties,
+ * and takes a file per card (rank): it stops on a list of any other length
+ * than one, empty included. So deviceProperties holds the first card (or,
+ * with none seen, an entry with no name), and otherData.devices all. */
+static void trailer(struct json_writer *w)
+{
+	PUT(w, "\n],\"deviceProperties\":[");
+	if (w->ncards)
+		cards(w, 0, 1);
+	else
+		PUT(w, "{\"id\":0,\"name\":\"\",\"pciAddress\":\"\",\"vendorDevice\":\"\"}");
+	PUT(w, "],\"otherData\":{\"producer\":\"spyre-bpftrace\",\"clock\":\"BOOTTIME\","
+	       "\"devices\":[");
+	cards(w, 0, w->ncards);
+	PUT(w, "],\"clock_snapshots\":[");
+	for (int i = 0; i < w->nclocks; i++) {
+		if (i)
+			PUT(w, ",");
+		PUT(w, "{\"boottime_ns\":");
+		put_u64(w, w->clocks[i].boottime);
+		PUT(w, ",\"monotonic_ns\":");
+		put_u64(w, w->clocks[i].monotonic);
+		PUT(w, ",\"realtime_ns\":");
+		put_u64(w, w->clocks[i].realtime);
+		PUT(w, ",\"spread_ns\":");
+		put_u64(w, w->clocks[i].spread_ns);
+		PUT(w, "}");
+	}
+	/* so `merge` can join a profiler's trace to this file alone */
+	PUT(w, "],\"process_starts\":[");
+	task_list(w, false);
+	PUT(w, "],\"pid_namespaces\":[");
+	task_list(w, true);
+	PUT(w, "]}}\n");
+}
+
+struct model_sink json_sink(struct json_writer *w)
+{
+	return (struct model_sink){ w, on_track, on_event, on_clock, NULL, on_task };
+}
+
+int json_flush(struct json_writer *w)
+{
+	flush_buf(w);
+	if (!w->error && fflush(w->f))
+		w->error = errno;
+	return -w->error;
+}
+
+uint64_t json_bytes(const struct json_writer *w)
+{
+	return w->bytes + w->len;
+}
+
+int json_close(struct json_writer *w)
+{
+	int err;
+
+	if (!w)
+		return 0;
+	trailer(w);
+	json_flush(w);
+	if (fclose(w->f) && !w->error)
+		w->error = errno;
+	err = -w->error;
+	hm_free_values(&w->places);
+	hm_free(&w->flows);
+	free(w->tasks);
+	free(w->buf);
+	free(w);
+	return err;
+}
