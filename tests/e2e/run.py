@@ -2199,6 +2199,17 @@ def run_daemon_bad_requests(tmp):
             used = sum(os.path.getsize(f) for f in spool_files(tmp))
             assert used <= 1 << 20, f"spool at {used} bytes, over --spool-mib 1"
         assert ctl_status(ctl)["snapshots"].startswith("written 6,"), ctl_status(ctl)
+        # a path is carried whole, spaces and all; one the protocol cannot
+        # carry is refused by ctl
+        spaced = os.path.join(tmp, "a b.sbt IGNORED.pftrace")
+        r = subprocess.run(ctl + ["snapshot", "--last", "2s", "-o", spaced], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0 and r.stdout.startswith(f"ok {spaced}\n") and os.path.exists(spaced), \
+            r.stdout + r.stderr
+        assert not os.path.exists(os.path.join(tmp, "a")), "the path was cut at its space"
+        r = subprocess.run(ctl + ["snapshot", "--last", "2s", "-o", os.path.join(tmp, "a\nb.sbt")],
+                           capture_output=True, text=True)
+        assert r.returncode == 2 and "control character" in r.stderr, r.stderr
         # SIGKILL in a window: the kernel drops every program, link and uprobe
         rec = subprocess.Popen(ctl + ["record", "--seconds", "30"], stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)

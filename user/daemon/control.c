@@ -53,6 +53,72 @@ int control_listen(const char *dir, char *err, size_t errlen)
 	return fd;
 }
 
+/* A path of a request: "-" (the spool: "") or absolute, no control
+ * characters. 0, or -1. */
+static int request_path(const char *s, char *path, size_t len)
+{
+	for (const char *c = s; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			return -1;
+	if (!strcmp(s, "-"))
+		s = "";
+	else if (s[0] != '/')
+		return -1;
+	return snprintf(path, len, "%s", s) >= (int)len ? -1 : 0;
+}
+
+/* A number and the one space after it; the rest of the line in *rest. */
+static int number(const char *s, bool integer, double *d, unsigned long long *u, const char **rest)
+{
+	char *end;
+
+	if (!(s[0] >= '0' && s[0] <= '9'))
+		return -1;
+	errno = 0;
+	if (integer)
+		*u = strtoull(s, &end, 10);
+	else
+		*d = strtod(s, &end);
+	if (errno || end == s || *end != ' ')
+		return -1;
+	*rest = end + 1;
+	return 0;
+}
+
+int control_parse_request(const char *line, struct control_request *r, char *err, size_t errlen)
+{
+	unsigned long long from = 0, to = 0;
+	const char *rest;
+
+	memset(r, 0, sizeof(*r));
+	if (!strcmp(line, "status")) {
+		r->verb = CONTROL_STATUS;
+		return 0;
+	}
+	if (!strncmp(line, "record ", 7) && !number(line + 7, false, &r->seconds, NULL, &rest) &&
+	    !request_path(rest, r->path, sizeof(r->path))) {
+		r->verb = CONTROL_RECORD;
+		if (r->seconds > 0 && r->seconds <= CONTROL_MAX_WINDOW_SECONDS)
+			return 0;
+		snprintf(err, errlen, "error: a window is 0.1 to %d s; hint: ctl record --seconds 10\n",
+			 CONTROL_MAX_WINDOW_SECONDS);
+		return -1;
+	}
+	if (!strncmp(line, "snapshot ", 9) && !number(line + 9, true, NULL, &from, &rest) &&
+	    !number(rest, true, NULL, &to, &rest) && from <= to && !request_path(rest, r->path, sizeof(r->path))) {
+		r->verb = CONTROL_SNAPSHOT;
+		r->from = from;
+		r->to = to;
+		if (to - from <= CONTROL_MAX_SNAPSHOT_SECONDS * 1000000000ull)
+			return 0;
+		snprintf(err, errlen, "error: a snapshot is at most 24 h; hint: the recorder holds the last "
+				      "--recorder-seconds only\n");
+		return -1;
+	}
+	snprintf(err, errlen, "error: unknown request; hint: status, record SECONDS PATH, snapshot FROM TO PATH\n");
+	return -1;
+}
+
 void control_reply(int cfd, const char *text)
 {
 	size_t left = strlen(text);
@@ -244,6 +310,11 @@ int cmd_ctl(int argc, char **argv)
 		sbt_err("cannot name the output file; hint: give -o /ABSOLUTE/PATH");
 		return 2;
 	}
+	for (const char *c = path; strcmp(o.what, "status") && *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+			sbt_err("-o '%s' has a control character; hint: name the file without one", o.out);
+			return 2;
+		}
 	if (!strcmp(o.what, "record")) {
 		snprintf(req, sizeof(req), "record %.3f %s\n", o.seconds, path);
 	} else if (!strcmp(o.what, "snapshot")) {

@@ -9,17 +9,30 @@
  *   record SECONDS ABSPATH|-   -> "ok PATH" once the window is written
  *   snapshot FROM TO ABSPATH|- -> "ok PATH" (REALTIME ns; the flight recorder's window)
  *
- * "-" for the path: a file in the daemon's spool, named in the answer.
+ * "-" for the path: a file in the daemon's spool, named in the answer. The
+ * path is the rest of the line, spaces and all; no control characters.
  */
 #ifndef SBT_CONTROL_H
 #define SBT_CONTROL_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define CONTROL_DEFAULT_DIR "/run/spyre-bpftrace"
 #define CONTROL_SOCKET "control"
 #define CONTROL_LINE 4096
+#define CONTROL_MAX_WINDOW_SECONDS 3600 /* record */
+#define CONTROL_MAX_SNAPSHOT_SECONDS 86400 /* snapshot: far more than a recorder holds */
+
+enum control_verb { CONTROL_STATUS, CONTROL_RECORD, CONTROL_SNAPSHOT };
+
+struct control_request {
+	enum control_verb verb;
+	double seconds; /* record */
+	uint64_t from, to; /* snapshot: REALTIME ns */
+	char path[CONTROL_LINE]; /* absolute; "" for the spool */
+};
 
 /* Makes dir (0700) and listens on dir/control (0600). The fd, or -1 with err. */
 int control_listen(const char *dir, char *err, size_t errlen);
@@ -27,6 +40,9 @@ int control_listen(const char *dir, char *err, size_t errlen);
  * (NUL ended, without the newline). The client's fd, or -1 (nobody, or a
  * refused or silent peer: already answered and closed). */
 int control_accept(int lfd, char *line, size_t len);
+/* One request line (no newline) into r: 0, or -1 with the answer to give
+ * (one "error: ...; hint: ..." line, newline ended) in err. */
+int control_parse_request(const char *line, struct control_request *r, char *err, size_t errlen);
 /* Writes the answer and closes the client. */
 void control_reply(int cfd, const char *text);
 void control_close(int lfd, const char *dir);

@@ -13,7 +13,6 @@
  * vfio-pci and processes with VFIO files open; under systemd it says when
  * it is ready and pings the watchdog (Type=notify, WatchdogSec).
  */
-#include <argp.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
@@ -40,6 +39,7 @@
 #include "daemon/http.h"
 #include "daemon/kubelet.h"
 #include "daemon/metrics.h"
+#include "daemon/options.h"
 #include "daemon/recorder.h"
 #include "daemon/sdnotify.h"
 #include "daemon/snapshot.h"
@@ -48,27 +48,12 @@
 #include "daemon/triggers.h"
 #include "daemon/window.h"
 
-#define DEFAULT_LISTEN "127.0.0.1:9464"
-#define DEFAULT_STATE_DIR "/var/lib/spyre-bpftrace"
 #define SWEEP_SECONDS 10
 #define TRIGGER_CHECK_SECONDS 5
 #define KUBELET_SECONDS 30 /* pods come and go slowly; one small call each time */
-#define MAX_WINDOW_SECONDS 3600 /* ctl record */
-#define MAX_SNAPSHOT_SECONDS 86400 /* ctl snapshot: far more than a recorder holds */
 #define NS 1000000000ull
 #define NO_RECORDER "error: this daemon runs with --no-recorder; hint: restart it without\n"
 
-struct daemon_opts {
-	struct record_opts rec; /* the kernel-side filters, as record takes them */
-	const char *listen, *runtime_dir, *state_dir;
-	bool every_device;
-	double recorder_seconds; /* 0: no flight recorder */
-	unsigned long recorder_mib, spool_mib;
-	double window_seconds, sample_every; /* sample_every 0: no sampling */
-	double trigger_before; /* a trigger's snapshot reaches this far back */
-	struct trigger_cfg trig;
-	const char *kubelet_socket, *kubelet_resource; /* socket NULL: not asked */
-};
 
 struct daemon {
 	struct daemon_opts *o;
@@ -103,6 +88,7 @@ struct daemon {
 	struct allocations alloc; /* the kubelet's, under lock */
 	char kubelet_said[256]; /* its last error, said once */
 	struct metrics_self self;
+	struct control_request request; /* the one being served: its path is long */
 };
 
 static volatile sig_atomic_t stop_sig, reload_sig;
@@ -113,117 +99,6 @@ static void on_signal(int sig)
 		reload_sig = 1;
 	else
 		stop_sig = sig;
-}
-
-enum {
-	OPT_LISTEN = 1000, OPT_DEVICE, OPT_RUNTIME_DIR, OPT_STATE_DIR, OPT_REC_SECONDS, OPT_REC_MIB,
-	OPT_NO_REC, OPT_SPOOL_MIB, OPT_WINDOW, OPT_SAMPLE_EVERY, OPT_NO_SAMPLING, OPT_TRIG_ERRORS,
-	OPT_TRIG_SLOW, OPT_TRIG_EVERY, OPT_TRIG_BEFORE, OPT_NO_TRIGGERS, OPT_KUBELET, OPT_KUBELET_RES,
-	OPT_NO_KUBELET, OPT_DRIVER
-};
-
-/* A duration option: "30s", "10m", "250ms"; within [min, max] seconds. */
-static double duration_arg(struct argp_state *state, const char *flag, const char *arg, double min,
-			   double max, const char *hint)
-{
-	double v;
-
-	if (arg_parse_duration(arg, &v) || v < min || v > max)
-		argp_error(state, "invalid %s '%s'; hint: %s", flag, arg, hint);
-	return v;
-}
-
-static unsigned long count_arg(struct argp_state *state, const char *flag, const char *arg,
-			       unsigned long min, unsigned long max)
-{
-	unsigned long v = 0;
-
-	if (arg_parse_count(arg, min, max, &v))
-		argp_error(state, "invalid %s '%s'; hint: %lu to %lu", flag, arg, min, max);
-	return v;
-}
-
-static error_t parse(int key, char *arg, struct argp_state *state)
-{
-	struct daemon_opts *o = state->input;
-	struct record_opts *r = &o->rec;
-	char err[256];
-
-	switch (key) {
-	case OPT_LISTEN: {
-		struct sockaddr_storage ss;
-
-		if (http_parse_listen(arg, &ss))
-			argp_error(state, "--listen '%s' is not ADDR:PORT; hint: 127.0.0.1:9464", arg);
-		o->listen = arg;
-		break;
-	}
-	case OPT_DEVICE:
-		if (devfilter_add_arg(&r->devices, &o->every_device, arg, err, sizeof(err)))
-			argp_error(state, "%s", err);
-		break;
-	case OPT_RUNTIME_DIR:
-	case OPT_STATE_DIR:
-		if (arg[0] != '/')
-			argp_error(state, "%s '%s': give an absolute path",
-				   key == OPT_STATE_DIR ? "--state-dir" : "--runtime-dir", arg);
-		*(key == OPT_STATE_DIR ? &o->state_dir : &o->runtime_dir) = arg;
-		break;
-	case OPT_REC_SECONDS:
-		o->recorder_seconds = duration_arg(state, "--recorder-seconds", arg, 1, 86400, "1 to 86400 (or 2m, 1h)");
-		break;
-	case OPT_REC_MIB: o->recorder_mib = count_arg(state, "--recorder-mib", arg, 1, 65536); break;
-	case OPT_NO_REC: o->recorder_seconds = 0; break;
-	case OPT_SPOOL_MIB: o->spool_mib = count_arg(state, "--spool-mib", arg, 1, 1 << 24); break;
-	case OPT_WINDOW:
-		o->window_seconds = duration_arg(state, "--window-seconds", arg, 0.1, MAX_WINDOW_SECONDS,
-						 "0.1 to 3600 (or 30s, 2m)");
-		break;
-	case OPT_SAMPLE_EVERY:
-		o->sample_every = duration_arg(state, "--sample-every", arg, 1, 7 * 86400, "10m, 1h, 30s");
-		break;
-	case OPT_NO_SAMPLING: o->sample_every = 0; break;
-	case OPT_TRIG_ERRORS: o->trig.errors = count_arg(state, "--trigger-errors", arg, 0, 1ul << 40); break;
-	case OPT_TRIG_SLOW:
-		o->trig.slow_ns = strcmp(arg, "0") ? (uint64_t)(duration_arg(state, "--trigger-slow", arg, 1e-6,
-									       3600, "1s, 250ms, or 0 for off") * 1e9) : 0;
-		break;
-	case OPT_TRIG_EVERY:
-		o->trig.interval_ns = (uint64_t)(duration_arg(state, "--trigger-every", arg, 1, 7 * 86400, "10m, 1h") * 1e9);
-		break;
-	case OPT_TRIG_BEFORE:
-		o->trigger_before = duration_arg(state, "--trigger-before", arg, 1, 86400, "30s, 2m");
-		break;
-	case OPT_KUBELET:
-		if (arg[0] != '/')
-			argp_error(state, "--kubelet-socket '%s': give an absolute path", arg);
-		o->kubelet_socket = arg;
-		break;
-	case OPT_KUBELET_RES: o->kubelet_resource = arg; break;
-	case OPT_NO_KUBELET: o->kubelet_socket = NULL; break;
-	case OPT_DRIVER:
-		if ((r->driver_mode = driver_mode_parse(arg)) < 0)
-			argp_error(state, "unknown --driver-probes '%s'; hint: auto, fentry, kprobe or off", arg);
-		break;
-	case OPT_NO_TRIGGERS:
-		o->trig.errors = o->trig.slow_ns = 0;
-		o->trig.lost = false;
-		break;
-	case 'v': r->verbose++; break;
-	case ARGP_KEY_ARG:
-		argp_error(state, "unexpected argument '%s'", arg);
-		break;
-	case ARGP_KEY_END:
-		if (devfilter_finish(&r->devices, o->every_device, err, sizeof(err)))
-			argp_error(state, "%s", err);
-		if (o->sample_every && o->sample_every < o->window_seconds)
-			argp_error(state, "--sample-every %g s is shorter than --window-seconds %g s; hint: "
-				   "a window at most once a period", o->sample_every, o->window_seconds);
-		break;
-	default:
-		return ARGP_ERR_UNKNOWN;
-	}
-	return 0;
 }
 
 /* The kernel's time in each of our programs, when it keeps count (needs
@@ -756,103 +631,41 @@ static void request_window(struct daemon *d, int cfd, double secs, const char *p
 	snprintf(d->waiter.path, sizeof(d->waiter.path), "%s", path ? path : "");
 }
 
-/* A request's trace: an absolute path, or "-" for the spool (*out NULL). */
-static bool trace_path(const char *path, const char **out)
-{
-	*out = strcmp(path, "-") ? path : NULL;
-	return path[0] == '/' || !*out;
-}
-
 /* One request from the control socket. */
 static void serve_control(struct daemon *d)
 {
-	char line[CONTROL_LINE], path[CONTROL_LINE];
-	const char *out;
-	unsigned long long from, to;
-	double secs;
+	char line[CONTROL_LINE], err[256];
+	struct control_request *r = &d->request;
 	int cfd = control_accept(d->control_fd, line, sizeof(line));
+	uint64_t off;
 
 	if (cfd < 0)
 		return;
-	if (!strcmp(line, "status")) {
+	if (control_parse_request(line, r, err, sizeof(err))) {
+		control_reply(cfd, err);
+		return;
+	}
+	switch (r->verb) {
+	case CONTROL_STATUS:
 		status(d, cfd);
-	} else if (sscanf(line, "record %lf %4095s", &secs, path) == 2 && trace_path(path, &out)) {
-		if (!(secs > 0 && secs <= MAX_WINDOW_SECONDS))
-			control_reply(cfd, "error: a window is 0.1 to 3600 s; hint: ctl record --seconds 10\n");
-		else
-			request_window(d, cfd, secs, out);
-	} else if (sscanf(line, "snapshot %llu %llu %4095s", &from, &to, path) == 3 && trace_path(path, &out) &&
-		   from <= to) {
-		uint64_t off = realtime_offset();
-
-		if (to - from > MAX_SNAPSHOT_SECONDS * NS)
-			control_reply(cfd, "error: a snapshot is at most 24 h; hint: the recorder holds the last "
-					   "--recorder-seconds only\n");
-		else if (to < off)
+		break;
+	case CONTROL_RECORD:
+		request_window(d, cfd, r->seconds, r->path[0] ? r->path : NULL);
+		break;
+	case CONTROL_SNAPSHOT:
+		off = realtime_offset();
+		if (r->to < off)
 			control_reply(cfd, "error: that window ends before this host booted\n");
 		else
-			submit_snapshot(d, from > off ? from - off : 0, to - off, out, SNAP_REQUEST, cfd);
-	} else {
-		control_reply(cfd, "error: unknown request; hint: status, record SECONDS PATH, snapshot FROM TO PATH\n");
+			submit_snapshot(d, r->from > off ? r->from - off : 0, r->to - off, r->path[0] ? r->path : NULL,
+					SNAP_REQUEST, cfd);
+		break;
 	}
 }
 
 int cmd_daemon(int argc, char **argv)
 {
-	static const struct argp_option options[] = {
-		{ "listen", OPT_LISTEN, "ADDR:PORT", 0, "serve /metrics and /healthz here (default " DEFAULT_LISTEN ")", 0 },
-		{ "device", OPT_DEVICE, "BDF|VID:DID|all", 0, "the cards to watch (repeatable; default Spyre's 1014:06a7, 1014:06a8)", 0 },
-		{ "runtime-dir", OPT_RUNTIME_DIR, "DIR", 0, "the control socket's directory (default " CONTROL_DEFAULT_DIR ")", 0 },
-		{ "state-dir", OPT_STATE_DIR, "DIR", 0, "snapshots go to DIR/snapshots (default " DEFAULT_STATE_DIR ")", 0 },
-		{ "spool-mib", OPT_SPOOL_MIB, "M", 0, "the spool holds at most M MiB of snapshots, the oldest removed (default 1024)", 0 },
-		{ "recorder-seconds", OPT_REC_SECONDS, "T", 0, "the flight recorder keeps the last T seconds (default 120)", 0 },
-		{ "recorder-mib", OPT_REC_MIB, "M", 0, "the flight recorder holds at most M MiB, taken as used (default 64)", 0 },
-		{ "no-recorder", OPT_NO_REC, NULL, 0, "no flight recorder, hence no windows, snapshots or triggers: "
-		  "nothing per event to user space", 0 },
-		{ "window-seconds", OPT_WINDOW, "W", 0, "a sampled or triggered detail window lasts W (default 10s)", 0 },
-		{ "sample-every", OPT_SAMPLE_EVERY, "P", 0, "one detail window at a random time of every P (default 10m)", 0 },
-		{ "no-sampling", OPT_NO_SAMPLING, NULL, 0, "no sampled windows: uprobes only on a trigger or ctl record", 0 },
-		{ "trigger-errors", OPT_TRIG_ERRORS, "N", 0, "N failed VFIO ioctls within 5 s trigger a snapshot (default 20; 0: off)", 0 },
-		{ "trigger-slow", OPT_TRIG_SLOW, "D", 0, "a VFIO ioctl slower than D triggers one (default 1s; 0: off)", 0 },
-		{ "trigger-every", OPT_TRIG_EVERY, "D", 0, "the same trigger at most once in D (default 10m); records lost trigger too", 0 },
-		{ "trigger-before", OPT_TRIG_BEFORE, "D", 0, "a trigger's snapshot starts D before it (default 30s)", 0 },
-		{ "no-triggers", OPT_NO_TRIGGERS, NULL, 0, "no automatic snapshots", 0 },
-		{ "kubelet-socket", OPT_KUBELET, "PATH", 0, "the kubelet's pod-resources socket, for "
-		  "spyre_device_allocation_info (default " KUBELET_DEFAULT_SOCKET ")", 0 },
-		{ "kubelet-resource", OPT_KUBELET_RES, "GLOB", 0, "the device plugin's resource names that are "
-		  "Spyre cards (default ibm.com/*)", 0 },
-		{ "no-kubelet", OPT_NO_KUBELET, NULL, 0, "do not ask the kubelet", 0 },
-		{ "driver-probes", OPT_DRIVER, "MODE", 0, "count vfio's own functions: auto (fentry, else "
-		  "kprobes, where the kernel allows), fentry, kprobe or off (default auto)", 0 },
-		{ "verbose", 'v', NULL, 0, "print the attach plan (why no fentry), the cards, the windows", 0 },
-		{ 0 }
-	};
-	static const struct argp argp = {
-		options, parse, NULL,
-		"Watch every Spyre card on this host, always, at a cost nobody notices: VFIO "
-		"ioctls by command (counts, errors, latency histograms), DMA mapping bytes, "
-		"pinned bytes and interrupts per card, vfio's own functions where the kernel "
-		"allows, summed in the kernel and served to "
-		"Prometheus on /metrics; the last minutes of those kernel events in a flight "
-		"recorder. A detail window (runtime uprobes on the processes that hold a card) "
-		"opens for W seconds at a random time of every period, on a trigger (failed or "
-		"slow VFIO ioctls, records lost: then a snapshot goes to the spool), and on `ctl "
-		"record`; `ctl snapshot` writes any recent window. Runs until SIGTERM; SIGHUP "
-		"looks again for cards and processes.\n\nEXAMPLES:\n"
-		"  spyre-bpftrace daemon\n"
-		"  spyre-bpftrace daemon --listen 127.0.0.1:9464 --device 0000:3b:00.0\n"
-		"  spyre-bpftrace daemon --window-seconds 5 --sample-every 30m\n"
-		"  curl -s 127.0.0.1:9464/metrics | grep spyre_vfio_ioctls_total\n"
-		"  spyre-bpftrace ctl snapshot --last 30s -o /tmp/last.pftrace",
-		NULL, NULL, NULL
-	};
-	struct daemon_opts o = {
-		.listen = DEFAULT_LISTEN, .runtime_dir = CONTROL_DEFAULT_DIR, .state_dir = DEFAULT_STATE_DIR,
-		.recorder_seconds = 120, .recorder_mib = 64, .spool_mib = 1024,
-		.window_seconds = 10, .sample_every = 600, .trigger_before = 30,
-		.trig = { .errors = 20, .slow_ns = NS, .lost = true, .interval_ns = 600 * NS },
-		.kubelet_socket = KUBELET_DEFAULT_SOCKET, .kubelet_resource = "ibm.com/*",
-	};
+	struct daemon_opts o;
 	struct daemon *d = calloc(1, sizeof(*d));
 	struct sigaction sa = { .sa_handler = on_signal };
 	uint64_t watchdog_us = 0, next_ping = 0, next_sweep, next_check, next_tick = 0, next_kubelet = 0;
@@ -863,12 +676,7 @@ int cmd_daemon(int argc, char **argv)
 		sbt_err("out of memory");
 		return 1;
 	}
-	o.rec.buffer_size = 8 << 20; /* a few records per job; runtime calls in windows */
-	o.rec.max_probes = SBT_DEFAULT_MAX_PROBES;
-	o.rec.driver_mode = DRIVER_AUTO;
-	o.rec.fleet = true;
-	argp_parse(&argp, argc, argv, 0, NULL, &o);
-	o.rec.fleet_record = o.recorder_seconds > 0;
+	daemon_parse_opts(argc, argv, &o);
 	sbt_verbosity = o.rec.verbose;
 	libbpf_set_print((libbpf_print_fn_t)sbt_libbpf_print);
 	d->o = &o;

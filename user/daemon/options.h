@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The daemon's command line: what it watches, where it writes, its flight
+ * recorder, windows, triggers and the kubelet. */
+#ifndef SBT_DAEMON_OPTIONS_H
+#define SBT_DAEMON_OPTIONS_H
+
+#include <stdbool.h>
+
+#include "attach/trace_opts.h"
+#include "daemon/triggers.h"
+
+#define DEFAULT_LISTEN "127.0.0.1:9464"
+#define DEFAULT_STATE_DIR "/var/lib/spyre-bpftrace"
+
+struct daemon_opts {
+	struct record_opts rec; /* the kernel-side filters, as record takes them */
+	const char *listen, *runtime_dir, *state_dir;
+	bool every_device;
+	double recorder_seconds; /* 0: no flight recorder */
+	unsigned long recorder_mib, spool_mib;
+	double window_seconds, sample_every; /* sample_every 0: no sampling */
+	double trigger_before; /* a trigger's snapshot reaches this far back */
+	struct trigger_cfg trig;
+	const char *kubelet_socket, *kubelet_resource; /* socket NULL: not asked */
+};
+
+/* Parses argv into o, defaults first; exits on --help and on an error, as
+ * a command line does. */
+void daemon_parse_opts(int argc, char **argv, struct daemon_opts *o);
+
+#endif
