@@ -4,7 +4,9 @@
  * (the attach plan), load it, attach the kernel programs, and put the
  * runtime probes on each traced process: entry and return-site uprobes,
  * targeted at that process only, on every runtime library it has or can
- * load. `record` uses it, and the daemon for its detail windows.
+ * load. `record` uses it, and the daemon for its detail windows. The plan's
+ * decisions are in plan.c, the per-process uprobes and the libraries they
+ * go on in uprobes.c.
  */
 #ifndef SBT_ATTACH_H
 #define SBT_ATTACH_H
@@ -15,17 +17,12 @@
 #include <sys/types.h>
 
 #include "attach/driver.h"
+#include "attach/links.h"
 #include "attach/plan.h"
 #include "attach/probes.h"
 #include "attach/trace_opts.h"
 
-struct bpf_link;
-
-/* Links the attacher owns and destroys. */
-struct link_set {
-	struct bpf_link **v;
-	size_t n, cap;
-};
+struct bpf_program;
 
 /* The runtime probes of one traced process. */
 struct attached_proc {
@@ -99,5 +96,9 @@ uint64_t attach_read_untraced_runs(struct attacher *a);
 bool attach_any_traced(struct attacher *a);
 
 void attach_close(struct attacher *a);
+
+/* Within the attach layer: a runtime program (attached per process,
+ * uprobes.c), not a kernel one. */
+bool attach_is_runtime_prog(const struct attacher *a, const struct bpf_program *p);
 
 #endif

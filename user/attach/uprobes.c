@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The runtime's probes, per process: entry and return-site uprobes put on
+ * each traced process only, and the libraries they go on, found where the
+ * process has or can load them.
+ */
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attach/attach.h"
+#include "attach/libresolve.h"
+#include "attach/retsites.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/procfs.h"
+#include "spyre.skel.h"
+
+/* ---- runtime probes, per process ------------------------------------------ */
+
+static bool stop_now(struct attacher *a)
+{
+	if ((a->stop && *a->stop) || (a->deadline_ns && sbt_now_boottime() >= a->deadline_ns))
+		a->interrupted = true;
+	return a->interrupted;
+}
+
+static struct attached_proc *proc_of(struct attacher *a, pid_t pid, bool create)
+{
+	struct attached_proc *grown;
+
+	for (size_t i = 0; i < a->nprocs; i++)
+		if (a->procs[i].pid == pid)
+			return &a->procs[i];
+	if (!create)
+		return NULL;
+	grown = realloc(a->procs, (a->nprocs + 1) * sizeof(*grown));
+	if (!grown)
+		return NULL;
+	a->procs = grown;
+	grown[a->nprocs] = (struct attached_proc){ .pid = pid };
+	return &grown[a->nprocs++];
+}
+
+static struct bpf_link *uprobe(struct bpf_program *prog, pid_t pid, const char *lib,
+			       uint64_t off, uint64_t cookie)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = false);
+
+	return bpf_program__attach_uprobe_opts(prog, pid, lib, off, &opts);
+}
+
+/* One function on one process: its entry and every return site, or none
+ * of them (a function whose returns cannot all be seen is refused). The
+ * returns go first: from the moment its entry is live, each call that is
+ * seen entering is seen leaving. */
+static int attach_function(struct attacher *a, struct attached_proc *ap, struct probe_site *s)
+{
+	size_t first = ap->links.n;
+	uint64_t at = s->offset;
+	int err = 0;
+
+	for (int i = 0; !err && i < s->nrets; i++) {
+		const struct ret_site *r = &s->rets[i];
+
+		at = r->offset;
+		err = link_keep(&ap->links,
+				uprobe(a->skel->progs.call_return, ap->pid, s->lib, r->offset,
+				       SBT_COOKIE(s->id, r->kind, r->reg, s->size)));
+	}
+	if (!err) {
+		at = s->offset;
+		err = link_keep(&ap->links,
+				uprobe(a->skel->progs.call_enter, ap->pid, s->lib, s->offset,
+				       SBT_COOKIE(s->id, SBT_SITE_ENTRY, 0, 0)));
+	}
+	if (!err)
+		return 0;
+	link_drop_to(&ap->links, first);
+	if (err == -ESRCH || err == -ENOMEM)
+		return err; /* the process is gone, or we are out of memory: not the function's fault */
+	if (asprintf(&s->refused, "the kernel refused a uprobe at +0x%llx: %s",
+		     (unsigned long long)(at - s->offset), strerror(-err)) < 0)
+		s->refused = NULL;
+	a->refused++;
+	sbt_info(1, "  refused    -> %s in %s: %s\n", s->name, s->lib,
+		 s->refused ? s->refused : strerror(-err));
+	return 0;
+}
+
+int attach_runtime(struct attacher *a, pid_t pid)
+{
+	struct attached_proc *ap = proc_of(a, pid, true);
+	size_t before;
+	int err;
+
+	if (!ap) {
+		sbt_err("out of memory");
+		return -ENOMEM;
+	}
+	before = ap->links.n;
+	for (; ap->done < a->probes.n; ap->done++) {
+		struct probe_site *s = &a->probes.sites[ap->done];
+
+		if (stop_now(a))
+			break;
+		if (s->refused)
+			continue;
+		err = attach_function(a, ap, s);
+		if (err == -ESRCH)
+			return 0; /* exited while we attached: its exit record follows */
+		if (err) {
+			sbt_err("cannot attach %s to PID %d: %s", s->name, pid, strerror(-err));
+			return err;
+		}
+	}
+	return (int)(ap->links.n - before);
+}
+
+void attach_forget(struct attacher *a, pid_t pid)
+{
+	struct attached_proc *ap = proc_of(a, pid, false);
+
+	if (!ap)
+		return;
+	link_free(&ap->links);
+	*ap = a->procs[--a->nprocs];
+}
+
+size_t attach_nuprobes(const struct attacher *a)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < a->nprocs; i++)
+		n += a->procs[i].links.n;
+	return n;
+}
+
+size_t attach_nfunctions(const struct attacher *a)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < a->probes.n; i++)
+		n += !a->probes.sites[i].refused;
+	return n;
+}
+
+/* ---- finding libraries ------------------------------------------------------ */
+
+static bool wanted(const struct attacher *a, const char *path)
+{
+	for (size_t i = 0; i < a->nspecs; i++)
+		if (probe_spec_wants_lib(&a->specs[i], path))
+			return true;
+	return false;
+}
+
+int attach_library(struct attacher *a, const char *path, const char *why)
+{
+	char real[PATH_MAX], err[512];
+	size_t first = a->probes.n;
+	int ret;
+
+	/* by name first: most files seen are not runtime libraries */
+	if (!wanted(a, path) || !realpath(path, real))
+		return 0;
+	/* one inode, one set of probes, whatever path led to it */
+	if (probe_set_has_lib(&a->probes, real))
+		return 0;
+	uint64_t t0 = sbt_now_boottime(), t1;
+
+	ret = probe_set_scan_lib(&a->probes, a->specs, a->nspecs, real, err, sizeof(err));
+	t1 = sbt_now_boottime();
+	if (ret < 0) {
+		sbt_warn("cannot read symbols: %s", err);
+		return 0;
+	}
+	sbt_info(1, "  library    -> %s (%s): %d function%s\n", real, why, ret, ret == 1 ? "" : "s");
+	for (size_t k = first; k < a->probes.n; k++) {
+		struct probe_site *s = &a->probes.sites[k];
+
+		if (s->refused) {
+			a->refused++;
+			sbt_info(1, "  refused    -> %s in %s: %s\n", s->name, s->lib, s->refused);
+		} else {
+			sbt_info(1, "  uprobe     -> %s+0x%llx %s, %d return site%s\n", s->lib,
+				 (unsigned long long)s->offset, s->name, s->nrets,
+				 s->nrets == 1 ? "" : "s");
+		}
+		if (a->on_function)
+			a->on_function(a->ctx, s);
+	}
+	for (size_t i = 0; i < a->nprocs && ret > 0; i++) {
+		int err2 = attach_runtime(a, a->procs[i].pid);
+
+		if (err2 < 0)
+			return err2;
+	}
+	sbt_info(2, "  library    -> %s: symbols and return sites in %.2f ms, attached in %.2f ms\n",
+		 real, (double)(t1 - t0) / 1e6, (double)(sbt_now_boottime() - t1) / 1e6);
+	return ret;
+}
+
+static void found_cb(const char *path, const char *why, void *ctx)
+{
+	struct attacher *a = ctx;
+
+	if (!stop_now(a))
+		attach_library(a, path, why);
+}
+
+int attach_find_libraries(struct attacher *a, pid_t pid, char *const *command)
+{
+	char **maps, env[8192];
+	int n;
+
+	/* what it has mapped */
+	n = proc_mapped_files(pid, &maps);
+	for (int i = 0; i < n; i++)
+		found_cb(maps[i], "mapped by the process", a);
+	if (n > 0)
+		proc_free_paths(maps, n);
+	/* --probe naming a file: probed whether mapped or not */
+	for (int i = 0; i < a->o->nprobes; i++)
+		if (a->real_libs[i])
+			found_cb(a->real_libs[i], "named by --probe", a);
+	if (command) {
+		libs_of_command(command, found_cb, a);
+		libs_in_dirs(getenv("LD_LIBRARY_PATH"), 0, "LD_LIBRARY_PATH", found_cb, a);
+		libs_in_python_env(command, found_cb, a);
+	} else if (!proc_getenv(pid, "LD_LIBRARY_PATH", env, sizeof(env))) {
+		libs_in_dirs(env, 0, "the process's LD_LIBRARY_PATH", found_cb, a);
+	}
+	libs_in_ldcache(found_cb, a);
+	libs_in_install_tree(found_cb, a);
+	return a->interrupted ? -EINTR : 0;
+}
+
+void attach_warn_unmatched(const struct attacher *a, bool later)
+{
+	for (int i = 0; i < a->o->nprobes; i++) {
+		const struct probe_spec *sp = &a->specs[i];
+		bool hit = false;
+
+		for (size_t k = 0; k < a->probes.n && !hit; k++)
+			hit = a->probes.sites[k].pattern == sp->pattern;
+		if (!hit)
+			sbt_warn("--probe '%.200s:%.200s' matched no function%s; hint: spyre-bpftrace "
+				 "list LIB --probe ... shows what a pattern picks", a->o->probes[i].lib,
+				 sp->pattern, later ? " yet (a library loaded later still counts)" : "");
+	}
+}
