@@ -92,19 +92,29 @@ void pb_free(struct pb *b)
 	memset(b, 0, sizeof(*b));
 }
 
-static int get_varint(struct pb_reader *r, uint64_t *v)
+int pb_peek_varint(const uint8_t *p, size_t n, uint64_t *v, size_t *used)
 {
 	*v = 0;
-	for (int shift = 0; shift < 64; shift += 7) {
-		if (r->p >= r->end)
-			return -1;
-		uint8_t c = *r->p++;
-
-		*v |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80))
+	for (size_t i = 0; i < 10; i++) {
+		if (i == n)
 			return 0;
+		*v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+		if (!(p[i] & 0x80)) {
+			*used = i + 1;
+			return 1;
+		}
 	}
 	return -1;
+}
+
+static int get_varint(struct pb_reader *r, uint64_t *v)
+{
+	size_t used;
+
+	if (pb_peek_varint(r->p, (size_t)(r->end - r->p), v, &used) != 1)
+		return -1;
+	r->p += used;
+	return 0;
 }
 
 int pb_next(struct pb_reader *r, uint32_t *field, int *type, uint64_t *value,

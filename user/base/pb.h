@@ -118,6 +118,10 @@ static inline struct pb_reader pb_reader_of(const uint8_t *p, size_t n)
 
 	return r;
 }
+/* A varint in the n bytes at p: 1 with its value and length (*used); 0
+ * when it runs past n (the rest is still to come); -1 when it is longer
+ * than a varint can be. */
+int pb_peek_varint(const uint8_t *p, size_t n, uint64_t *v, size_t *used);
 /* Next field: 1 with field/type and the value (varint or fixed) or the
  * bytes (len) set; 0 at the end; -1 on malformed input. */
 int pb_next(struct pb_reader *r, uint32_t *field, int *type, uint64_t *value,

@@ -12,59 +12,29 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/pb.h"
 #include "base/vec.h"
 #include "daemon/kubelet.h"
 
 #define LIST_PATH "/v1.PodResourcesLister/List"
 #define MAX_REPLY (16 << 20)
 
-/* ---- protobuf, as much as the answer needs ------------------------------------ */
+/* ---- the answer, on the protobuf reader ------------------------------------------- */
 
-struct pb {
-	const uint8_t *p, *end;
-};
-
-static bool varint(struct pb *b, uint64_t *v)
+/* The next field: its number, and for a length-delimited one its bytes
+ * (else val's p is NULL). 1: a field, 0: the end, -1: damaged. */
+static int field(struct pb_reader *r, uint32_t *num, struct pb_reader *val)
 {
-	*v = 0;
-	for (int shift = 0; shift < 64 && b->p < b->end; shift += 7) {
-		uint8_t c = *b->p++;
+	const uint8_t *d;
+	uint64_t v;
+	size_t len;
+	int type, ret = pb_next(r, num, &type, &v, &d, &len);
 
-		*v |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80))
-			return true;
-	}
-	return false;
+	*val = pb_reader_of(ret > 0 && type == PB_LEN ? d : NULL, ret > 0 && type == PB_LEN ? len : 0);
+	return ret;
 }
 
-/* The next field: its number, and for a length-delimited one its bytes.
- * 1: a field, 0: the end, -1: damaged. */
-static int field(struct pb *b, uint32_t *num, struct pb *val)
-{
-	uint64_t key, len;
-
-	if (b->p == b->end)
-		return 0;
-	if (!varint(b, &key) || !(key >> 3) || (key >> 3) > UINT32_MAX)
-		return -1;
-	*num = (uint32_t)(key >> 3);
-	val->p = val->end = NULL;
-	switch (key & 7) {
-	case 0: return varint(b, &len) ? 1 : -1;
-	case 1: if (b->end - b->p < 8) return -1; b->p += 8; return 1;
-	case 5: if (b->end - b->p < 4) return -1; b->p += 4; return 1;
-	case 2:
-		if (!varint(b, &len) || len > (uint64_t)(b->end - b->p))
-			return -1;
-		val->p = b->p;
-		val->end = b->p + len;
-		b->p += len;
-		return 1;
-	default: return -1; /* groups: not in this API */
-	}
-}
-
-static void str(const struct pb *v, char *out, size_t size)
+static void str(const struct pb_reader *v, char *out, size_t size)
 {
 	size_t n = v->p ? (size_t)(v->end - v->p) : 0;
 
@@ -96,9 +66,9 @@ static int add(struct allocations *out, const struct allocation *a)
 }
 
 /* ContainerDevices { resource_name = 1; repeated device_ids = 2; } */
-static int container_devices(struct pb d, struct allocation *a, const char *glob, struct allocations *out)
+static int container_devices(struct pb_reader d, struct allocation *a, const char *glob, struct allocations *out)
 {
-	struct pb scan = d, v;
+	struct pb_reader scan = d, v;
 	uint32_t num;
 	int r;
 
@@ -124,9 +94,9 @@ static int container_devices(struct pb d, struct allocation *a, const char *glob
 }
 
 /* ContainerResources { name = 1; repeated ContainerDevices devices = 2; ... } */
-static int container(struct pb c, struct allocation *a, const char *glob, struct allocations *out)
+static int container(struct pb_reader c, struct allocation *a, const char *glob, struct allocations *out)
 {
-	struct pb scan = c, v;
+	struct pb_reader scan = c, v;
 	uint32_t num;
 	int r;
 
@@ -143,10 +113,10 @@ static int container(struct pb c, struct allocation *a, const char *glob, struct
 }
 
 /* PodResources { name = 1; namespace = 2; repeated ContainerResources containers = 3; } */
-static int pod(struct pb p, const char *glob, struct allocations *out)
+static int pod(struct pb_reader p, const char *glob, struct allocations *out)
 {
 	struct allocation a = { 0 };
-	struct pb scan = p, v;
+	struct pb_reader scan = p, v;
 	uint32_t num;
 	int r;
 
@@ -166,7 +136,7 @@ static int pod(struct pb p, const char *glob, struct allocations *out)
 
 int kubelet_parse(const uint8_t *msg, size_t len, const char *glob, struct allocations *out)
 {
-	struct pb b = { msg, msg + len }, v;
+	struct pb_reader b = pb_reader_of(msg, len), v;
 	uint32_t num;
 	int r;
 
