@@ -187,7 +187,7 @@ test-torch: all
 valgrind: all
 	@SBT_BUILD=$(abspath $(OUT)) tests/valgrind.sh
 
-$(OUT)/bench/gen-capture: bench/gen_capture.c tests/lib/synth.c user/capture/capture.c user/capture/byteorder.c | $(OUT)/bench
+$(OUT)/bench/gen-capture: bench/gen_capture.c tests/lib/synth.c user/capture/capture.c user/capture/byteorder.c user/base/log.c | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -g -std=gnu11 $(WARN) -D_GNU_SOURCE -Ibpf -Iuser -Itests/lib $^ -o $@
 

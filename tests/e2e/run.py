@@ -658,6 +658,31 @@ def run_damaged_capture(tmp):
     assert "1 records dropped: they could not be true" in r.stderr, r.stderr
     r = subprocess.run([TOOL, "inspect", pf], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout
+    # one policy and one wording wherever a capture is read: cut inside a
+    # record, its whole records are used (a warning, exit 0); a record that
+    # makes no sense stops the read (an error, exit 1), what came before
+    # used and written
+    good = open(cap, "rb").read()
+    offs, off = [], 16
+    while off + 24 <= len(good):
+        offs.append(off)
+        off += (24 + int.from_bytes(good[off + 2:off + 4], "little") + 7) & ~7
+    cut, broken = os.path.join(tmp, "cut.sbt"), os.path.join(tmp, "broken.sbt")
+    open(cut, "wb").write(good[:offs[-1] + 30])
+    damaged = bytearray(good)
+    damaged[offs[-5]:offs[-5] + 2] = b"\0\0"  # record type 0
+    open(broken, "wb").write(damaged)
+    fixture = os.path.join(TORCH_FIXTURE, "torch.json")
+    for path, rc, said in ((cut, 0, f"{cut} ends inside a record (cut short?); used the {len(offs) - 1} whole records"),
+                           (broken, 1, f"{broken}: record type 0 at offset {offs[-5]}; used the {len(offs) - 5} "
+                                       "records before it")):
+        for cmd, out in ((["convert", path, "-o"], os.path.join(tmp, "c.json")), (["dump", path], None),
+                         (["report", path], None), (["merge", fixture, path, "-o"], os.path.join(tmp, "m.json"))):
+            if out and os.path.exists(out):
+                os.unlink(out)
+            r = subprocess.run([TOOL, *cmd] + ([out] if out else []), capture_output=True, text=True)
+            assert r.returncode == rc and said in r.stderr, (cmd, r.returncode, r.stderr[-500:])
+            assert not out or json.load(open(out))["traceEvents"], f"{cmd}: nothing written of what was read"
 
 
 def run_probe_option(tmp):

@@ -25,7 +25,7 @@ $(OUT)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS) | $(OUT)/fuzz
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJS) -o $@ $(LDLIBS)
 
-$(OUT)/fuzz/seeds: tests/fuzz/seeds.c tests/lib/synth.c user/capture/capture.c user/capture/byteorder.c | $(OUT)/fuzz
+$(OUT)/fuzz/seeds: tests/fuzz/seeds.c tests/lib/synth.c user/capture/capture.c user/capture/byteorder.c user/base/log.c | $(OUT)/fuzz
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -g -std=gnu11 $(WARN) -D_GNU_SOURCE -Ibpf -Iuser -Itests/lib $^ -o $@
 

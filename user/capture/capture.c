@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "capture/byteorder.h"
 #include "capture/capture.h"
 
@@ -281,4 +282,34 @@ void capture_close_reader(struct capture_reader *r)
 		free(r->buf);
 	}
 	memset(r, 0, sizeof(*r));
+}
+
+int capture_each(const char *path, int (*fn)(void *ctx, const struct sbt_hdr *h), void *ctx,
+		 uint64_t *records)
+{
+	struct capture_reader r;
+	const struct sbt_hdr *h;
+	enum capture_status st;
+	int ret = 0;
+
+	if (records)
+		*records = 0;
+	if (capture_open(&r, path)) {
+		sbt_err("cannot read '%s': %s", path, r.error);
+		return 1;
+	}
+	while ((st = capture_next(&r, &h)) == CAPTURE_OK)
+		if ((ret = fn(ctx, h)))
+			break;
+	if (!ret && st == CAPTURE_TRUNCATED)
+		sbt_warn("%s ends inside a record (cut short?); used the %llu whole records", path,
+			 (unsigned long long)r.records);
+	if (!ret && st == CAPTURE_CORRUPT) {
+		sbt_err("%s: %s; used the %llu records before it", path, r.error, (unsigned long long)r.records);
+		ret = 1;
+	}
+	if (records)
+		*records = r.records;
+	capture_close_reader(&r);
+	return ret;
 }

@@ -84,4 +84,16 @@ int capture_open_mem(struct capture_reader *r, const void *data, size_t len);
 enum capture_status capture_next(struct capture_reader *r, const struct sbt_hdr **rec);
 void capture_close_reader(struct capture_reader *r);
 
+/*
+ * Every record of the capture at path, in order, to fn (whose nonzero
+ * return stops the read and is returned). The one policy for a cut or
+ * damaged capture, said in one wording by every command that reads one:
+ * a file cut inside a record (a crash, a full disk) gives its whole
+ * records and a warning; a record that makes no sense stops the read with
+ * an error naming it, what came before used. 0 (read to its end, or cut),
+ * 1 (unreadable or damaged: said), or fn's return. *records: how many.
+ */
+int capture_each(const char *path, int (*fn)(void *ctx, const struct sbt_hdr *h), void *ctx,
+		 uint64_t *records);
+
 #endif

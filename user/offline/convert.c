@@ -45,25 +45,9 @@ static error_t convert_parse(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-/* Feeds every record of the opened capture to the output, and closes it.
- * 0, or 1 after an error message (what was read so far is still written). */
-static int feed(struct capture_reader *rd, const char *in, struct output *out)
+static int feed(void *ctx, const struct sbt_hdr *h)
 {
-	struct capture_reader r = *rd;
-	const struct sbt_hdr *h;
-	enum capture_status st;
-
-	while ((st = capture_next(&r, &h)) == CAPTURE_OK)
-		output_add(out, h);
-	if (st == CAPTURE_TRUNCATED)
-		sbt_warn("%s ends inside a record (cut short?); used the %llu whole ones",
-			in, (unsigned long long)r.records);
-	capture_close_reader(&r);
-	if (st == CAPTURE_CORRUPT) {
-		sbt_err("%s: %s; converted the %llu records before it", in,
-			r.error, (unsigned long long)r.records);
-		return 1;
-	}
+	output_add(ctx, h);
 	return 0;
 }
 
@@ -111,13 +95,14 @@ static int run(int argc, char **argv, bool report)
 		sbt_err("cannot read '%s': %s", o.in, in.error);
 		return 1;
 	}
+	capture_close_reader(&in);
 	if (output_open(&out, report ? NULL : o.out, fmt, report, err, sizeof(err))) {
 		sbt_err("cannot write '%s': %s", o.out, err);
-		capture_close_reader(&in);
 		output_free(&out);
 		return 1;
 	}
-	ret = feed(&in, o.in, &out);
+	/* what was read before damage is written all the same */
+	ret = capture_each(o.in, feed, &out, NULL);
 	if (correlator_stats(out.corr)->implausible)
 		sbt_warn("%s: %llu records dropped: they could not be true (a damaged capture?)", o.in,
 			 (unsigned long long)correlator_stats(out.corr)->implausible);

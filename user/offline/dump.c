@@ -3,6 +3,7 @@
 #include <argp.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/log.h"
@@ -41,41 +42,42 @@ static error_t dump_parse(int key, char *arg, struct argp_state *state)
 	}
 }
 
+struct dumper {
+	struct capture_meta m;
+	char line[8192];
+	int ret;
+};
+
+static int dump_one(void *ctx, const struct sbt_hdr *h)
+{
+	struct dumper *d = ctx;
+
+	meta_add(&d->m, h);
+	sbt_format_record(h, &d->m, d->line, sizeof(d->line));
+	if (puts(d->line) == EOF) {
+		d->ret = errno == EPIPE ? 0 : 1; /* a reader gone (| head) is no error */
+		return -1;
+	}
+	return 0;
+}
+
 int cmd_dump(int argc, char **argv)
 {
 	static const struct argp_option none[] = { { 0 } };
 	static const struct argp argp = { none, dump_parse, "FILE", dump_doc, NULL, NULL, NULL };
 	struct dump_opts o = { 0 };
-	struct capture_reader r;
-	struct capture_meta m;
-	const struct sbt_hdr *h;
-	enum capture_status st;
-	char line[8192];
-	int ret = 0;
+	struct dumper *d = calloc(1, sizeof(*d));
+	int ret;
 
-	argp_parse(&argp, argc, argv, 0, NULL, &o);
-	if (capture_open(&r, o.file)) {
-		sbt_err("cannot read '%s': %s", o.file, r.error);
+	if (!d) {
+		sbt_err("out of memory");
 		return 1;
 	}
-	meta_init(&m);
-	while ((st = capture_next(&r, &h)) == CAPTURE_OK) {
-		meta_add(&m, h);
-		sbt_format_record(h, &m, line, sizeof(line));
-		if (puts(line) == EOF) {
-			ret = errno == EPIPE ? 0 : 1;
-			break;
-		}
-	}
-	if (st == CAPTURE_TRUNCATED)
-		sbt_err("%s ends inside a record (cut short?); %llu whole records read",
-			o.file, (unsigned long long)r.records);
-	else if (st == CAPTURE_CORRUPT) {
-		sbt_err("%s: %s; %llu records read before it", o.file,
-			r.error, (unsigned long long)r.records);
-		ret = 1;
-	}
-	meta_free(&m);
-	capture_close_reader(&r);
+	argp_parse(&argp, argc, argv, 0, NULL, &o);
+	meta_init(&d->m);
+	ret = capture_each(o.file, dump_one, d, NULL);
+	meta_free(&d->m);
+	ret = ret < 0 ? d->ret : ret;
+	free(d);
 	return ret;
 }

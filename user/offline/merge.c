@@ -272,7 +272,7 @@ int cmd_merge(int argc, char **argv)
 	sbt_warn("%s %s (%.1f KiB) from %d input%s", output_format_name(fmt), o.out,
 		 (double)out.bytes / 1024.0, o.n, o.n > 1 ? "s" : "");
 	output_free(&out);
-	ret = 0;
+	ret = m->damaged; /* written from what could be read; said above */
 done:
 	chrome_close(&torch);
 	for (int i = 0; i < nours; i++)

@@ -63,6 +63,7 @@ struct merger {
 	uint32_t nimported; /* imported thread tracks, for their kineto ids */
 	/* what the summary says */
 	uint64_t ops, calls, calls_linked, spawns_linked, overflowed, flows_paired;
+	bool damaged; /* an input could not be read whole: the exit status says so */
 	int max_overflow;
 };
 
@@ -103,7 +104,8 @@ uint32_t merge_make_track(struct merger *m, enum model_track_kind kind, uint32_t
 			  uint32_t tid, const char *name, int rank);
 /* A capture's host name and first clock, from a first look. 0, or -1. */
 int merge_peek_capture(struct host *h, const char *path);
-/* A capture, through the correlator, into the store (host m->cur). */
+/* A capture, through the correlator, into the store (host m->cur); a
+ * damaged one as far as it reads, m->damaged set. 0, or -1 (no memory). */
 int merge_read_capture(struct merger *m, const char *path);
 void merge_note_clock(struct merger *m, struct host *h, const struct sbt_meta_clock *c);
 /* Our Chrome JSON's process starts and namespace ids. */

@@ -188,39 +188,39 @@ int merge_peek_capture(struct host *h, const char *path)
 	return 0;
 }
 
+struct cap_read {
+	struct merger *m;
+	struct correlator *c;
+};
+
+static int read_one(void *ctx, const struct sbt_hdr *h)
+{
+	struct cap_read *r = ctx;
+
+	note_record(r->m, h);
+	if (correlator_add(r->c, h))
+		r->m->st.error = ENOMEM;
+	return 0;
+}
+
 int merge_read_capture(struct merger *m, const char *path)
 {
 	struct model_sink sink = { m, on_cap_track, on_cap_event, on_cap_clock, NULL };
-	struct capture_reader r;
-	const struct sbt_hdr *rec;
-	enum capture_status st;
-	struct correlator *c;
-	struct host *h = &m->hosts[m->cur];
+	struct cap_read r = { m, correlator_new(&sink, 1) };
+	int ret;
 
-	h->has_clock = false; /* note_clock takes the first again, and the drift */
-	if (capture_open(&r, path)) {
-		sbt_err("cannot read '%s': %s", path, r.error);
-		return -1;
-	}
-	if (!(c = correlator_new(&sink, 1))) {
-		capture_close_reader(&r);
+	m->hosts[m->cur].has_clock = false; /* note_clock takes the first again, and the drift */
+	if (!r.c) {
 		sbt_err("out of memory");
 		return -1;
 	}
-	while ((st = capture_next(&r, &rec)) == CAPTURE_OK) {
-		note_record(m, rec);
-		if (correlator_add(c, rec))
-			m->st.error = ENOMEM;
-	}
-	correlator_finish(c);
-	if (st == CAPTURE_TRUNCATED)
-		sbt_warn("%s ends inside a record (cut short?); used the %llu whole ones", path,
-			 (unsigned long long)r.records);
-	else if (st == CAPTURE_CORRUPT)
-		sbt_warn("%s: %s; used the %llu records before it", path, r.error,
-			 (unsigned long long)r.records);
-	correlator_free(c);
-	capture_close_reader(&r);
+	/* a damaged capture: what came before the damage is merged, and the
+	 * command says so in its exit status */
+	ret = capture_each(path, read_one, &r, NULL);
+	correlator_finish(r.c);
+	correlator_free(r.c);
+	if (ret)
+		m->damaged = true;
 	return 0;
 }
 
