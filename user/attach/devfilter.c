@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "attach/devfilter.h"
+#include "base/procfs.h"
 #include "capture/names.h"
 
 uint32_t devfilter_bdf(const char *s)
@@ -38,22 +39,6 @@ int devfilter_parse(const char *spec, struct sbt_dev_filter *f)
 	return -1;
 }
 
-static unsigned int read_hex(const char *dir, const char *name, const char *file)
-{
-	char path[512];
-	unsigned int v = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s/%s", dir, name, file);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%x", &v) != 1)
-		v = 0;
-	fclose(f);
-	return v;
-}
-
 bool devfilter_wants_bdf(const struct devfilter *d, uint32_t bdf)
 {
 	if (!d->n)
@@ -74,12 +59,12 @@ int devfilter_expand(struct devfilter *d, const char *sysfs_root)
 		return 0;
 	while ((e = readdir(dir)) && d->n < SBT_MAX_DEV_FILTERS) {
 		uint32_t bdf = devfilter_bdf(e->d_name);
-		unsigned int vendor, device;
+		long vendor = 0, device = 0;
 
 		if (bdf == SBT_BDF_NONE || devfilter_wants_bdf(d, bdf))
 			continue;
-		vendor = read_hex(sysfs_root, e->d_name, "vendor");
-		device = read_hex(sysfs_root, e->d_name, "device");
+		pci_sysfs_number(sysfs_root, e->d_name, "vendor", 16, &vendor);
+		pci_sysfs_number(sysfs_root, e->d_name, "device", 16, &device);
 		for (int i = 0; i < n; i++) {
 			if (d->f[i].bdf == SBT_BDF_NONE && d->f[i].vendor == vendor &&
 			    d->f[i].device == device) {

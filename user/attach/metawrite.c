@@ -150,7 +150,7 @@ void metaw_group_fd(struct meta_writer *m, pid_t pid, int fd)
 	if (n <= 0)
 		return;
 	link[n] = '\0';
-	if (sscanf(link, "/dev/vfio/%d", &group) != 1)
+	if ((group = vfio_group_of_path(link)) < 0)
 		return;
 	for (int i = 0; i < m->ngroups; i++)
 		if (m->groups[i].pid == pid && m->groups[i].group == group)
@@ -183,7 +183,7 @@ static void group_cb(int fd, const char *target, void *ctx)
 {
 	struct group_ctx *c = ctx;
 
-	if (!strncmp(target, "/dev/vfio/", 10) && target[10] >= '0' && target[10] <= '9')
+	if (vfio_group_of_path(target) >= 0)
 		metaw_group_fd(c->m, c->pid, fd);
 }
 

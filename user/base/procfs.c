@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,6 +231,55 @@ void proc_for_each_irq(void (*cb)(int irq, const char *name, void *ctx), void *c
 		cb((int)irq, name ? name + 1 : line, ctx);
 	}
 	fclose(f);
+}
+
+void proc_for_each_pid(void (*cb)(pid_t pid, void *ctx), void *ctx)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+
+		if (!*end && pid > 0 && pid <= INT_MAX && pid != getpid())
+			cb((pid_t)pid, ctx);
+	}
+	closedir(d);
+}
+
+int vfio_group_of_path(const char *path)
+{
+	char *end;
+	long group;
+
+	if (strncmp(path, "/dev/vfio/", 10) || !isdigit((unsigned char)path[10]))
+		return -1;
+	group = strtol(path + 10, &end, 10);
+	return *end || group > INT_MAX ? -1 : (int)group;
+}
+
+int pci_sysfs_number(const char *sysfs_pci, const char *bdf, const char *file, int base, long *v)
+{
+	char path[PATH_MAX], text[32], *end;
+	long got;
+	FILE *f;
+	bool ok;
+
+	snprintf(path, sizeof(path), "%s/%s/%s", sysfs_pci, bdf, file);
+	if (!(f = fopen(path, "re")))
+		return -1;
+	ok = fgets(text, sizeof(text), f) != NULL;
+	fclose(f);
+	if (!ok)
+		return -1;
+	got = strtol(text, &end, base);
+	if (end == text)
+		return -1;
+	*v = got;
+	return 0;
 }
 
 int pci_vfio_devices(char (*bdfs)[16], int max)

@@ -31,6 +31,13 @@ void proc_for_each_fd(pid_t pid, void (*cb)(int fd, const char *target, void *ct
 /* Calls cb for each numbered interrupt in /proc/interrupts with its name
  * (the last column). */
 void proc_for_each_irq(void (*cb)(int irq, const char *name, void *ctx), void *ctx);
+/* Calls cb for every process (a /proc entry that is a number), but this one. */
+void proc_for_each_pid(void (*cb)(pid_t pid, void *ctx), void *ctx);
+/* The VFIO group a path names: N for /dev/vfio/N, else -1. */
+int vfio_group_of_path(const char *path);
+/* A number from a PCI device's sysfs file (sysfs_pci/BDF/file; base 16 for
+ * ids, 10 else). 0, or -1 with *v unchanged. */
+int pci_sysfs_number(const char *sysfs_pci, const char *bdf, const char *file, int base, long *v);
 /* PCI addresses (0000:01:00.0) of the devices bound to vfio-pci. Returns the
  * count, at most max. */
 int pci_vfio_devices(char (*bdfs)[16], int max);

@@ -4,7 +4,7 @@
 
 #include "base/strtab.h"
 
-static uint64_t fnv1a(const char *s)
+uint64_t fnv1a(const char *s)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 

@@ -15,6 +15,9 @@ struct strtab {
 	uint64_t n;
 };
 
+/* FNV-1a, 64 bits: the hash of a string's content. */
+uint64_t fnv1a(const char *s);
+
 /* The id of s (1 up), adding it if new (*added says so). 0 when out of memory. */
 uint64_t strtab_id(struct strtab *t, const char *s, bool *added);
 const char *strtab_str(const struct strtab *t, uint64_t id);

@@ -15,24 +15,6 @@
 #include "daemon/fleet.h"
 #include "spyre.skel.h"
 
-/* A number from a PCI device's sysfs file (base 16 for ids, 10 else). */
-static int read_sysfs(const char *dir, const char *bdf, const char *file, int base, long *v)
-{
-	char path[PATH_MAX], text[32], *end;
-	FILE *f;
-	bool ok;
-
-	snprintf(path, sizeof(path), "%s/%s/%s", dir, bdf, file);
-	if (!(f = fopen(path, "re")))
-		return -1;
-	ok = fgets(text, sizeof(text), f) != NULL;
-	fclose(f);
-	if (!ok)
-		return -1;
-	*v = strtol(text, &end, base);
-	return end == text ? -1 : 0;
-}
-
 int fleet_find_cards(struct fleet *f, const struct devfilter *want, const char *sysfs_pci)
 {
 	char bdfs[SBT_FLEET_CARDS][16];
@@ -65,9 +47,9 @@ int fleet_find_cards(struct fleet *f, const struct devfilter *want, const char *
 		memset(c, 0, sizeof(*c));
 		memcpy(c->bdf, bdfs[i], sizeof(c->bdf));
 		c->bdf[sizeof(c->bdf) - 1] = 0;
-		read_sysfs(sysfs_pci, bdfs[i], "vendor", 16, &vendor);
-		read_sysfs(sysfs_pci, bdfs[i], "device", 16, &device);
-		read_sysfs(sysfs_pci, bdfs[i], "numa_node", 10, &numa);
+		pci_sysfs_number(sysfs_pci, bdfs[i], "vendor", 16, &vendor);
+		pci_sysfs_number(sysfs_pci, bdfs[i], "device", 16, &device);
+		pci_sysfs_number(sysfs_pci, bdfs[i], "numa_node", 10, &numa);
 		snprintf(c->vendor_device, sizeof(c->vendor_device), "%04x:%04x",
 			 (unsigned)vendor & 0xffff, (unsigned)device & 0xffff);
 		c->numa = (int)numa;
@@ -88,6 +70,11 @@ int fleet_find_cards(struct fleet *f, const struct devfilter *want, const char *
 
 /* ---- processes with VFIO files open --------------------------------------- */
 
+struct seed_all {
+	struct fleet *f;
+	int procs; /* those with a VFIO group open */
+};
+
 struct seed_ctx {
 	struct fleet *f;
 	pid_t pid;
@@ -100,40 +87,33 @@ static void seed_fd(int fd, const char *target, void *vctx)
 {
 	struct seed_ctx *ctx = vctx;
 	uint32_t group, idx, tgid = (uint32_t)ctx->pid, one = 1;
-	char *end;
+	int g = vfio_group_of_path(target);
 
 	(void)fd;
-	if (strncmp(target, "/dev/vfio/", 10) || !isdigit((unsigned char)target[10]))
+	if (g < 0)
 		return;
-	group = (uint32_t)strtoul(target + 10, &end, 10);
-	if (*end)
-		return;
+	group = (uint32_t)g;
 	ctx->has_group = true;
 	bpf_map_update_elem(bpf_map__fd(ctx->f->skel->maps.fleet_procs), &tgid, &one, BPF_ANY);
 	if (!bpf_map_lookup_elem(bpf_map__fd(ctx->f->skel->maps.fleet_group_card), &group, &idx))
 		bpf_map_update_elem(bpf_map__fd(ctx->f->skel->maps.fleet_proc_card), &tgid, &idx, BPF_ANY);
 }
 
+static void seed_process(pid_t pid, void *vctx)
+{
+	struct seed_all *all = vctx;
+	struct seed_ctx ctx = { all->f, pid, false };
+
+	proc_for_each_fd(pid, seed_fd, &ctx);
+	all->procs += ctx.has_group;
+}
+
 int fleet_seed_processes(struct fleet *f)
 {
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	int procs = 0;
+	struct seed_all all = { f, 0 };
 
-	if (!d)
-		return 0;
-	while ((e = readdir(d))) {
-		struct seed_ctx ctx = { f, 0, false };
-		char *end;
-
-		ctx.pid = (pid_t)strtol(e->d_name, &end, 10);
-		if (*end || ctx.pid <= 0 || ctx.pid == getpid())
-			continue;
-		proc_for_each_fd(ctx.pid, seed_fd, &ctx);
-		procs += ctx.has_group;
-	}
-	closedir(d);
-	return procs;
+	proc_for_each_pid(seed_process, &all);
+	return all.procs;
 }
 
 /* Entries of processes that are gone from a map keyed by a tgid first (a

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Chrome JSON writer. Host tracks are real pids and tids; a device is a
- * pseudo-process (pid DEVICE_PID_BASE + n) whose threads are its engine
+ * pseudo-process (pid CHROME_DEVICE_PID_BASE + n) whose threads are its engine
  * lanes. ts and dur are microseconds with nanosecond decimals. Flows use
  * s/t/f events bound to the enclosing slice.
  */
@@ -15,8 +15,6 @@
 #include "base/vec.h"
 #include "model/chrome_json.h"
 
-#define DEVICE_PID_BASE 1000000000u
-#define TRACER_PID (DEVICE_PID_BASE - 1)
 
 struct placement {
 	uint32_t pid, tid;
@@ -247,7 +245,7 @@ static void on_track(void *ctx, const struct model_track *t)
 		break;
 	case TRACK_GROUP: /* a pseudo-process like a card's, not one */
 	case TRACK_DEVICE:
-		*p = (struct placement){ DEVICE_PID_BASE + (uint32_t)t->rank, 0 };
+		*p = (struct placement){ CHROME_DEVICE_PID_BASE + (uint32_t)t->rank, 0 };
 		if (t->kind == TRACK_DEVICE && w->ncards < MAX_CARDS) {
 			w->cards[w->ncards].rank = t->rank;
 			snprintf(w->cards[w->ncards++].name, sizeof(w->cards[0].name), "%s", t->name);
@@ -256,16 +254,16 @@ static void on_track(void *ctx, const struct model_track *t)
 		meta_event(w, "process_sort_index", p->pid, 0, "sort_index", NULL, 1000 + t->rank);
 		break;
 	case TRACK_LANE:
-		*p = (struct placement){ parent ? parent->pid : TRACER_PID, (uint32_t)t->id };
+		*p = (struct placement){ parent ? parent->pid : CHROME_TRACER_PID, (uint32_t)t->id };
 		meta_event(w, "thread_name", p->pid, p->tid, "name", t->name, 0);
 		meta_event(w, "thread_sort_index", p->pid, p->tid, "sort_index", NULL, t->rank);
 		break;
 	case TRACK_COUNTER: /* counters belong to their parent's process */
-		*p = (struct placement){ parent ? parent->pid : TRACER_PID, 0 };
+		*p = (struct placement){ parent ? parent->pid : CHROME_TRACER_PID, 0 };
 		break;
 	case TRACK_GLOBAL:
-		*p = (struct placement){ TRACER_PID, 0 };
-		meta_event(w, "process_name", TRACER_PID, 0, "name", t->name, 0);
+		*p = (struct placement){ CHROME_TRACER_PID, 0 };
+		meta_event(w, "process_name", CHROME_TRACER_PID, 0, "name", t->name, 0);
 		break;
 	}
 }

@@ -8,6 +8,11 @@
 
 #include "model/model.h"
 
+/* The pids of the pseudo-processes: a card's (its rank added) and the
+ * tracer's own track; merge reads them back from our JSON. */
+#define CHROME_DEVICE_PID_BASE 1000000000u
+#define CHROME_TRACER_PID (CHROME_DEVICE_PID_BASE - 1)
+
 struct json_writer;
 
 struct json_writer *json_open(const char *path, char *err, size_t errlen);

@@ -17,8 +17,6 @@
 
 #define MAX_INPUTS 64
 #define HOST_PID_SHIFT 22 /* above Linux's PID_MAX_LIMIT: another host's pids */
-#define OURS_DEVICE_PID 1000000000ll /* chrome_json.c's pseudo-pids */
-#define OURS_TRACER_PID (OURS_DEVICE_PID - 1)
 #define OP_DEPTH 128 /* imported slices' depths start here: their own sequences */
 #define MAX_OVERFLOW 8
 #define FROM_TORCH 255

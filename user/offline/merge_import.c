@@ -10,8 +10,10 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/strtab.h"
 #include "base/vec.h"
 #include "capture/capture.h"
+#include "model/chrome_json.h"
 #include "model/correlate.h"
 #include "offline/merge.h"
 
@@ -235,13 +237,9 @@ struct names {
 
 static uint64_t id_key(const struct chrome_id *id)
 {
-	uint64_t h = 1469598103934665603ull;
-
 	if (id->is_num)
 		return (uint64_t)id->num;
-	for (const char *s = id->str; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h | 1ull << 63; /* apart from numbers */
+	return fnv1a(id->str) | 1ull << 63; /* apart from numbers */
 }
 
 static bool device_cat(const char *cat)
@@ -313,7 +311,7 @@ static uint32_t import_track(struct merger *m, const struct chrome_trace *t, str
 
 	if (idx)
 		return idx - 1;
-	if (e->pid.is_num && e->tid.is_num && e->pid.num >= 0 && e->pid.num < OURS_TRACER_PID &&
+	if (e->pid.is_num && e->tid.is_num && e->pid.num >= 0 && e->pid.num < CHROME_TRACER_PID &&
 	    (ours || hm_get(&n->cpu_pid, pk) || !hm_get(&n->device_pid, pk))) {
 		/* an OS process and thread */
 		uint32_t add = ours ? m->hosts[m->cur].pid_add : 0;
@@ -347,12 +345,12 @@ static uint32_t import_track(struct merger *m, const struct chrome_trace *t, str
 			snprintf(buf, sizeof(buf), "pid %lld", (long long)e->pid.num);
 		else if (!pname)
 			snprintf(buf, sizeof(buf), "%s", e->pid.str[0] ? e->pid.str : "no pid (global events)");
-		if (ours && e->pid.is_num && e->pid.num == OURS_TRACER_PID)
+		if (ours && e->pid.is_num && e->pid.num == CHROME_TRACER_PID)
 			pidx = merge_make_track(m, TRACK_GLOBAL, 0, 0, 0, pname ? pname : buf, 0) + 1;
 		else /* our cards keep their numbers; others' come after */
 			pidx = merge_make_track(m, ours ? TRACK_DEVICE : TRACK_GROUP, 0, 0, 0, pname ? pname : buf,
-					  ours && e->pid.is_num && e->pid.num > OURS_DEVICE_PID
-						  ? (int)(e->pid.num - OURS_DEVICE_PID) + m->hosts[m->cur].rank_add
+					  ours && e->pid.is_num && e->pid.num > CHROME_DEVICE_PID_BASE
+						  ? (int)(e->pid.num - CHROME_DEVICE_PID_BASE) + m->hosts[m->cur].rank_add
 						  : 1000 + (int)(m->st.ntracks % 1000)) + 1;
 		remember(m, made, pk * 31 + 7, pidx - 1);
 	}
