@@ -15,7 +15,7 @@
  */
 #include "common.bpf.h"
 #include "device.bpf.h"
-#include "fleet.bpf.h"
+#include "daemon.bpf.h"
 #include "vfio.bpf.h"
 
 /* What a thread is inside of: open driver calls and the outermost card. */
@@ -166,17 +166,17 @@ static __always_inline void card_of_type1(struct vfio_iommu___sbt *iommu, struct
  * tier anyone's (vfio's functions run only for VFIO's files). */
 static __always_inline bool traced_task(void)
 {
-	return fleet_mode || sbt_is_traced(bpf_get_current_pid_tgid() >> 32);
+	return daemon_mode || sbt_is_traced(bpf_get_current_pid_tgid() >> 32);
 }
 
 /* In the daemon: counted in the kernel; a record only for its flight
  * recorder. */
 static __always_inline bool drv_counted(__u32 func, const struct drv_frame *f, long ret)
 {
-	if (!fleet_mode)
+	if (!daemon_mode)
 		return true;
-	fleet_drv_call(func, f->ts, ret);
-	return fleet_record;
+	daemon_drv_call(func, f->ts, ret);
+	return daemon_record;
 }
 
 /* Open a call of func on this thread. A call with no card of its own

@@ -109,13 +109,13 @@ struct sbt_fd_pattern {
 	char suffix[SBT_FD_PATTERN_LEN];
 };
 
-/* ---- the daemon's always-on tier (bpf/fleet.bpf.h) ------------------- */
+/* ---- the daemon's always-on tier (bpf/daemon.bpf.h) ------------------- */
 
 /* VFIO ioctls by their number (VFIO_BASE + n): n 0..30 each, the rest in
  * the last slot. Latency in log2 buckets of 4 linear steps each: bucket
  * 4(k-1)+j holds [2^k (1 + j/4), 2^k (1 + (j+1)/4)) ns, buckets 0..3 the
  * values 0..3; the last bucket everything from 2^40 ns (18 min) up. */
-#define SBT_FLEET_OPS 32
+#define SBT_DAEMON_OPS 32
 
 /* _IO()'s direction bits differ by architecture: "none" is 0 on x86,
  * arm64 and s390, but 1 << 29 on powerpc (VFIO_IOMMU_MAP_DMA is 0x3b71
@@ -148,13 +148,13 @@ static inline int sbt_vfio_nr(__u32 cmd)
  * device fd's command means something else than a container's (the same
  * number): a container's n, a device's n + 6, an sPAPR container's 17..21
  * n + 7; the last slot the rest. */
-static inline __u32 sbt_fleet_op(__u32 cmd, __u32 fd_kind)
+static inline __u32 sbt_daemon_op(__u32 cmd, __u32 fd_kind)
 {
 	int nr = sbt_vfio_nr(cmd);
 	__u32 n;
 
 	if (nr < 0)
-		return SBT_FLEET_OPS - 1;
+		return SBT_DAEMON_OPS - 1;
 	n = (__u32)nr;
 	if (n < 12)
 		return n;
@@ -162,18 +162,18 @@ static inline __u32 sbt_fleet_op(__u32 cmd, __u32 fd_kind)
 		return fd_kind == SBT_FD_DEVICE ? n + 6 : n;
 	if (fd_kind == SBT_FD_SPAPR && n < 22)
 		return n + 7; /* 24..28 */
-	return SBT_FLEET_OPS - 1;
+	return SBT_DAEMON_OPS - 1;
 }
-#define SBT_FLEET_BUCKETS 160
+#define SBT_DAEMON_BUCKETS 160
 /* cards by a small index the daemon gives them; 0: not known */
-#define SBT_FLEET_CARDS 64
+#define SBT_DAEMON_CARDS 64
 
-struct sbt_fleet_hist {
+struct sbt_daemon_hist {
 	__u64 count, errors, sum_ns;
-	__u64 bucket[SBT_FLEET_BUCKETS];
+	__u64 bucket[SBT_DAEMON_BUCKETS];
 };
 
-struct sbt_fleet_card {
+struct sbt_daemon_card {
 	__u64 maps, map_bytes, map_errors;
 	__u64 unmaps, unmap_bytes;
 	__u64 irqs, irq_ns;

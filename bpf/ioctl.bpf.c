@@ -9,7 +9,7 @@
  * here, at entry, from user memory.
  */
 #include "common.bpf.h"
-#include "fleet.bpf.h"
+#include "daemon.bpf.h"
 #include "libopen.bpf.h"
 
 #define PATH_MAX_BPF SBT_LIB_PATH_LEN
@@ -278,20 +278,20 @@ int ioctl_enter(struct trace_event_raw_sys_enter *ctx)
 	struct sbt_fd_key key = { .tgid = id >> 32, .fd = (__s32)ctx->args[0] };
 	__u32 tid = (__u32)id, *kind;
 	struct sbt_ioctl r = {};
-	__u32 fleet_kind, group;
+	__u32 daemon_kind, group;
 
-	if (fleet_mode && fleet_vfio_cmd((__u32)ctx->args[1])) {
+	if (daemon_mode && daemon_vfio_cmd((__u32)ctx->args[1])) {
 		/* the always-on tier: any VFIO ioctl, its file looked at now,
 		 * also of a process a detail window traces (a group it opens
 		 * in the window is in no table: there is no hook on opens) */
-		fleet_seen(key.tgid);
-		fleet_kind = fleet_fd_kind(key.fd, &group);
-		if (fleet_kind == SBT_FD_GROUP) {
-			fleet_group_opened(key.tgid, group);
+		daemon_seen(key.tgid);
+		daemon_kind = daemon_fd_kind(key.fd, &group);
+		if (daemon_kind == SBT_FD_GROUP) {
+			daemon_group_opened(key.tgid, group);
 			if ((__u32)ctx->args[1] == SBT_VFIO_GROUP_SET_CONTAINER)
-				fleet_set_container_enter(tid, group, ctx->args[2]);
+				daemon_set_container_enter(tid, group, ctx->args[2]);
 		}
-		kind = &fleet_kind;
+		kind = &daemon_kind;
 	} else if (sbt_is_traced(key.tgid)) {
 		kind = bpf_map_lookup_elem(&accel_fds, &key);
 	} else {
@@ -327,7 +327,7 @@ int ioctl_exit(struct trace_event_raw_sys_exit *ctx)
 		bpf_map_update_elem(&accel_fds, &key, &kind, BPF_ANY);
 	}
 	/* the container's IOMMU is known now: its later commands decode by it */
-	if (p->cmd == SBT_VFIO_SET_IOMMU && ctx->ret == 0 && !fleet_mode &&
+	if (p->cmd == SBT_VFIO_SET_IOMMU && ctx->ret == 0 && !daemon_mode &&
 	    (p->fd_kind == SBT_FD_CONTAINER || p->fd_kind == SBT_FD_SPAPR)) {
 		struct sbt_fd_key key = { .tgid = id >> 32, .fd = p->fd };
 
@@ -337,10 +337,10 @@ int ioctl_exit(struct trace_event_raw_sys_exit *ctx)
 		bpf_map_update_elem(&accel_fds, &key, &kind, BPF_EXIST);
 	}
 	decode_out(p, ctx->ret);
-	if (fleet_mode)
-		fleet_ioctl(id >> 32, tid, p, ctx->ret, bpf_ktime_get_boot_ns());
-	/* in fleet mode, records only for the flight recorder */
-	r = fleet_mode && !fleet_record ? NULL : sbt_reserve(sizeof(*r), SBT_IOCTL);
+	if (daemon_mode)
+		daemon_ioctl(id >> 32, tid, p, ctx->ret, bpf_ktime_get_boot_ns());
+	/* in daemon mode, records only for the flight recorder */
+	r = daemon_mode && !daemon_record ? NULL : sbt_reserve(sizeof(*r), SBT_IOCTL);
 	if (r) {
 		__builtin_memcpy((char *)r + sizeof(r->h),
 				 (char *)p + sizeof(p->h),

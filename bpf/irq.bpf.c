@@ -9,7 +9,7 @@
  */
 #include "common.bpf.h"
 #include "device.bpf.h"
-#include "fleet.bpf.h"
+#include "daemon.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -110,9 +110,9 @@ int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 	if (!s || !s->active || s->irq != irq)
 		return 0;
 	s->active = 0;
-	if (fleet_mode) { /* counted in the kernel; a record for the flight recorder */
-		fleet_irq(s->bdf, bpf_ktime_get_boot_ns() - s->ts);
-		if (!fleet_record)
+	if (daemon_mode) { /* counted in the kernel; a record for the flight recorder */
+		daemon_irq(s->bdf, bpf_ktime_get_boot_ns() - s->ts);
+		if (!daemon_record)
 			return 0;
 	}
 	name_irq_once(irq, action, s->ts);

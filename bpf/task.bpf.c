@@ -9,7 +9,7 @@
  * task_struct, which the plain tracepoint's fields do not give.
  */
 #include "common.bpf.h"
-#include "fleet.bpf.h"
+#include "daemon.bpf.h"
 
 static __always_inline void emit_task(__u16 type, __u32 tgid, __u32 tid,
 				      __u32 ppid, __u32 flags,
@@ -96,12 +96,12 @@ int task_exit(void *ctx)
 	__u32 tgid = id >> 32, tid = (__u32)id, last;
 	bool watched = sbt_is_traced(tgid); /* not `traced`: that is the map */
 
-	if (!watched && !fleet_mode)
+	if (!watched && !daemon_mode)
 		return 0;
 	/* signal->live drops to 0 before this tracepoint for the last thread */
 	last = BPF_CORE_READ(task, signal, live.counter) == 0;
-	if (fleet_mode && last) /* its card slot, for the next process with its pid */
-		fleet_forget(tgid);
+	if (daemon_mode && last) /* its card slot, for the next process with its pid */
+		daemon_forget(tgid);
 	if (!watched)
 		return 0;
 	bpf_map_delete_elem(&call_stacks, &tid);

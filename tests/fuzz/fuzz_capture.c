@@ -56,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct capture_meta m;
 	const struct sbt_hdr *h;
 	struct perfetto_writer *pf;
-	struct json_writer *js;
+	struct chrome_writer *js;
 	struct report *rep;
 	struct correlator *c;
 
@@ -69,11 +69,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	pf = perfetto_open_file(open_memstream(&pf_out, &pf_len), err, sizeof(err));
-	js = json_open_file(open_memstream(&js_out, &js_len), err, sizeof(err));
+	js = chrome_writer_open_file(open_memstream(&js_out, &js_len), err, sizeof(err));
 	rep = report_new();
 	if (!pf || !js || !rep)
 		abort();
-	struct model_sink sinks[] = { perfetto_sink(pf), json_sink(js), report_sink(rep) };
+	struct model_sink sinks[] = { perfetto_sink(pf), chrome_writer_sink(js), report_sink(rep) };
 
 	c = correlator_new(sinks, 3);
 	meta_init(&m);
@@ -88,7 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	meta_free(&m);
 	correlator_free(c);
 	perfetto_close(pf);
-	json_close(js);
+	chrome_writer_close(js);
 	report_free(rep);
 	if (json_check(js_out, js_len, &at)) {
 		fprintf(stderr, "invalid JSON at byte %zu: %.60s\n", at, js_out + at);

@@ -18,7 +18,7 @@
 #include "capture/byteorder.h"
 #include "capture/capture.h"
 #include "capture/names.h"
-#include "daemon/fleet.h"
+#include "daemon/counters.h"
 #include "model/output.h"
 #include "synth.h"
 
@@ -372,23 +372,23 @@ static void test_ioctl_numbers_per_arch(void **state)
 	assert_string_equal(sbt_vfio_cmd_name(0x3b71, SBT_FD_CONTAINER), "VFIO_IOMMU_MAP_DMA");
 	assert_string_equal(sbt_vfio_cmd_name(0x20003b71, SBT_FD_CONTAINER), "VFIO_IOMMU_MAP_DMA");
 	assert_string_equal(sbt_vfio_cmd_name(0x20003b6e, SBT_FD_DEVICE), "VFIO_DEVICE_SET_IRQS");
-	assert_int_equal(sbt_fleet_op(0x20003b71, SBT_FD_CONTAINER), sbt_fleet_op(0x3b71, SBT_FD_CONTAINER));
+	assert_int_equal(sbt_daemon_op(0x20003b71, SBT_FD_CONTAINER), sbt_daemon_op(0x3b71, SBT_FD_CONTAINER));
 	/* not VFIO's: another type, a size, another direction */
 	assert_null(sbt_vfio_cmd_name(0x3c71, SBT_FD_CONTAINER));
 	assert_null(sbt_vfio_cmd_name(0x40083b71, SBT_FD_CONTAINER));
 	assert_null(sbt_vfio_cmd_name(0x80003b71, SBT_FD_CONTAINER));
-	assert_int_equal(sbt_fleet_op(0x40083b71, SBT_FD_CONTAINER), SBT_FLEET_OPS - 1);
+	assert_int_equal(sbt_daemon_op(0x40083b71, SBT_FD_CONTAINER), SBT_DAEMON_OPS - 1);
 	/* the daemon's slots: an sPAPR container's 17..21 apart from a device's
 	 * 12..17 and type1's 17, and named back the same */
-	assert_int_equal(sbt_fleet_op(0x20003b71, SBT_FD_SPAPR), 13);
-	assert_int_equal(sbt_fleet_op(0x20003b75, SBT_FD_SPAPR), 24);
-	assert_int_equal(sbt_fleet_op(0x20003b79, SBT_FD_SPAPR), 28);
-	assert_int_equal(sbt_fleet_op(0x3b75, SBT_FD_CONTAINER), 17);
-	assert_int_equal(sbt_fleet_op(0x3b75, SBT_FD_DEVICE), 23);
-	assert_string_equal(fleet_op_name(24), "VFIO_IOMMU_SPAPR_REGISTER_MEMORY");
-	assert_string_equal(fleet_op_name(28), "VFIO_EEH_PE_OP");
-	assert_string_equal(fleet_op_name(23), "VFIO_DEVICE_FEATURE");
-	assert_string_equal(fleet_op_name(29), "other");
+	assert_int_equal(sbt_daemon_op(0x20003b71, SBT_FD_SPAPR), 13);
+	assert_int_equal(sbt_daemon_op(0x20003b75, SBT_FD_SPAPR), 24);
+	assert_int_equal(sbt_daemon_op(0x20003b79, SBT_FD_SPAPR), 28);
+	assert_int_equal(sbt_daemon_op(0x3b75, SBT_FD_CONTAINER), 17);
+	assert_int_equal(sbt_daemon_op(0x3b75, SBT_FD_DEVICE), 23);
+	assert_string_equal(daemon_op_name(24), "VFIO_IOMMU_SPAPR_REGISTER_MEMORY");
+	assert_string_equal(daemon_op_name(28), "VFIO_EEH_PE_OP");
+	assert_string_equal(daemon_op_name(23), "VFIO_DEVICE_FEATURE");
+	assert_string_equal(daemon_op_name(29), "other");
 }
 
 int main(void)

@@ -66,7 +66,7 @@ static struct result run(const char *name, struct synth *s)
 	size_t text_len = 0, rep_len = 0, len, at;
 	FILE *text_f = open_memstream(&text, &text_len), *rep_f = open_memstream(&rep, &rep_len);
 	struct perfetto_writer *pf;
-	struct json_writer *js;
+	struct chrome_writer *js;
 	struct report *report = report_new();
 	struct capture_reader r;
 	const struct sbt_hdr *h;
@@ -77,10 +77,10 @@ static struct result run(const char *name, struct synth *s)
 	snprintf(pf_path, sizeof(pf_path), "/tmp/sbt-golden-%d.pftrace", getpid());
 	snprintf(js_path, sizeof(js_path), "/tmp/sbt-golden-%d.json", getpid());
 	pf = perfetto_open(pf_path, err, sizeof(err));
-	js = json_open(js_path, err, sizeof(err));
+	js = chrome_writer_open(js_path, err, sizeof(err));
 	assert_non_null(pf);
 	assert_non_null(js);
-	struct model_sink sinks[] = { model_text_sink(text_f), perfetto_sink(pf), json_sink(js),
+	struct model_sink sinks[] = { model_text_sink(text_f), perfetto_sink(pf), chrome_writer_sink(js),
 				      report_sink(report) };
 
 	c = correlator_new(sinks, 4);
@@ -95,7 +95,7 @@ static struct result run(const char *name, struct synth *s)
 	res.report = rep;
 	fclose(text_f);
 	assert_int_equal(perfetto_close(pf), 0);
-	assert_int_equal(json_close(js), 0);
+	assert_int_equal(chrome_writer_close(js), 0);
 
 	/* 1. the model equals the golden file */
 	snprintf(golden, sizeof(golden), "%s/tests/golden/%s.txt",
@@ -353,7 +353,7 @@ static void json_values(void **state)
 				 .name = "a\"b\\c\001d" };
 	struct model_event e = { .kind = EV_SLICE, .track = &t, .ts = 1234567, .dur = 5,
 				 .name = "x", .cat = "c", .nargs = 4 };
-	struct json_writer *w;
+	struct chrome_writer *w;
 	struct model_sink k;
 	size_t len, at;
 	int fd = mkstemp(path);
@@ -365,12 +365,12 @@ static void json_values(void **state)
 	e.args[1] = (struct model_arg){ .name = "i", .type = ARG_INT, .i = INT64_MIN };
 	e.args[2] = (struct model_arg){ .name = "h", .type = ARG_HEX, .u = 0xdeadbeef0 };
 	e.args[3] = (struct model_arg){ .name = "s", .type = ARG_STR, .s = "tab\there" };
-	w = json_open(path, err, sizeof(err));
+	w = chrome_writer_open(path, err, sizeof(err));
 	assert_non_null(w);
-	k = json_sink(w);
+	k = chrome_writer_sink(w);
 	k.track(k.ctx, &t);
 	k.event(k.ctx, &e);
-	assert_int_equal(json_close(w), 0);
+	assert_int_equal(chrome_writer_close(w), 0);
 	text = slurp(path, &len);
 	unlink(path);
 	assert_non_null(text);

@@ -175,7 +175,7 @@ static void configure_devices(struct attacher *a)
  * programs (attached as uprobes in detail windows only). The others serve
  * record's traced processes; each would run on every fork, rename or DMA
  * mapping of the host for nothing. */
-static void fleet_trim(struct attacher *a)
+static void daemon_trim(struct attacher *a)
 {
 	struct spyre_bpf *s = a->skel;
 	struct bpf_program *keep[] = { s->progs.ioctl_enter, s->progs.ioctl_exit, s->progs.irq_entry,
@@ -211,10 +211,10 @@ int plan_decide(struct attacher *a)
 		add_pattern(a, a->o->vfio_paths[i], SBT_FD_PATH);
 	s->rodata->n_patterns = (uint32_t)a->npatterns;
 
-	s->rodata->fleet_mode = a->o->fleet;
-	s->rodata->fleet_record = a->o->fleet_record;
-	if (a->o->fleet) {
-		plan_add(&a->plan, "fleet", "per-CPU maps",
+	s->rodata->daemon_mode = a->o->daemon;
+	s->rodata->daemon_record = a->o->daemon_record;
+	if (a->o->daemon) {
+		plan_add(&a->plan, "daemon", "per-CPU maps",
 			 "every process's VFIO ioctls; counts and histograms summed in the kernel, no records");
 		plan_add(&a->plan, "runtime", "uprobe per process",
 			 "only in detail windows, on the processes that hold a card");
@@ -232,10 +232,10 @@ int plan_decide(struct attacher *a)
 
 	configure_devices(a);
 	driver_plan(s, (enum driver_mode)a->o->driver_mode, &a->drv, &a->plan);
-	if (a->o->fleet) {
+	if (a->o->daemon) {
 		plan_add(&a->plan, "ioctl", "tracepoint syscalls:sys_*_ioctl",
 			 "VFIO's commands of every process, args decoded in BPF");
-		fleet_trim(a);
+		daemon_trim(a);
 		return 0;
 	}
 	plan_add(&a->plan, "ioctl", "tracepoint syscalls:sys_*_ioctl", "VFIO fds only, args decoded in BPF");

@@ -40,8 +40,8 @@ struct record_opts {
 	int driver_mode; /* enum driver_mode (driver.h) */
 	int verbose;
 	bool quiet; /* no live status, no summary */
-	bool fleet; /* the daemon: every process's VFIO files, counted in the kernel */
-	bool fleet_record; /* ... and their records kept in its flight recorder */
+	bool daemon; /* the daemon: every process's VFIO files, counted in the kernel */
+	bool daemon_record; /* ... and their records kept in its flight recorder */
 };
 
 #endif

@@ -39,6 +39,17 @@ void sbt_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+void sbt_note(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (quiet)
+		return;
+	va_start(ap, fmt);
+	line(fmt, ap);
+	va_end(ap);
+}
+
 void sbt_info(int level, const char *fmt, ...)
 {
 	va_list ap;

@@ -12,8 +12,12 @@ extern int sbt_verbosity; /* -v count; 0 by default */
 
 /* An error: one line on stderr, always. */
 __attribute__((format(printf, 1, 2))) void sbt_err(const char *fmt, ...);
-/* A warning or a status line: one line on stderr unless quiet. */
+/* A warning: something the user should know went wrong or was left out;
+ * one line on stderr unless quiet. */
 __attribute__((format(printf, 1, 2))) void sbt_warn(const char *fmt, ...);
+/* A status line: what was done, where it went; one line on stderr unless
+ * quiet. */
+__attribute__((format(printf, 1, 2))) void sbt_note(const char *fmt, ...);
 /* Detail for -v (level 1) or -vv (level 2): printed as given, no prefix. */
 __attribute__((format(printf, 2, 3))) void sbt_info(int level, const char *fmt, ...);
 void sbt_log_quiet(int quiet);

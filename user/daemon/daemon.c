@@ -35,7 +35,7 @@
 #include "base/thread.h"
 #include "commands.h"
 #include "daemon/control.h"
-#include "daemon/fleet.h"
+#include "daemon/counters.h"
 #include "daemon/http.h"
 #include "daemon/kubelet.h"
 #include "daemon/metrics.h"
@@ -58,10 +58,10 @@
 struct daemon {
 	struct daemon_opts *o;
 	struct attacher at;
-	struct fleet fleet;
-	struct fleet_counts *counts; /* for the triggers */
+	struct daemon_counters counters;
+	struct daemon_counts *counts; /* for the triggers */
 	struct http_server *http;
-	pthread_mutex_t lock; /* the fleet's cards and maps, between scrapes and reloads */
+	pthread_mutex_t lock; /* the counters' cards and maps, between scrapes and reloads */
 	int stats_fd; /* keeps the kernel's BPF run-time statistics on; -1 */
 	int control_fd; /* the control socket; -1 */
 	struct ring_buffer *rb; /* records for the flight recorder; NULL without */
@@ -126,7 +126,7 @@ static void bpf_run_time(struct daemon *d)
 static char *page(void *ctx, const char *url, unsigned *status, const char **type, size_t *len)
 {
 	struct daemon *d = ctx;
-	struct fleet_counts *c;
+	struct daemon_counts *c;
 	char *body;
 
 	if (!strcmp(url, "/healthz")) {
@@ -144,7 +144,7 @@ static char *page(void *ctx, const char *url, unsigned *status, const char **typ
 	if (!c)
 		return NULL;
 	pthread_mutex_lock(&d->lock);
-	if (fleet_read(&d->fleet, c)) {
+	if (daemon_read(&d->counters, c)) {
 		pthread_mutex_unlock(&d->lock);
 		free(c);
 		*status = 500;
@@ -156,7 +156,7 @@ static char *page(void *ctx, const char *url, unsigned *status, const char **typ
 	bpf_run_time(d);
 	d->self.scrapes++;
 	d->self.alloc = &d->alloc;
-	body = metrics_render(&d->fleet, c, &d->self, len);
+	body = metrics_render(&d->counters, c, &d->self, len);
 	pthread_mutex_unlock(&d->lock);
 	free(c);
 	*type = "text/plain; version=0.0.4; charset=utf-8";
@@ -169,16 +169,16 @@ static void look_around(struct daemon *d, const char *why)
 	int cards, procs;
 
 	pthread_mutex_lock(&d->lock);
-	cards = fleet_find_cards(&d->fleet, &d->o->rec.devices, "/sys/bus/pci/devices");
-	procs = fleet_seed_processes(&d->fleet);
+	cards = daemon_find_cards(&d->counters, &d->o->rec.devices, "/sys/bus/pci/devices");
+	procs = daemon_seed_processes(&d->counters);
 	pthread_mutex_unlock(&d->lock);
 	if (cards < 0)
 		sbt_warn("cannot number the cards: %s", strerror(-cards));
-	sbt_warn("%s: %d card%s on vfio-pci watched, %d process%s with a card open", why,
-		 d->fleet.ncards - 1, d->fleet.ncards == 2 ? "" : "s", procs, procs == 1 ? "" : "es");
-	for (int i = 1; i < d->fleet.ncards; i++)
-		sbt_info(1, "  card %s (%s, IOMMU group %u, NUMA node %d)\n", d->fleet.cards[i].bdf,
-			 d->fleet.cards[i].vendor_device, d->fleet.cards[i].group, d->fleet.cards[i].numa);
+	sbt_note("%s: %d card%s on vfio-pci watched, %d process%s with a card open", why,
+		 d->counters.ncards - 1, d->counters.ncards == 2 ? "" : "s", procs, procs == 1 ? "" : "es");
+	for (int i = 1; i < d->counters.ncards; i++)
+		sbt_info(1, "  card %s (%s, IOMMU group %u, NUMA node %d)\n", d->counters.cards[i].bdf,
+			 d->counters.cards[i].vendor_device, d->counters.cards[i].group, d->counters.cards[i].numa);
 }
 
 /* A record into the flight recorder: the daemon's own (a window's
@@ -262,7 +262,7 @@ static void ask_kubelet(struct daemon *d)
 		return;
 	}
 	if (d->kubelet_said[0] || !d->alloc.v)
-		sbt_warn("kubelet: %zu %s device%s allocated to containers", got.n, d->o->kubelet_resource,
+		sbt_note("kubelet: %zu %s device%s allocated to containers", got.n, d->o->kubelet_resource,
 			 got.n == 1 ? "" : "s");
 	d->kubelet_said[0] = 0;
 	pthread_mutex_lock(&d->lock);
@@ -282,7 +282,7 @@ static int start(struct daemon *d)
 		return ret;
 	if (d->o->rec.verbose)
 		plan_print(&d->at.plan, stderr);
-	d->fleet.skel = d->at.skel;
+	d->counters.skel = d->at.skel;
 	if (!(d->counts = malloc(sizeof(*d->counts)))) {
 		sbt_err("out of memory");
 		return -ENOMEM;
@@ -301,7 +301,7 @@ static int start(struct daemon *d)
 		sbt_err("%s", err);
 		return -EADDRINUSE;
 	}
-	sbt_warn("metrics on http://%s/metrics", d->o->listen);
+	sbt_note("metrics on http://%s/metrics", d->o->listen);
 	d->control_fd = control_listen(d->o->runtime_dir, err, sizeof(err));
 	if (d->control_fd < 0) {
 		sbt_err("%s", err);
@@ -328,12 +328,12 @@ static int start(struct daemon *d)
 	}
 	d->mw.sink = on_meta;
 	d->mw.sink_ctx = d;
-	sbt_warn("flight recorder: the last %g s of kernel events, in at most %lu MiB; snapshots in %s "
+	sbt_note("flight recorder: the last %g s of kernel events, in at most %lu MiB; snapshots in %s "
 		 "(at most %lu MiB)", d->o->recorder_seconds, d->o->recorder_mib, d->spool, d->o->spool_mib);
 	window_sampling(&d->win, d->o->sample_every ? d->o->window_seconds : 0, d->o->sample_every,
 			sbt_now_boottime());
 	if (d->o->sample_every)
-		sbt_warn("sampling: a detail window of %g s at a random time of every %g s",
+		sbt_note("sampling: a detail window of %g s at a random time of every %g s",
 			 d->o->window_seconds, d->o->sample_every);
 	d->trig.cfg = d->o->trig;
 	return 0;
@@ -373,7 +373,7 @@ static void snapshot_done(void *ctx, struct snapshot_job *j, int ret, const char
 		sbt_warn("snapshot (%s) failed: %s", snapshot_reason_name(j->reason), err);
 		snprintf(msg, sizeof(msg), "error: %.1000s\n", err);
 	} else {
-		sbt_warn("snapshot (%s): %llu records into %s%s", snapshot_reason_name(j->reason),
+		sbt_note("snapshot (%s): %llu records into %s%s", snapshot_reason_name(j->reason),
 			 (unsigned long long)j->records, j->path, cut);
 		snprintf(msg, sizeof(msg), "ok %s\n%llu records%s; the recorder goes back to %.1f s before "
 			 "the window's end; manifest %s.manifest.json\n", j->path, (unsigned long long)j->records,
@@ -441,7 +441,7 @@ static int card_holders(struct daemon *d, pid_t *pids)
 	int n;
 
 	pthread_mutex_lock(&d->lock);
-	n = fleet_processes(&d->fleet, pids, SBT_MAX_PIDS);
+	n = daemon_processes(&d->counters, pids, SBT_MAX_PIDS);
 	pthread_mutex_unlock(&d->lock);
 	return n;
 }
@@ -469,7 +469,7 @@ static bool open_window(struct daemon *d, enum window_reason why, double seconds
 	window_gauges(d);
 	window_add(&d->win, &d->at, &d->mw, pids, n);
 	uprobes = (int)attach_nuprobes(&d->at);
-	sbt_warn("window (%s): %.3f s of %d process%s, %d uprobes", window_reason_name(why), seconds,
+	sbt_note("window (%s): %.3f s of %d process%s, %d uprobes", window_reason_name(why), seconds,
 		 d->win.npids, d->win.npids == 1 ? "" : "es", uprobes);
 	return true;
 }
@@ -526,13 +526,13 @@ static void check_triggers(struct daemon *d, uint64_t now)
 	if (!d->rb)
 		return;
 	pthread_mutex_lock(&d->lock);
-	if (fleet_read(&d->fleet, d->counts)) {
+	if (daemon_read(&d->counters, d->counts)) {
 		pthread_mutex_unlock(&d->lock);
 		return;
 	}
 	pthread_mutex_unlock(&d->lock);
-	totals[TRIG_ERRORS] = fleet_errors(d->counts);
-	totals[TRIG_SLOW] = d->trig.cfg.slow_ns ? fleet_slower_than(d->counts, d->trig.cfg.slow_ns) : 0;
+	totals[TRIG_ERRORS] = daemon_errors(d->counts);
+	totals[TRIG_SLOW] = d->trig.cfg.slow_ns ? daemon_slower_than(d->counts, d->trig.cfg.slow_ns) : 0;
 	totals[TRIG_LOST] = attach_read_lost(&d->at);
 	k = triggers_check(&d->trig, totals, now);
 	if (k == TRIG_N)
@@ -591,7 +591,7 @@ static void status(struct daemon *d, int cfd)
 		 "window %s\nnext sample %s\nflight recorder %llu records kept, %zu MiB\n"
 		 "snapshots written %llu, failed %llu, being written %d, cut to fit %llu\nspool %s, %.1f of %lu MiB\n"
 		 "triggers fired: errors %llu, slow_ioctl %llu, lost %llu (held back as too soon: %llu)\n",
-		 SBT_VERSION, d->fleet.ncards - 1, n, (unsigned long long)d->self.scrapes,
+		 SBT_VERSION, d->counters.ncards - 1, n, (unsigned long long)d->self.scrapes,
 		 (unsigned long long)attach_read_lost(&d->at), win, sample,
 		 (unsigned long long)kept, mib,
 		 (unsigned long long)written,
@@ -621,7 +621,7 @@ static void request_window(struct daemon *d, int cfd, double secs, const char *p
 	}
 	if (d->win.open) {
 		window_extend(&d->win, until);
-		sbt_warn("window (%s): lengthened for a ctl record of %.3f s", window_reason_name(d->win.reason), secs);
+		sbt_note("window (%s): lengthened for a ctl record of %.3f s", window_reason_name(d->win.reason), secs);
 	} else if (!open_window(d, WIN_REQUEST, secs)) {
 		control_reply(cfd, "error: no process holds a Spyre card now; nothing to record\n");
 		return;
@@ -695,7 +695,7 @@ int cmd_daemon(int argc, char **argv)
 
 	ret = start(d);
 	if (!ret) {
-		sd_notify_send("READY=1\nSTATUS=watching %d cards", d->fleet.ncards - 1);
+		sd_notify_send("READY=1\nSTATUS=watching %d cards", d->counters.ncards - 1);
 		watchdog_us = sd_notify_watchdog_usec();
 		next_sweep = sbt_now_boottime() + SWEEP_SECONDS * NS;
 		next_check = sbt_now_boottime();
@@ -714,7 +714,7 @@ int cmd_daemon(int argc, char **argv)
 				bytes = recorder_bytes(&d->rec);
 				pthread_mutex_unlock(&d->rec_lock);
 				pthread_mutex_lock(&d->lock);
-				fleet_sweep(&d->fleet);
+				daemon_sweep(&d->counters);
 				d->self.recorder_bytes = bytes;
 				pthread_mutex_unlock(&d->lock);
 				next_sweep = t + SWEEP_SECONDS * NS;
@@ -724,7 +724,7 @@ int cmd_daemon(int argc, char **argv)
 				sd_notify_send("RELOADING=1");
 				look_around(d, "SIGHUP");
 				ask_kubelet(d);
-				sd_notify_send("READY=1\nSTATUS=watching %d cards", d->fleet.ncards - 1);
+				sd_notify_send("READY=1\nSTATUS=watching %d cards", d->counters.ncards - 1);
 			}
 			if (d->rb && t >= next_tick) {
 				tend_window(d, t);
@@ -745,7 +745,7 @@ int cmd_daemon(int argc, char **argv)
 		sd_notify_send("STOPPING=1");
 		if (d->win.open) /* the window ends now; what waits for it is written */
 			close_window(d);
-		sbt_warn("stopping on %s after %llu scrapes", strsignal(stop_sig),
+		sbt_note("stopping on %s after %llu scrapes", strsignal(stop_sig),
 			 (unsigned long long)d->self.scrapes);
 	}
 	if (d->draining) {

@@ -63,7 +63,7 @@ static void head(struct page *p, const char *name, const char *type, const char 
  * histogram (metric_duration_seconds) per name (a command, a function):
  * name(i) NULL or a zero count leaves slot i out. */
 static void histograms(struct page *p, const char *counter, const char *metric, const char *label,
-		       const char *what, const struct sbt_fleet_hist *h, uint32_t n,
+		       const char *what, const struct sbt_daemon_hist *h, uint32_t n,
 		       const char *(*name)(uint32_t))
 {
 	char title[128];
@@ -87,7 +87,7 @@ static void histograms(struct page *p, const char *counter, const char *metric, 
 		if (!h[i].count || !name(i))
 			continue;
 		for (int k = FIRST_LE; k <= LAST_LE; k++) {
-			for (; b < 4 * (k - 1) && b < SBT_FLEET_BUCKETS; b++)
+			for (; b < 4 * (k - 1) && b < SBT_DAEMON_BUCKETS; b++)
 				below += h[i].bucket[b];
 			put(p, "%s_duration_seconds_bucket{%s=\"%s\",le=\"%.9g\"} %llu\n", metric, label, name(i),
 			    (double)(1ull << k) / 1e9, (unsigned long long)below);
@@ -106,11 +106,11 @@ static const char *drv_name(uint32_t func)
 	return func ? sbt_drv_func_name(func) : NULL;
 }
 
-static void ioctls(struct page *p, const struct fleet_counts *c)
+static void ioctls(struct page *p, const struct daemon_counts *c)
 {
 	histograms(p, "spyre_vfio_ioctls_total", "spyre_vfio_ioctl", "cmd",
 		   "VFIO ioctls on Spyre cards' files (container, group, device), by command.", c->ops,
-		   SBT_FLEET_OPS, fleet_op_name);
+		   SBT_DAEMON_OPS, daemon_op_name);
 	/* none when the kernel allows no driver-level probe: no family at all */
 	for (uint32_t i = 1; i < SBT_DRV_FUNC_MAX; i++)
 		if (c->drv[i].count) {
@@ -121,7 +121,7 @@ static void ioctls(struct page *p, const struct fleet_counts *c)
 		}
 }
 
-/* The per-card metrics: a field of struct sbt_fleet_card, or the pinned gauge. */
+/* The per-card metrics: a field of struct sbt_daemon_card, or the pinned gauge. */
 enum card_value { MAPPED, UNMAPPED, PINNED, MAPS, MAP_ERRORS, IRQS, IRQ_SECONDS };
 
 static const struct {
@@ -142,7 +142,7 @@ static const struct {
 	  "Time in the card's interrupt handlers.", IRQ_SECONDS },
 };
 
-static double card_value(const struct sbt_fleet_card *k, enum card_value v)
+static double card_value(const struct sbt_daemon_card *k, enum card_value v)
 {
 	switch (v) {
 	case MAPPED: return (double)k->map_bytes;
@@ -156,7 +156,7 @@ static double card_value(const struct sbt_fleet_card *k, enum card_value v)
 	return 0;
 }
 
-static void cards(struct page *p, const struct fleet *f, const struct fleet_counts *c)
+static void cards(struct page *p, const struct daemon_counters *f, const struct daemon_counts *c)
 {
 	head(p, "spyre_device_info", "gauge",
 	     "The Spyre cards this host watches (device \"unknown\": work no card was known for).");
@@ -257,7 +257,7 @@ static void self_metrics(struct page *p, const struct metrics_self *s)
 	self_process(p);
 }
 
-char *metrics_render(const struct fleet *f, const struct fleet_counts *c,
+char *metrics_render(const struct daemon_counters *f, const struct daemon_counts *c,
 		     const struct metrics_self *self, size_t *len)
 {
 	struct page p = { 0 };

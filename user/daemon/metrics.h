@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/fleet.h"
+#include "daemon/counters.h"
 #include "daemon/kubelet.h"
 #include "daemon/snapshot.h"
 #include "daemon/window.h"
@@ -38,7 +38,7 @@ struct metrics_self {
 
 /* The page for /metrics: malloc'd, NUL ended, its length in *len; NULL
  * when out of memory. */
-char *metrics_render(const struct fleet *f, const struct fleet_counts *c,
+char *metrics_render(const struct daemon_counters *f, const struct daemon_counts *c,
 		     const struct metrics_self *self, size_t *len);
 
 #endif

@@ -184,7 +184,7 @@ void daemon_parse_opts(int argc, char **argv, struct daemon_opts *o)
 	o->rec.buffer_size = 8 << 20; /* a few records per job; runtime calls in windows */
 	o->rec.max_probes = SBT_DEFAULT_MAX_PROBES;
 	o->rec.driver_mode = DRIVER_AUTO;
-	o->rec.fleet = true;
+	o->rec.daemon = true;
 	argp_parse(&argp, argc, argv, 0, NULL, o);
-	o->rec.fleet_record = o->recorder_seconds > 0;
+	o->rec.daemon_record = o->recorder_seconds > 0;
 }

@@ -26,7 +26,7 @@ struct placement {
 #define MAX_CARDS 64
 #define MAX_CLOCKS 2 /* the first and the latest */
 
-struct json_writer {
+struct chrome_writer {
 	FILE *f;
 	bool first;
 	struct hashmap places; /* track id -> placement */
@@ -48,7 +48,7 @@ struct json_writer {
 
 /* The text is built in a buffer of our own and written a megabyte at a
  * time: printf's format parsing cost 20 times the rest of the conversion. */
-static void flush_buf(struct json_writer *w)
+static void flush_buf(struct chrome_writer *w)
 {
 	if (w->len && !w->error && fwrite(w->buf, 1, w->len, w->f) != w->len)
 		w->error = errno ? errno : EIO;
@@ -56,7 +56,7 @@ static void flush_buf(struct json_writer *w)
 	w->len = 0;
 }
 
-static void put(struct json_writer *w, const char *s, size_t n)
+static void put(struct chrome_writer *w, const char *s, size_t n)
 {
 	if (w->len + n > w->cap && w->cap < JSON_BUF) {
 		size_t cap = w->cap * 2 > w->len + n ? w->cap * 2 : w->len + n;
@@ -82,7 +82,7 @@ static void put(struct json_writer *w, const char *s, size_t n)
 
 #define PUT(w, lit) put(w, "" lit, sizeof(lit) - 1) /* literals only */
 
-static void put_u64(struct json_writer *w, uint64_t v)
+static void put_u64(struct chrome_writer *w, uint64_t v)
 {
 	char d[20];
 	int i = sizeof(d);
@@ -93,7 +93,7 @@ static void put_u64(struct json_writer *w, uint64_t v)
 	put(w, d + i, sizeof(d) - (size_t)i);
 }
 
-static void put_i64(struct json_writer *w, int64_t v)
+static void put_i64(struct chrome_writer *w, int64_t v)
 {
 	if (v < 0) {
 		PUT(w, "-");
@@ -103,7 +103,7 @@ static void put_i64(struct json_writer *w, int64_t v)
 	}
 }
 
-static void put_hex(struct json_writer *w, uint64_t v)
+static void put_hex(struct chrome_writer *w, uint64_t v)
 {
 	char d[16];
 	int i = sizeof(d);
@@ -116,7 +116,7 @@ static void put_hex(struct json_writer *w, uint64_t v)
 
 /* A JSON string: runs of plain ASCII copied whole, other characters
  * checked one by one (invalid UTF-8 becomes U+FFFD). */
-static void str(struct json_writer *w, const char *s)
+static void str(struct chrome_writer *w, const char *s)
 {
 	PUT(w, "\"");
 	while (s && *s) {
@@ -153,7 +153,7 @@ static void str(struct json_writer *w, const char *s)
 	PUT(w, "\"");
 }
 
-static void begin_event(struct json_writer *w)
+static void begin_event(struct chrome_writer *w)
 {
 	if (w->first)
 		PUT(w, "\n");
@@ -162,7 +162,7 @@ static void begin_event(struct json_writer *w)
 	w->first = false;
 }
 
-struct json_writer *json_open(const char *path, char *err, size_t errlen)
+struct chrome_writer *chrome_writer_open(const char *path, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "w");
 
@@ -170,12 +170,12 @@ struct json_writer *json_open(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", strerror(errno));
 		return NULL;
 	}
-	return json_open_file(f, err, errlen);
+	return chrome_writer_open_file(f, err, errlen);
 }
 
-struct json_writer *json_open_file(FILE *f, char *err, size_t errlen)
+struct chrome_writer *chrome_writer_open_file(FILE *f, char *err, size_t errlen)
 {
-	struct json_writer *w = calloc(1, sizeof(*w));
+	struct chrome_writer *w = calloc(1, sizeof(*w));
 
 	if (w)
 		w->buf = malloc(w->cap = JSON_START);
@@ -193,12 +193,12 @@ struct json_writer *json_open_file(FILE *f, char *err, size_t errlen)
 	return w;
 }
 
-static struct placement *place_of(struct json_writer *w, uint64_t track)
+static struct placement *place_of(struct chrome_writer *w, uint64_t track)
 {
 	return hm_get(&w->places, track);
 }
 
-static void meta_event(struct json_writer *w, const char *what, uint32_t pid, uint32_t tid,
+static void meta_event(struct chrome_writer *w, const char *what, uint32_t pid, uint32_t tid,
 		       const char *key, const char *sval, long ival)
 {
 	if (sval && !sval[0])
@@ -222,7 +222,7 @@ static void meta_event(struct json_writer *w, const char *what, uint32_t pid, ui
 
 static void on_track(void *ctx, const struct model_track *t)
 {
-	struct json_writer *w = ctx;
+	struct chrome_writer *w = ctx;
 	struct placement *p = place_of(w, t->id), *parent;
 
 	if (!p) {
@@ -269,7 +269,7 @@ static void on_track(void *ctx, const struct model_track *t)
 }
 
 /* ,"key":MICROSECONDS.NNN */
-static void ts_us(struct json_writer *w, const char *key, uint64_t ns)
+static void ts_us(struct chrome_writer *w, const char *key, uint64_t ns)
 {
 	unsigned frac = (unsigned)(ns % 1000);
 	char d[4] = { '.', (char)('0' + frac / 100), (char)('0' + frac / 10 % 10),
@@ -282,7 +282,7 @@ static void ts_us(struct json_writer *w, const char *key, uint64_t ns)
 	put(w, d, 4);
 }
 
-static void args(struct json_writer *w, const struct model_event *e)
+static void args(struct chrome_writer *w, const struct model_event *e)
 {
 	PUT(w, ",\"args\":{");
 	for (int i = 0; i < e->nargs; i++) {
@@ -317,7 +317,7 @@ enum { FLOW_TO_JOB = 1, FLOW_TO_END = 2 };
 
 /* One end of an arrow: s binds to the slice starting here, f (bp e) to the
  * slice that holds ts. */
-static void flow_event(struct json_writer *w, bool start, const char *name, const char *cat,
+static void flow_event(struct chrome_writer *w, bool start, const char *name, const char *cat,
 		       uint64_t id, const struct placement *p, uint64_t ts)
 {
 	begin_event(w);
@@ -340,7 +340,7 @@ static void flow_event(struct json_writer *w, bool start, const char *name, cons
 		PUT(w, ",\"bp\":\"e\"}");
 }
 
-static void flow(struct json_writer *w, bool start, uint64_t id, int leg, const struct placement *p,
+static void flow(struct chrome_writer *w, bool start, uint64_t id, int leg, const struct placement *p,
 		 uint64_t ts)
 {
 	if (leg == FLOW_TO_JOB)
@@ -352,7 +352,7 @@ static void flow(struct json_writer *w, bool start, uint64_t id, int leg, const 
 /* An arrow of another kind than a job's (model.h): named by its kind; the
  * id keeps the kind (at bit 44), so ids of two kinds never meet, and stays
  * under 2^53 for readers that hold numbers as doubles. */
-static void plain_flow(struct json_writer *w, bool start, uint64_t id, const struct placement *p,
+static void plain_flow(struct chrome_writer *w, bool start, uint64_t id, const struct placement *p,
 		       uint64_t ts)
 {
 	static const char *const cats[] = { [FLOW_OP_CALL] = "op_call", [FLOW_SPAWN] = "spawn",
@@ -365,7 +365,7 @@ static void plain_flow(struct json_writer *w, bool start, uint64_t id, const str
 }
 
 /* A driver event names its card's vendor:device: remembered for deviceProperties. */
-static void note_card_ids(struct json_writer *w, const struct model_event *e)
+static void note_card_ids(struct chrome_writer *w, const struct model_event *e)
 {
 	const char *dev = NULL;
 	uint64_t vendor = 0, device = 0;
@@ -388,7 +388,7 @@ static void note_card_ids(struct json_writer *w, const struct model_event *e)
 
 static void on_event(void *ctx, const struct model_event *e)
 {
-	struct json_writer *w = ctx;
+	struct chrome_writer *w = ctx;
 	struct placement *p = place_of(w, e->track->id);
 
 	if (!p)
@@ -467,7 +467,7 @@ static void on_event(void *ctx, const struct model_event *e)
 
 static void on_task(void *ctx, const struct model_task_ids *t)
 {
-	struct json_writer *w = ctx;
+	struct chrome_writer *w = ctx;
 
 	if (vec_reserve((void **)&w->tasks, &w->tasks_cap, w->ntasks + 1, sizeof(*t))) {
 		w->error = ENOMEM;
@@ -478,14 +478,14 @@ static void on_task(void *ctx, const struct model_task_ids *t)
 
 static void on_clock(void *ctx, const struct sbt_meta_clock *c)
 {
-	struct json_writer *w = ctx;
+	struct chrome_writer *w = ctx;
 
 	w->clocks[w->nclocks < MAX_CLOCKS ? w->nclocks++ : MAX_CLOCKS - 1] = *c;
 }
 
 /* otherData's process starts (pid, ppid, ts_ns) or, with ns, the ids of
  * threads in a pid namespace (pid, tid, ns_pid, ns_tid). */
-static void task_list(struct json_writer *w, bool ns)
+static void task_list(struct chrome_writer *w, bool ns)
 {
 	static const char *const start_keys[] = { "{\"pid\":", ",\"ppid\":", ",\"ts_ns\":" };
 	static const char *const ns_keys[] = { "{\"pid\":", ",\"tid\":", ",\"ns_pid\":", ",\"ns_tid\":" };
@@ -509,7 +509,7 @@ static void task_list(struct json_writer *w, bool ns)
 }
 
 /* The cards [first, end), as kineto's deviceProperties entries. */
-static void cards(struct json_writer *w, int first, int end)
+static void cards(struct chrome_writer *w, int first, int end)
 {
 	for (int i = first; i < end; i++) {
 		const char *n = w->cards[i].name;
@@ -534,7 +534,7 @@ static void cards(struct json_writer *w, int first, int end)
  * and takes a file per card (rank): it stops on a list of any other length
  * than one, empty included. So deviceProperties holds the first card (or,
  * with none seen, an entry with no name), and otherData.devices all. */
-static void trailer(struct json_writer *w)
+static void trailer(struct chrome_writer *w)
 {
 	PUT(w, "\n],\"deviceProperties\":[");
 	if (w->ncards)
@@ -566,12 +566,12 @@ static void trailer(struct json_writer *w)
 	PUT(w, "]}}\n");
 }
 
-struct model_sink json_sink(struct json_writer *w)
+struct model_sink chrome_writer_sink(struct chrome_writer *w)
 {
 	return (struct model_sink){ w, on_track, on_event, on_clock, NULL, on_task };
 }
 
-int json_flush(struct json_writer *w)
+int chrome_writer_flush(struct chrome_writer *w)
 {
 	flush_buf(w);
 	if (!w->error && fflush(w->f))
@@ -579,19 +579,19 @@ int json_flush(struct json_writer *w)
 	return -w->error;
 }
 
-uint64_t json_bytes(const struct json_writer *w)
+uint64_t chrome_writer_bytes(const struct chrome_writer *w)
 {
 	return w->bytes + w->len;
 }
 
-int json_close(struct json_writer *w)
+int chrome_writer_close(struct chrome_writer *w)
 {
 	int err;
 
 	if (!w)
 		return 0;
 	trailer(w);
-	json_flush(w);
+	chrome_writer_flush(w);
 	if (fclose(w->f) && !w->error)
 		w->error = errno;
 	err = -w->error;

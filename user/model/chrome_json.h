@@ -13,15 +13,15 @@
 #define CHROME_DEVICE_PID_BASE 1000000000u
 #define CHROME_TRACER_PID (CHROME_DEVICE_PID_BASE - 1)
 
-struct json_writer;
+struct chrome_writer;
 
-struct json_writer *json_open(const char *path, char *err, size_t errlen);
+struct chrome_writer *chrome_writer_open(const char *path, char *err, size_t errlen);
 /* The same on a stream the writer takes over (closed even on error). */
-struct json_writer *json_open_file(FILE *f, char *err, size_t errlen);
-struct model_sink json_sink(struct json_writer *w);
-int json_flush(struct json_writer *w);
-uint64_t json_bytes(const struct json_writer *w);
+struct chrome_writer *chrome_writer_open_file(FILE *f, char *err, size_t errlen);
+struct model_sink chrome_writer_sink(struct chrome_writer *w);
+int chrome_writer_flush(struct chrome_writer *w);
+uint64_t chrome_writer_bytes(const struct chrome_writer *w);
 /* Ends the JSON document, closes. 0 or -errno. */
-int json_close(struct json_writer *w);
+int chrome_writer_close(struct chrome_writer *w);
 
 #endif

@@ -83,9 +83,9 @@ int output_open(struct output *o, const char *path, enum out_format fmt, bool wi
 		sinks[n++] = perfetto_sink(o->pf);
 		break;
 	case FMT_JSON:
-		if (!(o->js = json_open_file(f, err, errlen)))
+		if (!(o->js = chrome_writer_open_file(f, err, errlen)))
 			return -EIO;
-		sinks[n++] = json_sink(o->js);
+		sinks[n++] = chrome_writer_sink(o->js);
 		break;
 	case FMT_NONE:
 		break;
@@ -115,7 +115,7 @@ void output_flush(struct output *o)
 	else if (o->pf)
 		ret = perfetto_flush(o->pf);
 	else if (o->js)
-		ret = json_flush(o->js);
+		ret = chrome_writer_flush(o->js);
 	if (ret && !o->error)
 		o->error = -ret;
 }
@@ -125,7 +125,7 @@ uint64_t output_bytes(const struct output *o)
 	if (!o->pf && !o->js && !o->cap.f)
 		return o->bytes; /* closed */
 	return o->fmt == FMT_SBT ? o->cap.bytes : o->pf ? perfetto_bytes(o->pf)
-					      : o->js ? json_bytes(o->js) : 0;
+					      : o->js ? chrome_writer_bytes(o->js) : 0;
 }
 
 int output_commit(struct output *o)
@@ -147,7 +147,7 @@ int output_close(struct output *o)
 	if (o->pf)
 		ret = perfetto_close(o->pf);
 	if (o->js)
-		ret = json_close(o->js);
+		ret = chrome_writer_close(o->js);
 	o->pf = NULL;
 	o->js = NULL;
 	if (ret && !o->error)

@@ -29,7 +29,7 @@ struct output {
 	const char *path;
 	struct capture_writer cap;
 	struct perfetto_writer *pf;
-	struct json_writer *js;
+	struct chrome_writer *js;
 	struct report *rep;
 	struct correlator *corr;
 	struct outfile file;

@@ -113,7 +113,7 @@ static int run(int argc, char **argv, bool report)
 	if (report)
 		output_report(&out, stdout);
 	else if (!ret)
-		sbt_warn("%s %s (%.1f KiB) from %s", output_format_name(fmt), o.out,
+		sbt_note("%s %s (%.1f KiB) from %s", output_format_name(fmt), o.out,
 			 (double)out.bytes / 1024.0, o.in);
 	output_free(&out);
 	return ret;

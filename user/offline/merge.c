@@ -245,7 +245,7 @@ int cmd_merge(int argc, char **argv)
 		output_free(&out);
 		goto done;
 	}
-	sink = out.pf ? perfetto_sink(out.pf) : json_sink(out.js);
+	sink = out.pf ? perfetto_sink(out.pf) : chrome_writer_sink(out.js);
 	store_replay(&m->st, &sink, 1);
 	if (output_close(&out) || output_commit(&out)) {
 		sbt_err("writing '%s' failed: %s", o.out, strerror(out.error));
@@ -255,11 +255,11 @@ int cmd_merge(int argc, char **argv)
 	if (torch_path) {
 		struct host *h = &m->hosts[0];
 
-		sbt_warn("clocks: %s's REALTIME put on %s's BOOTTIME with REALTIME - BOOTTIME = %lld ns "
+		sbt_note("clocks: %s's REALTIME put on %s's BOOTTIME with REALTIME - BOOTTIME = %lld ns "
 			 "(spread %llu ns, moved %lld ns over the capture)",
 			 torch_path, h->path, (long long)h->offset, (unsigned long long)h->spread,
 			 (long long)h->drift);
-		sbt_warn("%llu ops; %llu of %llu runtime calls inside an op, linked; processes linked to "
+		sbt_note("%llu ops; %llu of %llu runtime calls inside an op, linked; processes linked to "
 			 "the op that started them: %llu; flows of the PyTorch trace kept: %llu; ops on "
 			 "overlap tracks: %llu",
 			 (unsigned long long)m->ops, (unsigned long long)m->calls_linked,
@@ -269,7 +269,7 @@ int cmd_merge(int argc, char **argv)
 			sbt_warn("no runtime call fell inside an op: is %s from the same run? (its pids "
 				 "must be the traced processes)", torch_path);
 	}
-	sbt_warn("%s %s (%.1f KiB) from %d input%s", output_format_name(fmt), o.out,
+	sbt_note("%s %s (%.1f KiB) from %d input%s", output_format_name(fmt), o.out,
 		 (double)out.bytes / 1024.0, o.n, o.n > 1 ? "s" : "");
 	output_free(&out);
 	ret = m->damaged; /* written from what could be read; said above */

@@ -43,7 +43,7 @@ struct late {
 	uint64_t max_ns;
 };
 
-struct recorder {
+struct recording {
 	struct record_opts *o;
 	struct attacher at;
 	struct meta_writer mw;
@@ -72,7 +72,7 @@ static void on_signal(int sig)
 		stop_requested = 1;
 }
 
-static void add_tgid(struct recorder *r, pid_t pid)
+static void add_tgid(struct recording *r, pid_t pid)
 {
 	for (int i = 0; i < r->ntgids; i++)
 		if (r->tgids[i] == pid)
@@ -93,7 +93,7 @@ static void late_by(struct late *l, uint64_t since_ts)
 /* ---- interrupts ------------------------------------------------------------ */
 
 struct irq_ctx {
-	struct recorder *r;
+	struct recording *r;
 	int want; /* name this one; -1: every accelerator interrupt, filtered in */
 	char bdfs[32][16];
 	int nbdfs;
@@ -102,7 +102,7 @@ struct irq_ctx {
 /* An accelerator interrupt is kept if --device wants the card whose PCI
  * address its name holds; one with no address in its name, only when every
  * device is wanted. */
-static bool irq_card_wanted(const struct recorder *r, const char *name)
+static bool irq_card_wanted(const struct recording *r, const char *name)
 {
 	uint32_t bdf;
 
@@ -125,7 +125,7 @@ static void irq_name_cb(int irq, const char *name, void *ctx)
 }
 
 /* Name an interrupt in the capture (once), from /proc/interrupts. */
-static void name_irq(struct recorder *r, int irq)
+static void name_irq(struct recording *r, int irq)
 {
 	struct irq_ctx c = { .r = r, .want = irq };
 
@@ -134,7 +134,7 @@ static void name_irq(struct recorder *r, int irq)
 }
 
 /* Interrupts: vfio's, those naming a device bound to vfio-pci, and --irq. */
-static int filter_irqs(struct recorder *r)
+static int filter_irqs(struct recording *r)
 {
 	struct irq_ctx all = { .r = r, .want = -1 };
 	int fd = bpf_map__fd(r->at.skel->maps.irq_filter);
@@ -157,7 +157,7 @@ static int filter_irqs(struct recorder *r)
 
 /* A traced process made a child, or opened a runtime library: put the
  * runtime probes on it now, before it can get far. */
-static void attach_late(struct recorder *r, const struct sbt_hdr *h)
+static void attach_late(struct recording *r, const struct sbt_hdr *h)
 {
 	if (h->type == SBT_TASK_NEW) {
 		attach_runtime(&r->at, (pid_t)h->tgid);
@@ -178,7 +178,7 @@ static void attach_late(struct recorder *r, const struct sbt_hdr *h)
 
 static int on_record(void *ctx, void *data, size_t size)
 {
-	struct recorder *r = ctx;
+	struct recording *r = ctx;
 	struct sbt_hdr *h = data;
 
 	if (size < sizeof(*h) || sizeof(*h) + h->size > size)
@@ -212,11 +212,11 @@ static int on_record(void *ctx, void *data, size_t size)
 
 static void emit_held(void *ctx, const struct sbt_hdr *h)
 {
-	output_add(&((struct recorder *)ctx)->out, h);
+	output_add(&((struct recording *)ctx)->out, h);
 }
 
 /* Hand on what began long enough ago that nothing earlier can still come. */
-static void release_held(struct recorder *r, bool all)
+static void release_held(struct recording *r, bool all)
 {
 	uint64_t now = sbt_now_boottime();
 
@@ -224,7 +224,7 @@ static void release_held(struct recorder *r, bool all)
 			emit_held, r);
 }
 
-static void check_lost(struct recorder *r)
+static void check_lost(struct recording *r)
 {
 	uint64_t missed = attach_read_missed(&r->at), lost = attach_read_lost(&r->at), total;
 
@@ -243,7 +243,7 @@ static void check_lost(struct recorder *r)
 	}
 }
 
-static void show_status(struct recorder *r, bool final)
+static void show_status(struct recording *r, bool final)
 {
 	if (r->o->quiet || !isatty(STDERR_FILENO))
 		return;
@@ -258,7 +258,7 @@ static void show_status(struct recorder *r, bool final)
 
 /* Libraries a traced process mapped without our seeing the open (through
  * a path BPF could not read, say). */
-static void rescan_maps(struct recorder *r)
+static void rescan_maps(struct recording *r)
 {
 	for (int i = 0; i < r->ntgids; i++) {
 		char **libs;
@@ -271,7 +271,7 @@ static void rescan_maps(struct recorder *r)
 	}
 }
 
-static const char *run_loop(struct recorder *r)
+static const char *run_loop(struct recording *r)
 {
 	uint64_t deadline = r->at.deadline_ns;
 	uint64_t next_rescan = r->start_ts + RESCAN_MS * 1000000ull;
@@ -329,7 +329,7 @@ static void print_late(const char *what, const struct late *l, const char *since
 			(double)l->max_ns / 1e6, since);
 }
 
-static void summary(struct recorder *r, const char *why)
+static void summary(struct recording *r, const char *why)
 {
 	uint64_t untraced = attach_read_untraced_runs(&r->at);
 
@@ -358,7 +358,7 @@ static void summary(struct recorder *r, const char *why)
 		fprintf(stderr, "\n  open %s in https://ui.perfetto.dev (Open trace file)\n", r->out_path);
 }
 
-static void finish(struct recorder *r, const char *why)
+static void finish(struct recording *r, const char *why)
 {
 	struct sbt_meta_end e = { 0 };
 
@@ -398,21 +398,21 @@ static int preflight(struct record_opts *o)
 			return -1;
 		}
 		if (note[0])
-			sbt_warn("%s", note);
+			sbt_note("%s", note);
 	}
 	return 0;
 }
 
 static void on_function(void *ctx, const struct probe_site *s)
 {
-	struct recorder *r = ctx;
+	struct recording *r = ctx;
 
 	if (!s->refused)
 		metaw_probe(&r->mw, s);
 }
 
 /* The runtime probes: the libraries each traced process can load, on it. */
-static int attach_runtime_probes(struct recorder *r)
+static int attach_runtime_probes(struct recording *r)
 {
 	struct record_opts *o = r->o;
 	int err;
@@ -449,7 +449,7 @@ static int attach_runtime_probes(struct recorder *r)
 	return -ENOENT;
 }
 
-static int setup(struct recorder *r)
+static int setup(struct recording *r)
 {
 	struct record_opts *o = r->o;
 	int err;
@@ -516,7 +516,7 @@ static int setup(struct recorder *r)
 	return 0;
 }
 
-static void cleanup(struct recorder *r)
+static void cleanup(struct recording *r)
 {
 	ring_buffer__free(r->rb);
 	reorder_free(&r->held);
@@ -552,7 +552,7 @@ static void default_output(const struct record_opts *o, char *buf, size_t len)
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o;
-	struct recorder r = { .o = &o, .wl = { .go_fd = -1 } };
+	struct recording r = { .o = &o, .wl = { .go_fd = -1 } };
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
 	enum out_format fmt;

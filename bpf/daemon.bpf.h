@@ -2,61 +2,61 @@
 /*
  * The daemon's always-on tier: counters and latency histograms summed in
  * the kernel, per CPU, which the daemon reads and adds up on each scrape.
- * Nothing per event crosses to user space. In fleet mode every process's
+ * Nothing per event crosses to user space. In daemon mode every process's
  * VFIO ioctls are counted (told by their number, the file looked at then),
  * with no hook on opens; records are written for traced processes only
  * (none, in this tier).
  *
  * A process's card: the daemon lists which VFIO group holds which card
- * (fleet_group_card, from sysfs); an ioctl on /dev/vfio/N gives the process
- * the card of group N (fleet_proc_card). Interrupts find their card by the
- * PCI address vfio-pci puts in the handler's name (fleet_bdf_card).
+ * (daemon_group_card, from sysfs); an ioctl on /dev/vfio/N gives the process
+ * the card of group N (daemon_proc_card). Interrupts find their card by the
+ * PCI address vfio-pci puts in the handler's name (daemon_bdf_card).
  */
-#ifndef SBT_FLEET_BPF_H
-#define SBT_FLEET_BPF_H
+#ifndef SBT_DAEMON_BPF_H
+#define SBT_DAEMON_BPF_H
 
 #include "common.bpf.h"
 
-const volatile bool fleet_mode __weak = false;
+const volatile bool daemon_mode __weak = false;
 /* the daemon keeps a flight recorder: VFIO ioctls and the cards'
  * interrupts go to the ring buffer too (a few per job) */
-const volatile bool fleet_record __weak = false;
+const volatile bool daemon_record __weak = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SBT_FLEET_OPS);
+	__uint(max_entries, SBT_DAEMON_OPS);
 	__type(key, __u32);
-	__type(value, struct sbt_fleet_hist);
-} fleet_ioctls SEC(".maps") __weak;
+	__type(value, struct sbt_daemon_hist);
+} daemon_ioctls SEC(".maps") __weak;
 
 /* vfio's own functions (driver-level probes), by enum sbt_drv_func */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SBT_DRV_FUNC_MAX);
 	__type(key, __u32);
-	__type(value, struct sbt_fleet_hist);
-} fleet_drv SEC(".maps") __weak;
+	__type(value, struct sbt_daemon_hist);
+} daemon_drv SEC(".maps") __weak;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SBT_FLEET_CARDS);
+	__uint(max_entries, SBT_DAEMON_CARDS);
 	__type(key, __u32);
-	__type(value, struct sbt_fleet_card);
-} fleet_cards SEC(".maps") __weak;
+	__type(value, struct sbt_daemon_card);
+} daemon_cards SEC(".maps") __weak;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
 	__type(key, __u32); /* VFIO group number */
 	__type(value, __u32); /* card index */
-} fleet_group_card SEC(".maps") __weak;
+} daemon_group_card SEC(".maps") __weak;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 8192);
 	__type(key, __u32); /* tgid */
 	__type(value, __u32); /* card index */
-} fleet_proc_card SEC(".maps") __weak;
+} daemon_proc_card SEC(".maps") __weak;
 
 /* Processes that made a VFIO ioctl: tgid -> 1. A detail window records
  * these (and only these), the exit hook forgets them. */
@@ -65,7 +65,7 @@ struct {
 	__uint(max_entries, 8192);
 	__type(key, __u32);
 	__type(value, __u32);
-} fleet_procs SEC(".maps") __weak;
+} daemon_procs SEC(".maps") __weak;
 
 /* A container's card: the group set to it last (VFIO_GROUP_SET_CONTAINER),
  * so a process with a container per card maps on the right one. */
@@ -74,7 +74,7 @@ struct {
 	__uint(max_entries, 8192);
 	__type(key, struct sbt_fd_key); /* the container fd */
 	__type(value, __u32); /* card index */
-} fleet_fd_card SEC(".maps") __weak;
+} daemon_fd_card SEC(".maps") __weak;
 
 /* SET_CONTAINER in flight: tid -> (container fd, card index) */
 struct {
@@ -82,18 +82,18 @@ struct {
 	__uint(max_entries, 1024);
 	__type(key, __u32);
 	__type(value, __u64);
-} fleet_set_container SEC(".maps") __weak;
+} daemon_set_container SEC(".maps") __weak;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, SBT_FLEET_CARDS);
+	__uint(max_entries, SBT_DAEMON_CARDS);
 	__type(key, __u32); /* PCI address, as sbt_parse_bdf gives it */
 	__type(value, __u32); /* card index */
-} fleet_bdf_card SEC(".maps") __weak;
+} daemon_bdf_card SEC(".maps") __weak;
 
 /* VFIO's ioctl numbers, as this architecture numbers them: _IO(';', 100 + n)
  * (linux/vfio.h; iommufd's start at 0x80) */
-static __always_inline bool fleet_vfio_cmd(__u32 cmd)
+static __always_inline bool daemon_vfio_cmd(__u32 cmd)
 {
 	int nr = sbt_vfio_nr(cmd);
 
@@ -107,7 +107,7 @@ static __always_inline bool fleet_vfio_cmd(__u32 cmd)
  * ioctls counts as a file --vfio-path would name. Read at each ioctl, not
  * remembered: an fd number is reused, and the daemon does not watch close.
  */
-static __always_inline __u32 fleet_fd_kind(int fd, __u32 *group)
+static __always_inline __u32 daemon_fd_kind(int fd, __u32 *group)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
@@ -140,7 +140,7 @@ static __always_inline __u32 fleet_fd_kind(int fd, __u32 *group)
 }
 
 /* floor(log2(v)) for v > 0, without loops */
-static __always_inline __u32 fleet_log2(__u64 v)
+static __always_inline __u32 daemon_log2(__u64 v)
 {
 	__u32 r = 0;
 
@@ -153,44 +153,44 @@ static __always_inline __u32 fleet_log2(__u64 v)
 	return r;
 }
 
-static __always_inline __u32 fleet_bucket(__u64 ns)
+static __always_inline __u32 daemon_bucket(__u64 ns)
 {
 	__u32 k, b;
 
 	if (ns < 4)
 		return (__u32)ns;
-	k = fleet_log2(ns);
+	k = daemon_log2(ns);
 	b = 4 * (k - 1) + (__u32)((ns >> (k - 2)) & 3);
-	return b < SBT_FLEET_BUCKETS ? b : SBT_FLEET_BUCKETS - 1;
+	return b < SBT_DAEMON_BUCKETS ? b : SBT_DAEMON_BUCKETS - 1;
 }
 
 /* The card an ioctl on this fd is for: its container's, else the process's. */
-static __always_inline __u32 fleet_card_of(__u32 tgid, __s32 fd)
+static __always_inline __u32 daemon_card_of(__u32 tgid, __s32 fd)
 {
 	struct sbt_fd_key key = { tgid, fd };
-	__u32 *c = bpf_map_lookup_elem(&fleet_fd_card, &key);
+	__u32 *c = bpf_map_lookup_elem(&daemon_fd_card, &key);
 
 	if (!c)
-		c = bpf_map_lookup_elem(&fleet_proc_card, &tgid);
-	return c && *c < SBT_FLEET_CARDS ? *c : 0;
+		c = bpf_map_lookup_elem(&daemon_proc_card, &tgid);
+	return c && *c < SBT_DAEMON_CARDS ? *c : 0;
 }
 
 /* A group is being set to a container: remember which, for its return. */
-static __always_inline void fleet_set_container_enter(__u32 tid, __u32 group, __u64 arg)
+static __always_inline void daemon_set_container_enter(__u32 tid, __u32 group, __u64 arg)
 {
-	__u32 *card = bpf_map_lookup_elem(&fleet_group_card, &group);
+	__u32 *card = bpf_map_lookup_elem(&daemon_group_card, &group);
 	__s32 container = -1;
 	__u64 v;
 
 	if (!card || bpf_probe_read_user(&container, sizeof(container), (void *)arg) || container < 0)
 		return;
 	v = (__u64)*card << 32 | (__u32)container;
-	bpf_map_update_elem(&fleet_set_container, &tid, &v, BPF_ANY);
+	bpf_map_update_elem(&daemon_set_container, &tid, &v, BPF_ANY);
 }
 
-static __always_inline void fleet_set_container_exit(__u32 tgid, __u32 tid, long ret)
+static __always_inline void daemon_set_container_exit(__u32 tgid, __u32 tid, long ret)
 {
-	__u64 *v = bpf_map_lookup_elem(&fleet_set_container, &tid);
+	__u64 *v = bpf_map_lookup_elem(&daemon_set_container, &tid);
 	struct sbt_fd_key key;
 	__u32 card;
 
@@ -200,33 +200,33 @@ static __always_inline void fleet_set_container_exit(__u32 tgid, __u32 tid, long
 	key.fd = (__s32)(__u32)*v;
 	card = (__u32)(*v >> 32);
 	if (ret >= 0)
-		bpf_map_update_elem(&fleet_fd_card, &key, &card, BPF_ANY);
-	bpf_map_delete_elem(&fleet_set_container, &tid);
+		bpf_map_update_elem(&daemon_fd_card, &key, &card, BPF_ANY);
+	bpf_map_delete_elem(&daemon_set_container, &tid);
 }
 
 /* A process is gone: its card slot is free for the next with its pid. */
-static __always_inline void fleet_forget(__u32 tgid)
+static __always_inline void daemon_forget(__u32 tgid)
 {
-	bpf_map_delete_elem(&fleet_proc_card, &tgid);
-	bpf_map_delete_elem(&fleet_procs, &tgid);
+	bpf_map_delete_elem(&daemon_proc_card, &tgid);
+	bpf_map_delete_elem(&daemon_procs, &tgid);
 }
 
-static __always_inline void fleet_seen(__u32 tgid)
+static __always_inline void daemon_seen(__u32 tgid)
 {
 	__u32 one = 1;
 
-	if (!bpf_map_lookup_elem(&fleet_procs, &tgid))
-		bpf_map_update_elem(&fleet_procs, &tgid, &one, BPF_ANY);
+	if (!bpf_map_lookup_elem(&daemon_procs, &tgid))
+		bpf_map_update_elem(&daemon_procs, &tgid, &one, BPF_ANY);
 }
 
 /* One call of dur ns into a histogram (NULL: none). */
-static __always_inline void fleet_hist_add(struct sbt_fleet_hist *h, __u64 dur, long ret)
+static __always_inline void daemon_hist_add(struct sbt_daemon_hist *h, __u64 dur, long ret)
 {
 	__u32 b;
 
 	if (!h)
 		return;
-	b = fleet_bucket(dur);
+	b = daemon_bucket(dur);
 	/* checked again here, on the register used: the compiler drops the
 	 * repeated check, and older verifiers then refuse the access */
 	asm volatile("" : "+r"(b));
@@ -234,34 +234,34 @@ static __always_inline void fleet_hist_add(struct sbt_fleet_hist *h, __u64 dur, 
 	h->sum_ns += dur;
 	if (ret < 0)
 		h->errors++;
-	if (b < SBT_FLEET_BUCKETS)
+	if (b < SBT_DAEMON_BUCKETS)
 		h->bucket[b]++;
 }
 
 /* A call of one of vfio's functions returned (driver-level probes). */
-static __always_inline void fleet_drv_call(__u32 func, __u64 start, long ret)
+static __always_inline void daemon_drv_call(__u32 func, __u64 start, long ret)
 {
 	__u64 now = bpf_ktime_get_boot_ns();
 
-	fleet_hist_add(bpf_map_lookup_elem(&fleet_drv, &func), now > start ? now - start : 0, ret);
+	daemon_hist_add(bpf_map_lookup_elem(&daemon_drv, &func), now > start ? now - start : 0, ret);
 }
 
 /* An ioctl on a VFIO file returned. */
-static __always_inline void fleet_ioctl(__u32 tgid, __u32 tid, const struct sbt_ioctl *p, long ret,
+static __always_inline void daemon_ioctl(__u32 tgid, __u32 tid, const struct sbt_ioctl *p, long ret,
 					__u64 now)
 {
-	__u32 op = sbt_fleet_op(p->cmd, p->fd_kind);
+	__u32 op = sbt_daemon_op(p->cmd, p->fd_kind);
 	__u64 dur = now > p->start_ts ? now - p->start_ts : 0;
-	struct sbt_fleet_card *c;
+	struct sbt_daemon_card *c;
 	__u32 card;
 
-	fleet_hist_add(bpf_map_lookup_elem(&fleet_ioctls, &op), dur, ret);
+	daemon_hist_add(bpf_map_lookup_elem(&daemon_ioctls, &op), dur, ret);
 	if (p->cmd == SBT_VFIO_GROUP_SET_CONTAINER)
-		fleet_set_container_exit(tgid, tid, ret);
+		daemon_set_container_exit(tgid, tid, ret);
 	if (p->decoded != SBT_DEC_DMA_MAP && p->decoded != SBT_DEC_DMA_UNMAP)
 		return;
-	card = fleet_card_of(tgid, p->fd);
-	c = bpf_map_lookup_elem(&fleet_cards, &card);
+	card = daemon_card_of(tgid, p->fd);
+	c = bpf_map_lookup_elem(&daemon_cards, &card);
 	if (!c)
 		return;
 	if (p->decoded == SBT_DEC_DMA_MAP) {
@@ -278,26 +278,26 @@ static __always_inline void fleet_ioctl(__u32 tgid, __u32 tid, const struct sbt_
 }
 
 /* An ioctl on /dev/vfio/N: the process drives N's card. */
-static __always_inline void fleet_group_opened(__u32 tgid, __u32 group)
+static __always_inline void daemon_group_opened(__u32 tgid, __u32 group)
 {
-	__u32 *card = bpf_map_lookup_elem(&fleet_group_card, &group);
+	__u32 *card = bpf_map_lookup_elem(&daemon_group_card, &group);
 
 	if (card)
-		bpf_map_update_elem(&fleet_proc_card, &tgid, card, BPF_ANY);
+		bpf_map_update_elem(&daemon_proc_card, &tgid, card, BPF_ANY);
 }
 
-static __always_inline void fleet_irq(__u32 bdf, __u64 dur)
+static __always_inline void daemon_irq(__u32 bdf, __u64 dur)
 {
-	__u32 *idx = bpf_map_lookup_elem(&fleet_bdf_card, &bdf), card = idx ? *idx : 0;
-	struct sbt_fleet_card *c;
+	__u32 *idx = bpf_map_lookup_elem(&daemon_bdf_card, &bdf), card = idx ? *idx : 0;
+	struct sbt_daemon_card *c;
 
-	if (card >= SBT_FLEET_CARDS)
+	if (card >= SBT_DAEMON_CARDS)
 		card = 0;
-	c = bpf_map_lookup_elem(&fleet_cards, &card);
+	c = bpf_map_lookup_elem(&daemon_cards, &card);
 	if (c) {
 		c->irqs++;
 		c->irq_ns += dur;
 	}
 }
 
-#endif /* SBT_FLEET_BPF_H */
+#endif /* SBT_DAEMON_BPF_H */

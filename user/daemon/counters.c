@@ -12,15 +12,15 @@
 
 #include "base/procfs.h"
 #include "capture/names.h"
-#include "daemon/fleet.h"
+#include "daemon/counters.h"
 #include "spyre.skel.h"
 
-int fleet_find_cards(struct fleet *f, const struct devfilter *want, const char *sysfs_pci)
+int daemon_find_cards(struct daemon_counters *f, const struct devfilter *want, const char *sysfs_pci)
 {
-	char bdfs[SBT_FLEET_CARDS][16];
-	int n = pci_vfio_devices(bdfs, SBT_FLEET_CARDS - 1);
-	int group_fd = bpf_map__fd(f->skel->maps.fleet_group_card);
-	int bdf_fd = bpf_map__fd(f->skel->maps.fleet_bdf_card);
+	char bdfs[SBT_DAEMON_CARDS][16];
+	int n = pci_vfio_devices(bdfs, SBT_DAEMON_CARDS - 1);
+	int group_fd = bpf_map__fd(f->skel->maps.daemon_group_card);
+	int bdf_fd = bpf_map__fd(f->skel->maps.daemon_bdf_card);
 
 	int before = f->ncards;
 
@@ -31,8 +31,8 @@ int fleet_find_cards(struct fleet *f, const struct devfilter *want, const char *
 		f->cards[0].numa = -1;
 		f->ncards = 1;
 	}
-	for (int i = 0; i < n && f->ncards < SBT_FLEET_CARDS; i++) {
-		struct fleet_card *c = &f->cards[f->ncards];
+	for (int i = 0; i < n && f->ncards < SBT_DAEMON_CARDS; i++) {
+		struct daemon_card *c = &f->cards[f->ncards];
 		uint32_t bdf = devfilter_bdf(bdfs[i]), idx = (uint32_t)f->ncards;
 		long vendor = 0, device = 0, numa = -1;
 		char link[PATH_MAX], target[PATH_MAX];
@@ -71,12 +71,12 @@ int fleet_find_cards(struct fleet *f, const struct devfilter *want, const char *
 /* ---- processes with VFIO files open --------------------------------------- */
 
 struct seed_all {
-	struct fleet *f;
+	struct daemon_counters *f;
 	int procs; /* those with a VFIO group open */
 };
 
 struct seed_ctx {
-	struct fleet *f;
+	struct daemon_counters *f;
 	pid_t pid;
 	bool has_group;
 };
@@ -94,9 +94,9 @@ static void seed_fd(int fd, const char *target, void *vctx)
 		return;
 	group = (uint32_t)g;
 	ctx->has_group = true;
-	bpf_map_update_elem(bpf_map__fd(ctx->f->skel->maps.fleet_procs), &tgid, &one, BPF_ANY);
-	if (!bpf_map_lookup_elem(bpf_map__fd(ctx->f->skel->maps.fleet_group_card), &group, &idx))
-		bpf_map_update_elem(bpf_map__fd(ctx->f->skel->maps.fleet_proc_card), &tgid, &idx, BPF_ANY);
+	bpf_map_update_elem(bpf_map__fd(ctx->f->skel->maps.daemon_procs), &tgid, &one, BPF_ANY);
+	if (!bpf_map_lookup_elem(bpf_map__fd(ctx->f->skel->maps.daemon_group_card), &group, &idx))
+		bpf_map_update_elem(bpf_map__fd(ctx->f->skel->maps.daemon_proc_card), &tgid, &idx, BPF_ANY);
 }
 
 static void seed_process(pid_t pid, void *vctx)
@@ -108,7 +108,7 @@ static void seed_process(pid_t pid, void *vctx)
 	all->procs += ctx.has_group;
 }
 
-int fleet_seed_processes(struct fleet *f)
+int daemon_seed_processes(struct daemon_counters *f)
 {
 	struct seed_all all = { f, 0 };
 
@@ -139,9 +139,9 @@ static int sweep_map(int fd, size_t key_size)
 	return dropped;
 }
 
-int fleet_processes(struct fleet *f, pid_t *pids, int max)
+int daemon_processes(struct daemon_counters *f, pid_t *pids, int max)
 {
-	int fd = bpf_map__fd(f->skel->maps.fleet_procs), n = 0;
+	int fd = bpf_map__fd(f->skel->maps.daemon_procs), n = 0;
 	uint32_t key, next;
 	bool first = true;
 
@@ -157,11 +157,11 @@ int fleet_processes(struct fleet *f, pid_t *pids, int max)
 /* BPF forgets a process's card at its exit; this catches one it missed,
  * and containers' cards, which nothing else drops (an exit closes files
  * without close(), and the daemon does not watch close anyway). */
-int fleet_sweep(struct fleet *f)
+int daemon_sweep(struct daemon_counters *f)
 {
-	return sweep_map(bpf_map__fd(f->skel->maps.fleet_proc_card), sizeof(uint32_t)) +
-	       sweep_map(bpf_map__fd(f->skel->maps.fleet_procs), sizeof(uint32_t)) +
-	       sweep_map(bpf_map__fd(f->skel->maps.fleet_fd_card), sizeof(struct sbt_fd_key));
+	return sweep_map(bpf_map__fd(f->skel->maps.daemon_proc_card), sizeof(uint32_t)) +
+	       sweep_map(bpf_map__fd(f->skel->maps.daemon_procs), sizeof(uint32_t)) +
+	       sweep_map(bpf_map__fd(f->skel->maps.daemon_fd_card), sizeof(struct sbt_fd_key));
 }
 
 /* ---- the counters ------------------------------------------------------------ */
@@ -189,15 +189,15 @@ static int sum_percpu(int fd, uint32_t key, int ncpus, void *out, size_t size)
 	return 0;
 }
 
-int fleet_read(struct fleet *f, struct fleet_counts *c)
+int daemon_read(struct daemon_counters *f, struct daemon_counts *c)
 {
-	int ops = bpf_map__fd(f->skel->maps.fleet_ioctls), cards = bpf_map__fd(f->skel->maps.fleet_cards);
-	int drv = bpf_map__fd(f->skel->maps.fleet_drv), err;
+	int ops = bpf_map__fd(f->skel->maps.daemon_ioctls), cards = bpf_map__fd(f->skel->maps.daemon_cards);
+	int drv = bpf_map__fd(f->skel->maps.daemon_drv), err;
 
-	for (uint32_t i = 0; i < SBT_FLEET_OPS; i++)
+	for (uint32_t i = 0; i < SBT_DAEMON_OPS; i++)
 		if ((err = sum_percpu(ops, i, f->ncpus, &c->ops[i], sizeof(c->ops[i]))))
 			return err;
-	for (uint32_t i = 0; i < SBT_FLEET_CARDS; i++)
+	for (uint32_t i = 0; i < SBT_DAEMON_CARDS; i++)
 		if ((err = sum_percpu(cards, i, f->ncpus, &c->cards[i], sizeof(c->cards[i]))))
 			return err;
 	for (uint32_t i = 0; i < SBT_DRV_FUNC_MAX; i++)
@@ -206,7 +206,7 @@ int fleet_read(struct fleet *f, struct fleet_counts *c)
 	return 0;
 }
 
-const char *fleet_op_name(uint32_t op)
+const char *daemon_op_name(uint32_t op)
 {
 	const char *name = NULL;
 
@@ -230,21 +230,21 @@ static uint64_t bucket_floor(int b)
 	return p + p * (uint64_t)(b % 4) / 4;
 }
 
-uint64_t fleet_slower_than(const struct fleet_counts *c, uint64_t ns)
+uint64_t daemon_slower_than(const struct daemon_counts *c, uint64_t ns)
 {
 	uint64_t n = 0;
 
-	for (int i = 0; i < SBT_FLEET_OPS; i++)
-		for (int b = SBT_FLEET_BUCKETS - 1; b >= 0 && bucket_floor(b) >= ns; b--)
+	for (int i = 0; i < SBT_DAEMON_OPS; i++)
+		for (int b = SBT_DAEMON_BUCKETS - 1; b >= 0 && bucket_floor(b) >= ns; b--)
 			n += c->ops[i].bucket[b];
 	return n;
 }
 
-uint64_t fleet_errors(const struct fleet_counts *c)
+uint64_t daemon_errors(const struct daemon_counts *c)
 {
 	uint64_t n = 0;
 
-	for (int i = 0; i < SBT_FLEET_OPS; i++)
+	for (int i = 0; i < SBT_DAEMON_OPS; i++)
 		n += c->ops[i].errors;
 	return n;
 }

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The daemon's always-on tier, user side: the cards it numbers for BPF
- * (bpf/fleet.bpf.h), the processes that already had a card open when it
+ * (bpf/daemon.bpf.h), the processes that already had a card open when it
  * started, the sweep of processes gone, and the in-kernel counters read
  * and summed over CPUs.
  */
-#ifndef SBT_FLEET_H
-#define SBT_FLEET_H
+#ifndef SBT_DAEMON_H
+#define SBT_DAEMON_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -17,48 +17,48 @@
 
 struct spyre_bpf;
 
-struct fleet_card {
+struct daemon_card {
 	char bdf[16]; /* 0000:3b:00.0; "unknown" for slot 0 */
 	char vendor_device[10]; /* 1014:06a7 */
 	int numa; /* -1 when the kernel does not say */
 	uint32_t group; /* VFIO (IOMMU) group */
 };
 
-struct fleet {
+struct daemon_counters {
 	struct spyre_bpf *skel;
-	struct fleet_card cards[SBT_FLEET_CARDS]; /* [0]: work no card is known for */
+	struct daemon_card cards[SBT_DAEMON_CARDS]; /* [0]: work no card is known for */
 	int ncards; /* slots used, 0 included */
 	int ncpus;
 };
 
 /* What the kernel summed, over all CPUs. */
-struct fleet_counts {
-	struct sbt_fleet_hist ops[SBT_FLEET_OPS];
-	struct sbt_fleet_card cards[SBT_FLEET_CARDS];
-	struct sbt_fleet_hist drv[SBT_DRV_FUNC_MAX]; /* vfio's functions, by enum sbt_drv_func */
+struct daemon_counts {
+	struct sbt_daemon_hist ops[SBT_DAEMON_OPS];
+	struct sbt_daemon_card cards[SBT_DAEMON_CARDS];
+	struct sbt_daemon_hist drv[SBT_DRV_FUNC_MAX]; /* vfio's functions, by enum sbt_drv_func */
 };
 
 /* The cards bound to vfio-pci that the filter wants, numbered 1.. into the
  * BPF maps (after load); again later, only new cards are added (a card
  * keeps its number). Returns how many were added, or -errno. */
-int fleet_find_cards(struct fleet *f, const struct devfilter *want, const char *sysfs_pci);
+int daemon_find_cards(struct daemon_counters *f, const struct devfilter *want, const char *sysfs_pci);
 /* Processes that have a VFIO group open now: their card into the BPF map,
  * as BPF would learn it from their next ioctl on the group. Returns how
  * many processes. */
-int fleet_seed_processes(struct fleet *f);
+int daemon_seed_processes(struct daemon_counters *f);
 /* The processes that hold a card: made a VFIO ioctl since the daemon
  * started, or had a group open then. Returns how many (at most max). */
-int fleet_processes(struct fleet *f, pid_t *pids, int max);
+int daemon_processes(struct daemon_counters *f, pid_t *pids, int max);
 /* Forget the cards of processes that are gone. Returns how many. */
-int fleet_sweep(struct fleet *f);
+int daemon_sweep(struct daemon_counters *f);
 /* The counters now. 0 or -errno. */
-int fleet_read(struct fleet *f, struct fleet_counts *c);
+int daemon_read(struct daemon_counters *f, struct daemon_counts *c);
 /* VFIO ioctls that took at least ns (counted in buckets wholly at or
  * above it, so a little under the exact number). */
-uint64_t fleet_slower_than(const struct fleet_counts *c, uint64_t ns);
+uint64_t daemon_slower_than(const struct daemon_counts *c, uint64_t ns);
 /* Failed VFIO ioctls, of every command. */
-uint64_t fleet_errors(const struct fleet_counts *c);
-/* The name of a command slot (sbt_fleet_op): "VFIO_IOMMU_MAP_DMA", "other". */
-const char *fleet_op_name(uint32_t op);
+uint64_t daemon_errors(const struct daemon_counts *c);
+/* The name of a command slot (sbt_daemon_op): "VFIO_IOMMU_MAP_DMA", "other". */
+const char *daemon_op_name(uint32_t op);
 
 #endif
