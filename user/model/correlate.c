@@ -97,17 +97,24 @@ struct correlator {
 
 /* ---- emitting -------------------------------------------------------- */
 
+/* Hands what the model made to every sink that takes that kind of thing
+ * (member: track, event, task, clock or lost). */
+#define TO_SINKS(c, member, ...)                                                   \
+	do {                                                                       \
+		for (int i_ = 0; i_ < (c)->nsinks; i_++)                           \
+			if ((c)->sinks[i_].member)                                 \
+				(c)->sinks[i_].member((c)->sinks[i_].ctx, __VA_ARGS__); \
+	} while (0)
+
 static void announce(struct correlator *c, struct model_track *t)
 {
 	t->announced = true;
-	for (int i = 0; i < c->nsinks; i++)
-		c->sinks[i].track(c->sinks[i].ctx, t);
+	TO_SINKS(c, track, t);
 }
 
 static void emit(struct correlator *c, const struct model_event *e)
 {
-	for (int i = 0; i < c->nsinks; i++)
-		c->sinks[i].event(c->sinks[i].ctx, e);
+	TO_SINKS(c, event, e);
 }
 
 static void new_track(struct correlator *c, struct model_track *t, enum model_track_kind kind,
@@ -913,9 +920,7 @@ static void on_lost(struct correlator *c, const struct sbt_lost *r)
 	}
 	arg_u(&e, "count", r->count);
 	arg_u(&e, "total", r->total);
-	for (int i = 0; i < c->nsinks; i++)
-		if (c->sinks[i].lost)
-			c->sinks[i].lost(c->sinks[i].ctx, r->h.ts, r->count);
+	TO_SINKS(c, lost, r->h.ts, r->count);
 	emit(c, &e);
 }
 
@@ -950,6 +955,61 @@ static bool implausible(struct correlator *c, const struct sbt_hdr *h)
 	return false;
 }
 
+/* ---- what the capture says about itself -------------------------------- */
+
+static void on_proc(struct correlator *c, const struct sbt_meta_proc *p)
+{
+	process_of(c, p->pid, true);
+	rename_thread(c, p->pid, p->pid, p->comm);
+}
+
+static void on_thread_name(struct correlator *c, const struct sbt_thread_name *n)
+{
+	if (hm_get(&c->threads, n->h.tid) || n->h.tid == n->h.tgid)
+		rename_thread(c, n->h.tgid, n->h.tid, n->comm);
+}
+
+static void on_irq_name(struct correlator *c, const struct sbt_meta_irq *q)
+{
+	char name[sizeof(q->name)];
+	bool added;
+	uint64_t id;
+
+	snprintf(name, sizeof(name), "%.*s", (int)sizeof(name) - 1, q->name);
+	if (q->irq < 1024 && (id = strtab_id(&c->names, name, &added)))
+		c->irq_names[q->irq] = strtab_str(&c->names, id);
+}
+
+/* From now on the process's jobs run on that card, where its interrupts
+ * land; a process driving several cards keeps its own device: which card
+ * ran which job is not in these records. */
+static void on_card(struct correlator *c, const struct sbt_meta_device *m)
+{
+	struct process *p = process_of(c, m->pid, false);
+
+	if (p && m->bdf[0] && ++p->ncards == 1)
+		p->dev = pci_device(c, m->bdf);
+	else if (p && p->ncards == 2)
+		p->dev = NULL; /* device_of makes the process's own */
+}
+
+/* A process started (for merge's arrows from the op that started it), or
+ * a thread's ids in its pid namespace (for merge's kineto ids). */
+static void on_task_ids(struct correlator *c, const struct sbt_hdr *h)
+{
+	struct model_task_ids t = { h->ts, h->tgid, h->tid, 0, 0, 0 };
+
+	if (h->type == SBT_TASK_NEW) {
+		if (!(((const struct sbt_task *)h)->flags & 1))
+			return; /* a thread, not a process */
+		t.ppid = ((const struct sbt_task *)h)->ppid;
+	} else {
+		t.ns_pid = ((const struct sbt_meta_nspid *)h)->ns_tgid;
+		t.ns_tid = ((const struct sbt_meta_nspid *)h)->ns_tid;
+	}
+	TO_SINKS(c, task, &t);
+}
+
 int correlator_add(struct correlator *c, const struct sbt_hdr *h)
 {
 	if (implausible(c, h)) {
@@ -969,92 +1029,28 @@ int correlator_add(struct correlator *c, const struct sbt_hdr *h)
 			c->st.last_ts = h->ts;
 	}
 	switch (h->type) {
-	case SBT_CALL_ENTER:
-		on_call_enter(c, (const void *)h);
-		break;
-	case SBT_CALL_EXIT:
-		on_call_exit(c, (const void *)h);
-		break;
-	case SBT_IOCTL:
-		on_ioctl(c, (const void *)h);
-		break;
-	case SBT_DRV:
-		on_drv(c, (const void *)h);
-		break;
-	case SBT_IRQ:
-		on_irq(c, (const void *)h);
-		break;
+	case SBT_CALL_ENTER: on_call_enter(c, (const void *)h); break;
+	case SBT_CALL_EXIT: on_call_exit(c, (const void *)h); break;
+	case SBT_IOCTL: on_ioctl(c, (const void *)h); break;
+	case SBT_DRV: on_drv(c, (const void *)h); break;
+	case SBT_IRQ: on_irq(c, (const void *)h); break;
 	case SBT_IOMMU_MAP:
 	case SBT_IOMMU_UNMAP:
 	case SBT_DMA_MAP:
-	case SBT_DMA_UNMAP:
-		on_dma(c, h);
-		break;
+	case SBT_DMA_UNMAP: on_dma(c, h); break;
 	case SBT_TASK_NEW:
-		if (((const struct sbt_task *)h)->flags & 1) {
-			struct model_task_ids t = { h->ts, h->tgid, h->tid, ((const struct sbt_task *)h)->ppid };
-
-			for (int i = 0; i < c->nsinks; i++)
-				if (c->sinks[i].task)
-					c->sinks[i].task(c->sinks[i].ctx, &t);
-		}
-		/* fall through */
-	case SBT_TASK_COMM:
-	case SBT_TASK_EXIT:
+		on_task_ids(c, h);
 		on_task(c, (const void *)h);
 		break;
-	case SBT_META_PROC: {
-		const struct sbt_meta_proc *p = (const void *)h;
-
-		process_of(c, p->pid, true);
-		rename_thread(c, p->pid, p->pid, p->comm);
-		break;
-	}
-	case SBT_THREAD_NAME:
-		if (hm_get(&c->threads, h->tid) || h->tid == h->tgid)
-			rename_thread(c, h->tgid, h->tid, ((const struct sbt_thread_name *)h)->comm);
-		break;
-	case SBT_META_IRQ: {
-		const struct sbt_meta_irq *q = (const void *)h;
-		char name[sizeof(q->name)];
-		bool added;
-		uint64_t id;
-
-		snprintf(name, sizeof(name), "%.*s", (int)sizeof(name) - 1, q->name);
-		if (q->irq < 1024 && (id = strtab_id(&c->names, name, &added)))
-			c->irq_names[q->irq] = strtab_str(&c->names, id);
-		break;
-	}
-	case SBT_META_DEVICE: {
-		const struct sbt_meta_device *m = (const void *)h;
-		struct process *p = process_of(c, m->pid, false);
-
-		/* from now on its jobs run on that card, where its interrupts land;
-		 * a process driving several cards keeps its own device: which
-		 * card ran which job is not in these records */
-		if (p && m->bdf[0] && ++p->ncards == 1)
-			p->dev = pci_device(c, m->bdf);
-		else if (p && p->ncards == 2)
-			p->dev = NULL; /* device_of makes the process's own */
-		break;
-	}
-	case SBT_META_CLOCK:
-		for (int i = 0; i < c->nsinks; i++)
-			if (c->sinks[i].clock)
-				c->sinks[i].clock(c->sinks[i].ctx, (const void *)h);
-		break;
-	case SBT_LOST:
-		on_lost(c, (const void *)h);
-		break;
-	case SBT_META_NSPID: {
-		const struct sbt_meta_nspid *n = (const void *)h;
-		struct model_task_ids t = { h->ts, h->tgid, h->tid, 0, n->ns_tgid, n->ns_tid };
-
-		for (int i = 0; i < c->nsinks; i++)
-			if (c->sinks[i].task)
-				c->sinks[i].task(c->sinks[i].ctx, &t);
-		break;
-	}
+	case SBT_TASK_COMM:
+	case SBT_TASK_EXIT: on_task(c, (const void *)h); break;
+	case SBT_META_PROC: on_proc(c, (const void *)h); break;
+	case SBT_THREAD_NAME: on_thread_name(c, (const void *)h); break;
+	case SBT_META_IRQ: on_irq_name(c, (const void *)h); break;
+	case SBT_META_DEVICE: on_card(c, (const void *)h); break;
+	case SBT_META_CLOCK: TO_SINKS(c, clock, (const void *)h); break;
+	case SBT_LOST: on_lost(c, (const void *)h); break;
+	case SBT_META_NSPID: on_task_ids(c, h); break;
 	}
 	return 0;
 }
