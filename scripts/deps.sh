@@ -16,13 +16,16 @@ pkgs=(make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libiberty-dev
 foreign=(ppc64el s390x)
 backports=/etc/apt/sources.list.d/spyre-bpftrace-backports.sources
 missing=()
+# each command's output read whole, then matched: with pipefail, grep -q
+# leaving early can kill the writer with SIGPIPE and fail the pipe
 for p in "${pkgs[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-		missing+=("$p")
+	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	[ "$status" = "install ok installed" ] || missing+=("$p")
 done
 arches=()
+have=$(dpkg --print-foreign-architectures)
 for a in "${foreign[@]}"; do
-	dpkg --print-foreign-architectures | grep -qx "$a" || arches+=("$a")
+	grep -qx "$a" <<<"$have" || arches+=("$a")
 done
 [ ${#missing[@]} -eq 0 ] && [ ${#arches[@]} -eq 0 ] && [ -f "$backports" ] && exit 0
 echo "deps: installing ${missing[*]}${arches:+ (and dpkg architectures ${arches[*]})}"

@@ -16,7 +16,10 @@ s390x) deb=s390x ;;
 *) echo "sysroot: no cross build for '$arch'; hint: ppc64le or s390x" >&2; exit 2 ;;
 esac
 fail() { echo "sysroot: $1; hint: $2" >&2; exit 1; }
-dpkg --print-foreign-architectures | grep -qx "$deb" ||
+# read whole, then matched: with pipefail, grep -q leaving early can kill
+# dpkg with SIGPIPE and fail the pipe though the architecture is there
+foreign=$(dpkg --print-foreign-architectures)
+grep -qx "$deb" <<<"$foreign" ||
 	fail "$deb is not a dpkg architecture here" "sudo make deps ARCH=$arch"
 cache=${SBT_SYSROOT_CACHE:-/var/cache/spyre-bpftrace/sysroot}/$deb
 mkdir -p "$cache"
