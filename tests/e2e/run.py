@@ -2378,6 +2378,89 @@ def run_daemon_snapshot_cut_to_fit(tmp):
                 p.wait()
 
 
+def run_daemon_kubernetes_dirs(tmp):
+    """The directories the DaemonSet gives the daemon: an emptyDir (0777,
+    empty) as --runtime-dir and a hostPath DirectoryOrCreate (0755) as
+    --state-dir. The daemon makes both 0700, says so, and runs; a 0777
+    directory that already holds something, or one that is not root's, is
+    refused with the reason."""
+    run_dir, state = os.path.join(tmp, "run"), os.path.join(tmp, "state")
+    os.makedirs(run_dir)
+    os.makedirs(state)
+    os.chmod(run_dir, 0o777)
+    os.chmod(state, 0o755)
+    daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers")
+    try:
+        assert ctl_status(ctl)["version"], "no status"
+        assert http_get(f"http://127.0.0.1:{port}/healthz")[0] == 200
+        for d in (run_dir, state, os.path.join(state, "snapshots")):
+            assert os.stat(d).st_mode & 0o777 == 0o700, f"{d}: {os.stat(d).st_mode & 0o777:o}"
+        daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(timeout=30) == 0
+        log = open(os.path.join(tmp, "daemon.log")).read()
+        assert f"--runtime-dir '{run_dir}' was 0777; made it 0700" in log and \
+            f"--state-dir '{state}' was 0755; made it 0700" in log, log
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+    planted, theirs = os.path.join(tmp, "planted"), os.path.join(tmp, "theirs")
+    os.makedirs(planted)
+    open(os.path.join(planted, "control"), "w").close()
+    os.chmod(planted, 0o777)
+    os.makedirs(theirs)
+    os.chown(theirs, 65534, 65534)
+    for d, why in ((planted, "others could write into it, and it is not empty"), (theirs, "is not a directory of ours")):
+        r = subprocess.run([TOOL, "daemon", "--listen", f"127.0.0.1:{free_port()}", "--runtime-dir", d,
+                            "--state-dir", os.path.join(tmp, "state2"), "--no-sampling", "--no-triggers"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0 and why in r.stderr and "hint:" in r.stderr, (d, r.returncode, r.stderr[-600:])
+
+
+def run_daemon_http_slow_clients(tmp):
+    """50 clients that connect to the daemon's metrics port and send one
+    byte a second hold nothing: /healthz and /metrics each answer within
+    100 ms throughout (the kubelet's liveness probe times out at 1 s), and
+    each slow one is cut off after the second a request's head may take."""
+    import socket
+    daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers")
+    slow = []
+    try:
+        http_get(f"http://127.0.0.1:{port}/healthz")  # the client's own first-use cost, not timed
+        for _ in range(50):
+            c = socket.create_connection(("127.0.0.1", port), timeout=5)
+            c.sendall(b"G")
+            slow.append(c)
+        worst, times = 0.0, []
+        for _ in range(10):
+            for url in ("/healthz", "/metrics"):
+                t0 = time.time()
+                status, body = http_get(f"http://127.0.0.1:{port}{url}", timeout=2)
+                worst = max(worst, time.time() - t0)
+                times.append(round((time.time() - t0) * 1000, 1))
+                assert status == 200 and (url == "/healthz" or "spyre_bpftrace_scrapes_total" in body)
+            for c in slow:
+                try:
+                    c.sendall(b"E")
+                except OSError:
+                    pass  # already cut off
+            time.sleep(0.1)
+        print(f"     slowest answer beside 50 slow clients: {worst * 1000:.1f} ms ({times})")
+        assert worst < 0.1, f"an answer took {worst * 1000:.0f} ms beside 50 slow clients"
+        for c in slow:  # cut off: the server closed each (an answer or not)
+            c.settimeout(5)
+            while c.recv(4096):
+                pass
+        daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(timeout=30) == 0
+    finally:
+        for c in slow:
+            c.close()
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+
+
 def run_daemon_kubelet_allocations(tmp):
     """spyre_device_allocation_info from the kubelet's pod-resources API:
     a kubelet stand-in serving v1.PodResourcesLister/List with the real
@@ -2471,6 +2554,8 @@ TESTS = [
     ("daemon_sampling_and_triggers", run_daemon_sampling_triggers),
     ("daemon_bad_requests_and_sigkill", run_daemon_bad_requests),
     ("daemon_kubelet_allocations", run_daemon_kubelet_allocations),
+    ("daemon_kubernetes_dirs", run_daemon_kubernetes_dirs),
+    ("daemon_http_slow_clients", run_daemon_http_slow_clients),
     ("daemon_soak", run_daemon_soak),
     ("daemon_snapshot_cut_to_fit", run_daemon_snapshot_cut_to_fit),
     ("guest_kernel_6_1", run_guest_kernel),

@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/http.h"
@@ -112,6 +114,81 @@ static void test_get_head_and_errors(void **state)
 	http_stop(s);
 }
 
+static int connect_to(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* 50 clients that connect and send one byte: a scrape is answered at once
+ * all the same, and each slow one is cut off a second after it came. */
+static void test_slow_clients(void **state)
+{
+	struct http_server *s;
+	int slow[50], port;
+	double t0, took;
+	char c;
+	char *r;
+
+	(void)state;
+	s = start(&port);
+	for (int i = 0; i < 50; i++) {
+		slow[i] = connect_to(port);
+		assert_int_equal(send(slow[i], "G", 1, MSG_NOSIGNAL), 1);
+	}
+	for (int k = 0; k < 5; k++) {
+		t0 = now_s();
+		r = exchange(port, "GET /metrics HTTP/1.1\r\n\r\n", 25);
+		took = now_s() - t0;
+		assert_non_null(strstr(r, " 200 OK"));
+		/* the bound; a free server answers in about a millisecond */
+		assert_true(took < 0.1);
+	}
+	/* cut off after the 1 s a head may take: each reads the end */
+	for (int i = 0; i < 50; i++) {
+		struct timeval tv = { 5, 0 };
+
+		setsockopt(slow[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		assert_int_equal(recv(slow[i], &c, 1, 0), 0);
+		close(slow[i]);
+	}
+	http_stop(s);
+}
+
+static void test_request_parser(void **state)
+{
+	const char *url;
+	bool head;
+	char a[] = "GET /metrics?x=1 HTTP/1.1\r\n\r\n", b[] = "HEAD /healthz HTTP/1.0\r\n\r\n";
+	char c[] = "POST /metrics HTTP/1.1\r\n\r\n", d[] = "GET metrics HTTP/1.1\r\n\r\n";
+	char e[] = "GET /metrics\r\n\r\n", f[] = "GET /x HTTP/2\r\n\r\n", g[] = "";
+
+	(void)state;
+	assert_int_equal(http_parse_request(a, &url, &head), 0);
+	assert_string_equal(url, "/metrics");
+	assert_false(head);
+	assert_int_equal(http_parse_request(b, &url, &head), 0);
+	assert_string_equal(url, "/healthz");
+	assert_true(head);
+	assert_int_equal(http_parse_request(c, &url, &head), 405);
+	assert_int_equal(http_parse_request(d, &url, &head), 400);
+	assert_int_equal(http_parse_request(e, &url, &head), 400);
+	assert_int_equal(http_parse_request(f, &url, &head), 400);
+	assert_int_equal(http_parse_request(g, &url, &head), 400);
+}
+
 static void test_listen_errors(void **state)
 {
 	struct http_server *s, *again;
@@ -189,6 +266,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_get_head_and_errors),
+		cmocka_unit_test(test_slow_clients),
+		cmocka_unit_test(test_request_parser),
 		cmocka_unit_test(test_listen_errors),
 		cmocka_unit_test(test_sd_notify),
 	};

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -9,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "base/outfile.h"
 
 FILE *outfile_create(struct outfile *of, const char *path, char *err, size_t errlen)
@@ -86,6 +88,20 @@ void outfile_release(struct outfile *of)
 	memset(of, 0, sizeof(*of));
 }
 
+static bool dir_is_empty(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool empty = true;
+
+	if (!d)
+		return false;
+	while (empty && (e = readdir(d)))
+		empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+	closedir(d);
+	return empty;
+}
+
 int outfile_private_dir(const char *dir, const char *flag, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
@@ -104,10 +120,25 @@ int outfile_private_dir(const char *dir, const char *flag, char *err, size_t err
 			 flag);
 		return -1;
 	}
-	if (lstat(dir, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
-		snprintf(err, errlen, "'%s' is not a directory of ours that only we can enter; hint: "
-			 "remove it or choose another %s", dir, flag);
+	if (lstat(dir, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+		snprintf(err, errlen, "'%s' is not a directory of ours; hint: remove it or choose another %s",
+			 dir, flag);
 		return -1;
 	}
+	if (!(st.st_mode & 077))
+		return 0;
+	if (chmod(dir, 0700)) {
+		snprintf(err, errlen, "cannot make '%s' private: %s; hint: make it 0700, or choose another %s",
+			 dir, strerror(errno), flag);
+		return -1;
+	}
+	/* others could have put something there until now: only an empty one
+	 * is taken (looked at once nobody else can add to it) */
+	if ((st.st_mode & 022) && !dir_is_empty(dir)) {
+		snprintf(err, errlen, "'%s' is ours but others could write into it, and it is not empty; "
+			 "hint: remove it, or choose another %s", dir, flag);
+		return -1;
+	}
+	sbt_note("%s '%s' was %04o; made it 0700", flag, dir, (unsigned)(st.st_mode & 07777));
 	return 0;
 }

@@ -29,9 +29,11 @@ uint64_t outfile_size(const struct outfile *of);
 void outfile_release(struct outfile *of);
 
 /* A directory only we may enter: its parents made as mkdir -p does (0755),
- * itself 0700, and refused if it is not ours or others may enter it
- * (what the daemon writes there holds traces). 0, or -1 with err (what
- * names it: flag, e.g. "--state-dir"). */
+ * itself 0700, and refused if it is not ours (what the daemon writes there
+ * holds traces). One of ours that others may enter is made 0700 (a
+ * Kubernetes emptyDir is 0777, a hostPath DirectoryOrCreate 0755), said
+ * on stderr; one that others could write into is taken only while empty.
+ * 0, or -1 with err (what names it: flag, e.g. "--state-dir"). */
 int outfile_private_dir(const char *dir, const char *flag, char *err, size_t errlen);
 
 #endif

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* One thread serves one connection at a time: a scrape every few seconds
- * needs no more, and a client that stalls is cut off after REQUEST_MS. */
+/*
+ * One thread, many connections, multiplexed with poll: a client that is
+ * slow or silent holds only its own slot, never the server. Each has 1 s
+ * from its connect to send its request's head and 5 s for the whole
+ * exchange; past MAX_CONNS open at once, new ones wait in the backlog
+ * until a slot frees (slow ones are cut within a second).
+ */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,9 +23,25 @@
 #include "daemon/http.h"
 
 #define REQUEST_MAX 8192 /* request line and headers */
-#define REQUEST_MS 5000	 /* the whole exchange, read and write */
+#define HEAD_MS 1000 /* from connect to the end of the request's head */
+#define EXCHANGE_MS 5000 /* from connect to the last byte of the answer */
+#define LINGER_MS 1000 /* reading what the client still sends, after the answer */
+#define MAX_CONNS 256
+#define BACKLOG 128
 
 static const char text_plain[] = "text/plain; charset=utf-8";
+
+enum conn_state { CONN_READ, CONN_WRITE, CONN_LINGER };
+
+struct conn {
+	int fd;
+	enum conn_state st;
+	long long born, deadline; /* ms, CLOCK_MONOTONIC */
+	char *in; /* REQUEST_MAX bytes, while reading */
+	size_t got;
+	char *out; /* the whole answer, while writing */
+	size_t len, off, drained;
+};
 
 struct http_server {
 	int fd;
@@ -28,6 +49,8 @@ struct http_server {
 	pthread_t thread;
 	http_page_fn page;
 	void *ctx;
+	struct conn conns[MAX_CONNS];
+	int n;
 };
 
 static long long now_ms(void)
@@ -36,35 +59,6 @@ static long long now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-/* Waits for fd to be ready for ev before the deadline. */
-static int wait_fd(int fd, short ev, long long deadline)
-{
-	struct pollfd p = { fd, ev, 0 };
-	long long left = deadline - now_ms();
-
-	if (left <= 0)
-		return -1;
-	return poll(&p, 1, (int)left) == 1 ? 0 : -1;
-}
-
-static int send_all(int fd, const char *buf, size_t len, long long deadline)
-{
-	while (len) {
-		ssize_t n;
-
-		if (wait_fd(fd, POLLOUT, deadline))
-			return -1;
-		n = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			continue;
-		if (n <= 0)
-			return -1;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 static const char *reason(unsigned status)
@@ -81,130 +75,207 @@ static const char *reason(unsigned status)
 	}
 }
 
-static void respond(int fd, unsigned status, const char *type, const char *body, size_t len,
-		    int head_only, long long deadline)
+int http_parse_request(char *req, const char **url, bool *head)
+{
+	char *sp, *u, *q;
+
+	/* "METHOD SP URL SP HTTP/x.y" */
+	sp = strchr(req, ' ');
+	u = sp ? sp + 1 : NULL;
+	sp = u ? strpbrk(u, " \r\n") : NULL;
+	if (!sp || *sp != ' ' || strncmp(sp + 1, "HTTP/1.", 7) || u[0] != '/')
+		return 400;
+	*sp = 0;
+	*head = !strncmp(req, "HEAD ", 5);
+	if (strncmp(req, "GET ", 4) && !*head)
+		return 405;
+	q = strchr(u, '?'); /* the query is not used */
+	if (q)
+		*q = 0;
+	*url = u;
+	return 0;
+}
+
+/* The answer, whole, in c->out: a status line, the headers, the body
+ * (none for HEAD). */
+static void answer(struct conn *c, unsigned status, const char *type, const char *body, size_t len,
+		   bool head_only)
 {
 	char hdr[256];
 	int n = snprintf(hdr, sizeof(hdr),
 			 "HTTP/1.1 %u %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
 			 "Connection: close\r\n\r\n", status, reason(status), type, len);
+	size_t total = (size_t)n + (head_only ? 0 : len);
 
-	if (send_all(fd, hdr, (size_t)n, deadline) == 0 && !head_only)
-		send_all(fd, body, len, deadline);
-}
-
-/* A short plain-text answer of our own (an error). */
-static void respond_text(int fd, unsigned status, const char *msg, int head_only,
-			 long long deadline)
-{
-	respond(fd, status, text_plain, msg, strlen(msg), head_only, deadline);
-}
-
-/* Reads up to the blank line ending the headers. Length read, or -status. */
-static int read_request(int fd, char *buf, size_t size, long long deadline)
-{
-	size_t got = 0;
-
-	while (got < size - 1) {
-		ssize_t n;
-
-		if (wait_fd(fd, POLLIN, deadline))
-			return -408;
-		n = recv(fd, buf + got, size - 1 - got, MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			continue;
-		if (n <= 0)
-			return -400;
-		got += (size_t)n;
-		buf[got] = 0;
-		if (strstr(buf, "\r\n\r\n") || strstr(buf, "\n\n"))
-			return (int)got;
+	free(c->in);
+	c->in = NULL;
+	c->out = malloc(total);
+	if (!c->out) {
+		c->deadline = 0; /* out of memory: closed at once */
+		return;
 	}
-	return -431;
+	memcpy(c->out, hdr, (size_t)n);
+	if (!head_only)
+		memcpy(c->out + n, body, len);
+	c->len = total;
+	c->off = 0;
+	c->st = CONN_WRITE;
+	c->deadline = c->born + EXCHANGE_MS;
 }
 
-static void serve(struct http_server *s, int fd)
+static void answer_text(struct conn *c, unsigned status, const char *msg)
 {
-	long long deadline = now_ms() + REQUEST_MS;
-	char req[REQUEST_MAX], *url, *sp, *q;
-	const char *type = text_plain; /* unless the page says */
+	answer(c, status, text_plain, msg, strlen(msg), false);
+}
+
+/* A request's head is all there: its answer. */
+static void serve(struct http_server *s, struct conn *c)
+{
+	const char *type = text_plain, *url = NULL; /* the type unless the page says */
 	unsigned status = 200;
-	int n = read_request(fd, req, sizeof(req), deadline), head;
+	bool head = false;
 	size_t len = 0;
 	char *body;
+	int bad = http_parse_request(c->in, &url, &head);
 
-	if (n == -408)
-		return; /* gone quiet: nothing to say to it */
-	if (n < 0) {
-		respond_text(fd, (unsigned)-n, "bad request\n", 0, deadline);
+	if (bad) {
+		answer_text(c, (unsigned)bad, bad == 405 ? "only GET\n" : "bad request\n");
 		return;
 	}
-	/* "METHOD SP URL SP HTTP/x.y" */
-	sp = strchr(req, ' ');
-	url = sp ? sp + 1 : NULL;
-	sp = url ? strpbrk(url, " \r\n") : NULL;
-	if (!sp || *sp != ' ' || strncmp(sp + 1, "HTTP/1.", 7) || url[0] != '/') {
-		respond_text(fd, 400, "bad request\n", 0, deadline);
-		return;
-	}
-	*sp = 0;
-	head = !strncmp(req, "HEAD ", 5);
-	if (strncmp(req, "GET ", 4) && !head) {
-		respond_text(fd, 405, "only GET\n", 0, deadline);
-		return;
-	}
-	q = strchr(url, '?'); /* the query is not used */
-	if (q)
-		*q = 0;
 	body = s->page(s->ctx, url, &status, &type, &len);
 	if (!body) {
-		respond_text(fd, 503, "out of memory\n", head, deadline);
+		answer(c, 503, text_plain, "out of memory\n", 14, head);
 		return;
 	}
-	respond(fd, status, type, body, len, head, deadline);
+	answer(c, status, type, body, len, head);
 	free(body);
 }
 
-/* Closing with unread bytes would reset the connection and could take the
- * answer with it: say we are done, read what is left for a moment, close. */
-static void linger_close(int fd)
+static void drop(struct http_server *s, int i)
 {
-	long long deadline = now_ms() + 1000;
-	char sink[4096];
-	size_t drained = 0;
+	struct conn *c = &s->conns[i];
 
-	shutdown(fd, SHUT_WR);
-	while (drained < 65536 && !wait_fd(fd, POLLIN, deadline)) {
-		ssize_t n = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+	close(c->fd);
+	free(c->in);
+	free(c->out);
+	s->conns[i] = s->conns[--s->n];
+}
 
+static bool would_block(ssize_t n)
+{
+	return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+}
+
+/* One step of connection i, now ready. false: it is done, drop it. */
+static bool step(struct http_server *s, struct conn *c)
+{
+	ssize_t n;
+
+	switch (c->st) {
+	case CONN_READ:
+		n = recv(c->fd, c->in + c->got, REQUEST_MAX - 1 - c->got, MSG_DONTWAIT);
+		if (would_block(n))
+			return true;
 		if (n <= 0)
-			break;
-		drained += (size_t)n;
+			return false; /* gone before asking: nothing to say to it */
+		c->got += (size_t)n;
+		c->in[c->got] = 0;
+		if (strstr(c->in, "\r\n\r\n") || strstr(c->in, "\n\n"))
+			serve(s, c);
+		else if (c->got == REQUEST_MAX - 1)
+			answer_text(c, 431, "bad request\n");
+		return c->deadline != 0;
+	case CONN_WRITE:
+		n = send(c->fd, c->out + c->off, c->len - c->off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (would_block(n))
+			return true;
+		if (n <= 0)
+			return false;
+		c->off += (size_t)n;
+		if (c->off < c->len)
+			return true;
+		/* closing with unread bytes would reset the connection and could
+		 * take the answer with it: say we are done, read what is left
+		 * for a moment, then close */
+		shutdown(c->fd, SHUT_WR);
+		c->st = CONN_LINGER;
+		c->deadline = now_ms() + LINGER_MS;
+		return true;
+	case CONN_LINGER: {
+		char sink[4096];
+
+		n = recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT);
+		if (would_block(n))
+			return true;
+		if (n <= 0)
+			return false;
+		c->drained += (size_t)n;
+		return c->drained < 65536;
 	}
-	close(fd);
+	}
+	return false;
+}
+
+static void accept_all(struct http_server *s)
+{
+	while (s->n < MAX_CONNS) {
+		int fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct conn *c;
+
+		if (fd < 0)
+			return; /* none waiting, the peer left, or no file left: later */
+		c = &s->conns[s->n];
+		*c = (struct conn){ .fd = fd, .st = CONN_READ, .born = now_ms() };
+		c->deadline = c->born + HEAD_MS;
+		if (!(c->in = malloc(REQUEST_MAX))) {
+			close(fd);
+			return;
+		}
+		c->in[0] = 0;
+		s->n++;
+	}
 }
 
 static void *serve_loop(void *arg)
 {
 	struct http_server *s = arg;
+	struct pollfd p[MAX_CONNS + 2];
 
 	for (;;) {
-		struct pollfd p[2] = { { s->wake[0], POLLIN, 0 }, { s->fd, POLLIN, 0 } };
-		int c;
+		long long now = now_ms(), next = -1;
+		int np = 2, r;
 
-		if (poll(p, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
+		p[0] = (struct pollfd){ s->wake[0], POLLIN, 0 };
+		/* at the cap, new clients wait in the backlog */
+		p[1] = (struct pollfd){ s->n < MAX_CONNS ? s->fd : -1, POLLIN, 0 };
+		for (int i = 0; i < s->n; i++) {
+			struct conn *c = &s->conns[i];
+
+			p[np++] = (struct pollfd){ c->fd, c->st == CONN_WRITE ? POLLOUT : POLLIN, 0 };
+			if (next < 0 || c->deadline < next)
+				next = c->deadline;
 		}
-		if (p[0].revents)
+		r = poll(p, (nfds_t)np, next < 0 ? -1 : next > now ? (int)(next - now) : 0);
+		if (r < 0 && errno != EINTR)
 			break;
-		c = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC);
-		if (c < 0)
-			continue; /* the peer left, or no file left: the next one may do */
-		serve(s, c);
-		linger_close(c);
+		if (r > 0 && p[0].revents)
+			break;
+		now = now_ms();
+		/* connections first, from the end: a dropped one's slot takes
+		 * the last, already looked at */
+		for (int i = s->n - 1; i >= 0; i--) {
+			bool keep = true;
+
+			if (r > 0 && p[i + 2].revents)
+				keep = step(s, &s->conns[i]);
+			if (!keep || now >= s->conns[i].deadline)
+				drop(s, i);
+		}
+		if (r > 0 && p[1].revents)
+			accept_all(s);
 	}
+	while (s->n)
+		drop(s, s->n - 1);
 	return NULL;
 }
 
@@ -267,9 +338,9 @@ struct http_server *http_start(const char *addr, http_page_fn page, void *ctx, c
 	s->page = page;
 	s->ctx = ctx;
 	s->wake[0] = s->wake[1] = -1;
-	s->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	s->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s->fd < 0 || setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(s->fd, (struct sockaddr *)&ss, len) || listen(s->fd, 16)) {
+	    bind(s->fd, (struct sockaddr *)&ss, len) || listen(s->fd, BACKLOG)) {
 		snprintf(err, errlen, "cannot listen on %s: %s; hint: is another daemon there? choose "
 			 "another with --listen", addr, strerror(errno));
 		goto fail;

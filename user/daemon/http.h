@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* A small HTTP/1.1 server (its own thread, one connection at a time) for the daemon's
- * /metrics and /healthz: GET only, a page made per request. */
+/* A small HTTP/1.1 server for the daemon's /metrics and /healthz: its own
+ * thread, many connections at once, none able to hold the others; GET
+ * only, a page made per request. No TLS, no authentication (docs/daemon.md). */
 #ifndef SBT_HTTP_H
 #define SBT_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct http_server;
@@ -11,6 +13,11 @@ struct sockaddr_storage;
 
 /* "ADDR:PORT" to a socket address. 0, or -1. */
 int http_parse_listen(const char *listen, struct sockaddr_storage *ss);
+
+/* A request's head (NUL ended; changed in place): 0 with the path (no
+ * query) in *url and HEAD or GET in *head, or the status to refuse it
+ * with (400, 405). */
+int http_parse_request(char *req, const char **url, bool *head);
 
 /* Makes the page for url: malloc'd body (NULL: out of memory), status and
  * content type set. Called on the server's thread. */
