@@ -2461,6 +2461,77 @@ def run_daemon_http_slow_clients(tmp):
             daemon.wait()
 
 
+def run_daemon_hostile_library_path(tmp):
+    """A process of user nobody holding a (mock) card with LD_LIBRARY_PATH
+    at a directory of traps named like runtime libraries: a FIFO, a device
+    node, symlinks to each, and a symlink to /etc/shadow. A detail window
+    on it opens and closes on time, ctl status answers within 1 s all the
+    while, the daemon never holds any of them open, says why it did not
+    read the FIFO and the device, and looks at /etc/shadow not at all (its
+    name is no runtime library's)."""
+    pub = os.path.join(tmp, "pub")  # what nobody may run and write
+    os.makedirs(os.path.join(pub, "mock"))
+    shutil.copy2(SIM, pub)
+    shutil.copytree(os.path.join(BUILD, "sim"), os.path.join(pub, "sim"))
+    evil = os.path.join(pub, "evil")
+    os.makedirs(evil)
+    os.mkfifo(os.path.join(evil, "libflex.so.9"))
+    os.mknod(os.path.join(evil, "libsenlib.so.8"), 0o666 | 0o020000, os.makedev(1, 3))  # like /dev/null
+    os.symlink(os.path.join(evil, "libflex.so.9"), os.path.join(evil, "libflex.so.7"))
+    os.symlink(os.path.join(evil, "libsenlib.so.8"), os.path.join(evil, "libsenlib.so.6"))
+    os.symlink("/etc/shadow", os.path.join(evil, "libflex.so.5"))
+    for d, _, files in os.walk(pub):
+        os.chmod(d, 0o777)
+    os.chmod(tmp, 0o755)
+    daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers")
+    job = None
+    try:
+        env = dict(os.environ, LD_LIBRARY_PATH=evil)
+        job = subprocess.Popen(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+                                os.path.join(pub, "spyre-sim-run"), "--mock-dir", os.path.join(pub, "mock"),
+                                "--jobs", "1000000", "--delay-us", "2000"],
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_for(lambda: ctl_status(ctl)["processes"] == "with a card 1", 20, "the daemon to see nobody's job")
+        t0 = time.time()
+        rec = subprocess.Popen(ctl + ["record", "--seconds", "2", "-o", os.path.join(tmp, "w.sbt")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        worst, held = 0.0, set()
+        while rec.poll() is None and time.time() - t0 < 30:
+            t = time.time()
+            r = subprocess.run(ctl + ["status"], capture_output=True, text=True, timeout=30)
+            # while the window opens (its libraries found and probed) and
+            # is open; its close, which waits for the kernel to remove each
+            # uprobe (about 0.1 s apiece here), is not held to it yet
+            if t - t0 < 1.5:
+                worst = max(worst, time.time() - t)
+            assert r.returncode == 0, r.stderr
+            for fd in os.listdir(f"/proc/{daemon.pid}/fd"):
+                try:
+                    held.add(os.readlink(f"/proc/{daemon.pid}/fd/{fd}"))
+                except OSError:
+                    pass
+            time.sleep(0.1)
+        out, err = rec.communicate(timeout=30)
+        took = time.time() - t0
+        print(f"     window of 2 s answered in {took:.1f} s; ctl status at most {worst * 1000:.0f} ms meanwhile")
+        assert rec.returncode == 0 and out.startswith("ok "), out + err
+        # 2 s of window and its trace written; the rest is room for a slow machine
+        assert took < 20, f"the 2 s window took {took:.1f} s"
+        assert worst < 1, f"ctl status took {worst:.2f} s during the window"
+        assert not [h for h in held if h.startswith(evil) or h == "/etc/shadow"], held
+        log = open(os.path.join(tmp, "daemon.log")).read()
+        for trap in ("libflex.so.9", "libsenlib.so.8"):
+            assert f"{trap}: not a regular file of at most 1 GiB; not read" in log, log[-2000:]
+        assert "shadow" not in log, log[-2000:]
+        daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(timeout=30) == 0
+    finally:
+        for p in (daemon, job):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
 def run_daemon_kubelet_allocations(tmp):
     """spyre_device_allocation_info from the kubelet's pod-resources API:
     a kubelet stand-in serving v1.PodResourcesLister/List with the real
@@ -2556,6 +2627,7 @@ TESTS = [
     ("daemon_kubelet_allocations", run_daemon_kubelet_allocations),
     ("daemon_kubernetes_dirs", run_daemon_kubernetes_dirs),
     ("daemon_http_slow_clients", run_daemon_http_slow_clients),
+    ("daemon_hostile_library_path", run_daemon_hostile_library_path),
     ("daemon_soak", run_daemon_soak),
     ("daemon_snapshot_cut_to_fit", run_daemon_snapshot_cut_to_fit),
     ("guest_kernel_6_1", run_guest_kernel),

@@ -121,8 +121,9 @@ void attach_untrace_pid(struct attacher *a, pid_t pid)
 {
 	uint32_t key = (uint32_t)pid;
 
-	attach_forget(a, pid);
+	/* untraced first: its uprobes, until they are gone, record nothing */
 	bpf_map_delete_elem(bpf_map__fd(a->skel->maps.traced), &key);
+	attach_forget(a, pid);
 }
 
 bool attach_any_traced(struct attacher *a)

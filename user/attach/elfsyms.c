@@ -4,8 +4,13 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "attach/elfsyms.h"
@@ -80,6 +85,44 @@ static int walk_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, int machine, bool 
 	return 0;
 }
 
+#define MAX_LIB_BYTES (1ull << 30) /* a runtime library is tens of MB */
+
+/*
+ * A library's path comes from a process we trace (its maps, its
+ * LD_LIBRARY_PATH), which may be hostile, and we may be root: the file is
+ * opened only if it is a regular file of sane size reached through no
+ * symlink, never blocking (a FIFO), never a device. Looked at before it
+ * is opened, and what was opened checked again.
+ */
+static int open_library(const char *path, char *err, size_t errlen)
+{
+	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW,
+				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	char real[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	if (!realpath(path, real) || stat(real, &st)) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > MAX_LIB_BYTES)
+		goto refuse;
+	fd = (int)syscall(SYS_openat2, AT_FDCWD, real, &how, sizeof(how));
+	if (fd < 0 && errno == ENOSYS) /* before 5.6: the last component at least */
+		fd = open(real, (int)how.flags);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size <= MAX_LIB_BYTES)
+		return fd;
+	close(fd);
+refuse:
+	snprintf(err, errlen, "%s: not a regular file of at most 1 GiB; not read", path);
+	return -EPERM;
+}
+
 int elf_for_each_function(const char *path, elf_sym_cb cb, void *ctx, char *err,
 			  size_t errlen)
 {
@@ -91,13 +134,18 @@ int elf_for_each_function(const char *path, elf_sym_cb cb, void *ctx, char *err,
 		snprintf(err, errlen, "libelf: %s", elf_errmsg(-1));
 		return -EINVAL;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return ret;
+	fd = open_library(path, err, errlen);
+	if (fd < 0)
+		return fd;
+	/* read, not mapped: a file cut while we look is a short read, not a
+	 * SIGBUS */
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	/* the whole file in memory at once, every section read from there */
+	if (elf && elf_cntl(elf, ELF_C_FDREAD)) {
+		snprintf(err, errlen, "%s: cannot read it: %s", path, elf_errmsg(-1));
+		ret = -EIO;
+		goto out;
 	}
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		snprintf(err, errlen, "%s: not an ELF file", path);
 		ret = -ENOEXEC;

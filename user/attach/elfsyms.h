@@ -25,7 +25,9 @@ typedef int (*elf_sym_cb)(const struct elf_func *f, void *ctx);
 
 /* Calls cb for every defined function symbol, converting its address to
  * the file offset a uprobe needs. A symbol present in both tables is
- * reported twice. 0, or -errno with err filled. */
+ * reported twice. Only a regular file of at most 1 GiB is read (-EPERM
+ * else), through no symlink once its path is resolved, and read, not
+ * mapped. 0, or -errno with err filled. */
 int elf_for_each_function(const char *path, elf_sym_cb cb, void *ctx, char *err,
 			  size_t errlen);
 

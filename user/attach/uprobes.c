@@ -164,8 +164,10 @@ int attach_library(struct attacher *a, const char *path, const char *why)
 	size_t first = a->probes.n;
 	int ret;
 
-	/* by name first: most files seen are not runtime libraries */
-	if (!wanted(a, path) || !realpath(path, real))
+	/* by name first: most files seen are not runtime libraries; and the
+	 * file a name leads to must be named like one too (a libflex.so that
+	 * is a symlink to /etc/shadow is not looked at) */
+	if (!wanted(a, path) || !realpath(path, real) || !wanted(a, real))
 		return 0;
 	/* one inode, one set of probes, whatever path led to it */
 	if (probe_set_has_lib(&a->probes, real))
