@@ -2204,6 +2204,34 @@ def run_daemon_bad_requests(tmp):
         assert rc == 0, f"a peer of another uid was not refused (child {rc})"
         os.chmod(run_dir, 0o700)
         os.chmod(tmp, 0o700)
+        # a client that dribbles its request holds the daemon for one
+        # second in all, not a read timeout per byte: it is cut off, and
+        # ctl status asked meanwhile is answered
+        import socket
+        import threading
+        slow_answer = []
+
+        def dribble():
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as so:
+                so.settimeout(10)
+                so.connect(os.path.join(run_dir, "control"))
+                try:
+                    for ch in b"status":
+                        so.sendall(bytes([ch]))
+                        time.sleep(0.5)
+                except OSError:
+                    pass  # cut off
+                slow_answer.append(so.recv(4096))
+        t = threading.Thread(target=dribble)
+        t.start()
+        time.sleep(0.2)
+        t0 = time.time()
+        st = ctl_status(ctl)
+        waited = time.time() - t0
+        t.join(timeout=20)
+        assert st["version"] and slow_answer and slow_answer[0].startswith(b"error: no request line"), slow_answer
+        # 1 s for the dribbler, then ours: room for a machine 3x slower
+        assert waited < 4, f"ctl status waited {waited:.1f} s behind a dribbling client"
         r = subprocess.run(ctl + ["record", "--seconds", "5000"], capture_output=True, text=True)
         assert r.returncode == 2 and "invalid --seconds" in r.stderr, r.stderr
         # the spool's disk fills: an error, counted; nothing half-written stays

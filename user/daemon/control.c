@@ -134,8 +134,20 @@ void control_reply(int cfd, const char *text)
 	close(cfd);
 }
 
+#define REQUEST_MS 1000
+#define REFUSED_MS 200
+
+static long long mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 int control_accept(int lfd, char *line, size_t len)
 {
+	long long deadline;
 	struct ucred peer;
 	socklen_t plen = sizeof(peer);
 	size_t got = 0;
@@ -146,14 +158,18 @@ int control_accept(int lfd, char *line, size_t len)
 		return -1;
 	allowed = !getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) &&
 		  (peer.uid == 0 || peer.uid == geteuid());
-	/* the request line first, from anyone: answering before it came
-	 * would close on a peer still writing, which then sees a reset or a
-	 * broken pipe instead of why */
-	while (got + 1 < len) { /* one line, within two seconds */
+	/* the request line, within one deadline for all of it (the daemon's
+	 * main loop waits meanwhile): a second for a peer that may talk to
+	 * us; a refused one's is read for a moment only, since answering
+	 * before it came would close on a peer still writing, which then sees
+	 * a reset or a broken pipe instead of why */
+	deadline = mono_ms() + (allowed ? REQUEST_MS : REFUSED_MS);
+	while (got + 1 < len) {
 		struct pollfd p = { cfd, POLLIN, 0 };
+		long long left = deadline - mono_ms();
 		ssize_t n;
 
-		if (poll(&p, 1, 2000) <= 0)
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
 			break;
 		n = read(cfd, line + got, len - 1 - got);
 		if (n <= 0)

@@ -37,8 +37,9 @@ struct control_request {
 /* Makes dir (0700) and listens on dir/control (0600). The fd, or -1 with err. */
 int control_listen(const char *dir, char *err, size_t errlen);
 /* Accepts one client whose uid may talk to us and reads its request line
- * (NUL ended, without the newline). The client's fd, or -1 (nobody, or a
- * refused or silent peer: already answered and closed). */
+ * (NUL ended, without the newline) within 1 s in all. The client's fd, or
+ * -1 (nobody, or a refused, slow or silent peer: already answered and
+ * closed). */
 int control_accept(int lfd, char *line, size_t len);
 /* One request line (no newline) into r: 0, or -1 with the answer to give
  * (one "error: ...; hint: ..." line, newline ended) in err. */
