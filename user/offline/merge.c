@@ -209,7 +209,7 @@ int cmd_merge(int argc, char **argv)
 	}
 	for (int i = 0, k = 0; i < m->nhosts; i++) {
 		m->cur = i;
-		m->shift = m->hosts[i].offset - m->hosts[0].offset;
+		m->shift = wrap_sub(m->hosts[i].offset, m->hosts[0].offset);
 		if (kinds[i] == 0) {
 			if (merge_read_capture(m, m->hosts[i].path))
 				goto done;
@@ -223,7 +223,7 @@ int cmd_merge(int argc, char **argv)
 		}
 	}
 	if (torch_path) {
-		int64_t add = torch.base_ns - m->hosts[0].offset;
+		int64_t add = wrap_sub(torch.base_ns, m->hosts[0].offset);
 
 		merge_import_chrome(m, &torch, add, FROM_TORCH, &fl);
 		for (size_t i = 0; i < m->st.nev; i++)

@@ -80,6 +80,18 @@ struct flows {
 	size_t n, cap;
 };
 
+/* Clock arithmetic on offsets a crafted input may make anything: wraps,
+ * as the unsigned timestamps it ends in do, instead of overflowing. */
+static inline int64_t wrap_add(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+static inline int64_t wrap_sub(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
 static inline uint64_t key2(uint32_t a, uint32_t b)
 {
 	return (uint64_t)a << 32 | b;

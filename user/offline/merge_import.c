@@ -70,7 +70,7 @@ static void on_cap_event(void *ctx, const struct model_event *e)
 	if (!idx)
 		return;
 	c = *e;
-	c.ts = (uint64_t)((int64_t)e->ts + m->shift);
+	c.ts = (uint64_t)wrap_add((int64_t)e->ts, m->shift);
 	for (int i = 0; i < c.nflows; i++)
 		c.flows[i] = host_flow(&m->hosts[m->cur], c.flows[i]);
 	for (int i = 0; i < c.nterm; i++)
@@ -86,7 +86,7 @@ void merge_note_clock(struct merger *m, struct host *h, const struct sbt_meta_cl
 		h->has_clock = true;
 		h->offset = off;
 	}
-	h->drift = off - h->offset;
+	h->drift = wrap_sub(off, h->offset);
 	if (c->spread_ns > h->spread)
 		h->spread = c->spread_ns;
 	if (h == &m->hosts[0])
@@ -120,7 +120,7 @@ static void note_record(struct merger *m, const struct sbt_hdr *h)
 		if (grow(m, (void **)&m->forks, &m->forks_cap, m->nforks, sizeof(*m->forks)))
 			return;
 		m->forks[m->nforks++] = (struct fork_rec){ t->h.tgid + add, t->ppid + add,
-							   (uint64_t)((int64_t)h->ts + m->shift) };
+							   (uint64_t)wrap_add((int64_t)h->ts, m->shift) };
 	} else if (h->type == SBT_META_NSPID) {
 		const struct sbt_meta_nspid *n = (const void *)h;
 
@@ -148,7 +148,7 @@ void merge_note_our_facts(struct merger *m, const struct chrome_trace *t)
 		    grow(m, (void **)&m->forks, &m->forks_cap, m->nforks, sizeof(*m->forks)))
 			continue;
 		m->forks[m->nforks++] = (struct fork_rec){ (uint32_t)pid + add, (uint32_t)ppid + add,
-							   (uint64_t)(ts + m->shift) };
+							   (uint64_t)wrap_add(ts, m->shift) };
 	}
 	for (uint32_t i = 0; ns && ns->type == JSON_ARRAY && i < ns->n; i++) {
 		int64_t pid, tid, ns_pid, ns_tid;
@@ -445,7 +445,7 @@ void merge_import_chrome(struct merger *m, const struct chrome_trace *t, int64_t
 		if (!chrome_event(t, i, &ce) || !ce.has_ts)
 			continue;
 		memset(&e, 0, sizeof(e));
-		e.ts = (uint64_t)(ce.ts_ns + ts_add);
+		e.ts = (uint64_t)wrap_add(ce.ts_ns, ts_add);
 		e.name = ce.name;
 		e.cat = ce.cat;
 		switch (ce.ph) {

@@ -163,15 +163,18 @@ void store_replay(struct trace_store *s, const struct model_sink *sinks, int nsi
 		e.value = se->value;
 		e.depth = se->depth;
 		e.nargs = se->nargs;
-		memcpy(e.args, s->args + se->args, (size_t)se->nargs * sizeof(e.args[0]));
+		if (se->nargs) /* the pools are NULL until a first entry */
+			memcpy(e.args, s->args + se->args, (size_t)se->nargs * sizeof(e.args[0]));
 		if (se->ext_id != STORE_NO_EXT_ID && e.nargs < MODEL_MAX_ARGS)
 			e.args[e.nargs++] = (struct model_arg){ .name = "External id", .type = ARG_INT,
 								.i = se->ext_id };
 		e.nflows = se->nflows;
 		e.nterm = se->nterm;
-		memcpy(e.flows, s->flows + se->flows, (size_t)se->nflows * sizeof(e.flows[0]));
-		memcpy(e.term_flows, s->flows + se->flows + se->nflows,
-		       (size_t)se->nterm * sizeof(e.term_flows[0]));
+		if (se->nflows)
+			memcpy(e.flows, s->flows + se->flows, (size_t)se->nflows * sizeof(e.flows[0]));
+		if (se->nterm)
+			memcpy(e.term_flows, s->flows + se->flows + se->nflows,
+			       (size_t)se->nterm * sizeof(e.term_flows[0]));
 		if (out.at && in.at) {
 			e.xflows = out.ids + out.at[i];
 			e.nxflows = (int)(out.at[i + 1] - out.at[i]);
