@@ -15,7 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "offline/merge.h"
+#include "offline/merger.h"
 
 struct fixture {
 	struct merger *m;

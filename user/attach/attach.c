@@ -15,31 +15,6 @@
 #include "base/procfs.h"
 #include "spyre.skel.h"
 
-int attach_open(struct attacher *a, const struct record_opts *o)
-{
-	int bad;
-
-	a->o = o;
-	a->nspecs = sbt_n_builtin_probes + (size_t)o->nprobes;
-	a->specs = probe_specs_table(o->probes, o->nprobes, a->real_libs, &bad);
-	if (!a->specs) {
-		sbt_err("out of memory");
-		return -ENOMEM;
-	}
-	if (bad >= 0) {
-		sbt_err("--probe: cannot read '%s': %s", o->probes[bad].lib, strerror(errno));
-		return -errno;
-	}
-	a->probes.max_uprobes = o->max_probes;
-
-	a->skel = spyre_bpf__open();
-	if (!a->skel) {
-		sbt_err("cannot open the BPF object: %s", strerror(errno));
-		return -errno;
-	}
-	return plan_decide(a);
-}
-
 /* ---- load ---------------------------------------------------------------- */
 
 static int fill_patterns(struct attacher *a)
@@ -102,6 +77,33 @@ static void seed_fd_cb(int fd, const char *target, void *ctx)
 			kind = c->a->pattern_kinds[i];
 	if (kind)
 		bpf_map_update_elem(bpf_map__fd(c->a->skel->maps.accel_fds), &key, &kind, BPF_ANY);
+}
+
+struct attached_proc *attach_proc_of(struct attacher *a, pid_t pid, bool create)
+{
+	struct attached_proc *grown;
+
+	for (size_t i = 0; i < a->nprocs; i++)
+		if (a->procs[i].pid == pid)
+			return &a->procs[i];
+	if (!create)
+		return NULL;
+	grown = realloc(a->procs, (a->nprocs + 1) * sizeof(*grown));
+	if (!grown)
+		return NULL;
+	a->procs = grown;
+	grown[a->nprocs] = (struct attached_proc){ .pid = pid };
+	return &grown[a->nprocs++];
+}
+
+void attach_forget(struct attacher *a, pid_t pid)
+{
+	struct attached_proc *ap = attach_proc_of(a, pid, false);
+
+	if (!ap)
+		return;
+	link_free(&ap->links);
+	*ap = a->procs[--a->nprocs];
 }
 
 int attach_trace_pid(struct attacher *a, pid_t pid)

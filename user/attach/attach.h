@@ -4,9 +4,9 @@
  * (the attach plan), load it, attach the kernel programs, and put the
  * runtime probes on each traced process: entry and return-site uprobes,
  * targeted at that process only, on every runtime library it has or can
- * load. `record` uses it, and the daemon for its detail windows. The plan's
- * decisions are in plan.c, the per-process uprobes and the libraries they
- * go on in uprobes.c.
+ * load. `record` uses it, and the daemon for its detail windows. Opening
+ * and the plan's decisions are in open.c (on plan.c's feature probes), the
+ * per-process uprobes and the libraries they go on in uprobes.c.
  */
 #ifndef SBT_ATTACH_H
 #define SBT_ATTACH_H
@@ -56,7 +56,8 @@ struct attacher {
 	size_t refused; /* functions refused */
 };
 
-/* Open and configure (before load): the attach plan is decided here. */
+/* Open and configure (before load): the attach plan is decided here
+ * (open.c). */
 int attach_open(struct attacher *a, const struct record_opts *o);
 /* Load the programs and fill their tables. */
 int attach_load(struct attacher *a);
@@ -97,6 +98,9 @@ bool attach_any_traced(struct attacher *a);
 
 void attach_close(struct attacher *a);
 
+/* Within the attach layer: a traced process's uprobes (made when create);
+ * NULL when none, or out of memory. */
+struct attached_proc *attach_proc_of(struct attacher *a, pid_t pid, bool create);
 /* Within the attach layer: a runtime program (attached per process,
  * uprobes.c), not a kernel one. */
 bool attach_is_runtime_prog(const struct attacher *a, const struct bpf_program *p);

@@ -25,12 +25,6 @@ __attribute__((format(printf, 4, 5))) void plan_add(struct plan *p, const char *
 						    const char *mech, const char *fmt, ...);
 void plan_print(const struct plan *p, FILE *out);
 
-struct attacher;
-
-/* Configures the opened object from feature probes (before load): the
- * ring buffer, VFIO's files, which mechanism each role gets, and for the
- * daemon only the programs its always-on tier needs. 0, or -errno. */
-int plan_decide(struct attacher *a);
 /* The dma tracepoint this kernel has for mapping (or unmapping); NULL: none. */
 const char *plan_dma_tracepoint(bool unmap);
 

@@ -28,23 +28,6 @@ static bool stop_now(struct attacher *a)
 	return a->interrupted;
 }
 
-static struct attached_proc *proc_of(struct attacher *a, pid_t pid, bool create)
-{
-	struct attached_proc *grown;
-
-	for (size_t i = 0; i < a->nprocs; i++)
-		if (a->procs[i].pid == pid)
-			return &a->procs[i];
-	if (!create)
-		return NULL;
-	grown = realloc(a->procs, (a->nprocs + 1) * sizeof(*grown));
-	if (!grown)
-		return NULL;
-	a->procs = grown;
-	grown[a->nprocs] = (struct attached_proc){ .pid = pid };
-	return &grown[a->nprocs++];
-}
-
 static struct bpf_link *uprobe(struct bpf_program *prog, pid_t pid, const char *lib,
 			       uint64_t off, uint64_t cookie)
 {
@@ -93,7 +76,7 @@ static int attach_function(struct attacher *a, struct attached_proc *ap, struct 
 
 int attach_runtime(struct attacher *a, pid_t pid)
 {
-	struct attached_proc *ap = proc_of(a, pid, true);
+	struct attached_proc *ap = attach_proc_of(a, pid, true);
 	size_t before;
 	int err;
 
@@ -118,16 +101,6 @@ int attach_runtime(struct attacher *a, pid_t pid)
 		}
 	}
 	return (int)(ap->links.n - before);
-}
-
-void attach_forget(struct attacher *a, pid_t pid)
-{
-	struct attached_proc *ap = proc_of(a, pid, false);
-
-	if (!ap)
-		return;
-	link_free(&ap->links);
-	*ap = a->procs[--a->nprocs];
 }
 
 size_t attach_nuprobes(const struct attacher *a)

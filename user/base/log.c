@@ -28,26 +28,26 @@ void sbt_err(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Warnings and status lines look alike on the terminal; the two names say
+ * which a call site means. */
+#define UNLESS_QUIET(fmt)            \
+	do {                         \
+		va_list ap;          \
+		if (quiet)           \
+			return;      \
+		va_start(ap, fmt);   \
+		line(fmt, ap);       \
+		va_end(ap);          \
+	} while (0)
+
 void sbt_warn(const char *fmt, ...)
 {
-	va_list ap;
-
-	if (quiet)
-		return;
-	va_start(ap, fmt);
-	line(fmt, ap);
-	va_end(ap);
+	UNLESS_QUIET(fmt);
 }
 
 void sbt_note(const char *fmt, ...)
 {
-	va_list ap;
-
-	if (quiet)
-		return;
-	va_start(ap, fmt);
-	line(fmt, ap);
-	va_end(ap);
+	UNLESS_QUIET(fmt);
 }
 
 void sbt_info(int level, const char *fmt, ...)

@@ -7,12 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-struct inspect_result {
-	FILE *out; /* violations are printed here (NULL: counted only) */
-	uint64_t packets, tracks, slices, instants, counters, flows, clock_snapshots, drop_marks;
-	uint64_t dangling_flows; /* one-ended flows in a trace that marks lost data */
-	uint64_t violations;
-};
+#include "offline/inspect_result.h"
 
 /* 0 when the trace is valid, -1 on any violation. */
 int inspect_buffer(const uint8_t *data, size_t len, struct inspect_result *res);

@@ -13,7 +13,7 @@
 
 #include "base/hashmap.h"
 #include "base/spill.h"
-#include "offline/inspect.h"
+#include "offline/inspect_result.h"
 
 #define MAX_SHOWN 20
 #define HOUR_NS 3600000000000ull

@@ -30,7 +30,7 @@
 #include "capture/capture.h"
 #include "commands.h"
 #include "model/output.h"
-#include "offline/merge.h"
+#include "offline/merger.h"
 
 struct merge_opts {
 	const char *paths[MAX_INPUTS];

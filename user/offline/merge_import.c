@@ -15,7 +15,7 @@
 #include "capture/capture.h"
 #include "model/chrome_json.h"
 #include "model/correlate.h"
-#include "offline/merge.h"
+#include "offline/merger.h"
 
 /* ---- captures, through the correlator into the store ------------------ */
 

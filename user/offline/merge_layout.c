@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "offline/merge.h"
+#include "offline/merger.h"
 
 /* ---- nesting and links --------------------------------------------------- */
 

@@ -4,8 +4,8 @@
  * what lays the store out and links it (merge_layout.c), and the command
  * (merge.c). See merge.c for the rules.
  */
-#ifndef SBT_MERGE_H
-#define SBT_MERGE_H
+#ifndef SBT_MERGER_H
+#define SBT_MERGER_H
 
 #include <errno.h>
 #include <stdbool.h>

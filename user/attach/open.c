@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * attach_open: the BPF object opened and configured before it is loaded,
+ * from the feature probes of plan.c: the ring buffer, VFIO's files, which
+ * mechanism each probe role gets (said in the plan, for -v), and for the
+ * daemon only the programs its always-on tier needs.
+ */
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <string.h>
+
+#include "attach/attach.h"
+#include "attach/devfilter.h"
+#include "attach/plan.h"
+#include "base/log.h"
+#include "spyre.skel.h"
+
+/* VFIO's own files, first match wins: cdev devices, the container, groups */
+static const struct {
+	const char *glob;
+	uint32_t kind;
+} vfio_patterns[SBT_VFIO_FD_PATTERNS] = {
+	{ "/dev/vfio/devices/*", SBT_FD_DEVICE },
+	{ "/dev/vfio/vfio", SBT_FD_HOST_CONTAINER }, /* SET_IOMMU may tell more */
+	{ "/dev/vfio/*", SBT_FD_GROUP },
+};
+
+static void add_pattern(struct attacher *a, const char *glob, uint32_t kind)
+{
+	a->patterns[a->npatterns] = glob;
+	a->pattern_kinds[a->npatterns++] = kind;
+}
+
+static unsigned long round_pow2(unsigned long v)
+{
+	unsigned long p = 4096;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+/* --device: vendor:device filters also become the addresses of the cards
+ * present with those ids, for events that carry only an address. */
+static void configure_devices(struct attacher *a)
+{
+	struct spyre_bpf *s = a->skel;
+	struct devfilter *d = (struct devfilter *)&a->o->devices;
+	char desc[256];
+	int added = devfilter_expand(d, "/sys/bus/pci/devices");
+
+	s->rodata->n_dev_filters = (uint32_t)d->n;
+	for (int i = 0; i < d->n; i++)
+		s->rodata->dev_filters[i] = d->f[i];
+	devfilter_describe(d, desc, sizeof(desc));
+	plan_add(&a->plan, "device", "-", "keeping %s (%d present by ids)", desc, added);
+}
+
+/* The always-on tier: the ioctl, interrupt and exit hooks, the driver-level
+ * probes the plan chose (they count vfio's functions), and the runtime
+ * programs (attached as uprobes in detail windows only). The others serve
+ * record's traced processes; each would run on every fork, rename or DMA
+ * mapping of the host for nothing. */
+static void daemon_trim(struct attacher *a)
+{
+	struct spyre_bpf *s = a->skel;
+	struct bpf_program *keep[] = { s->progs.ioctl_enter, s->progs.ioctl_exit, s->progs.irq_entry,
+				       s->progs.irq_exit, s->progs.task_exit };
+	struct bpf_program *p;
+
+	bpf_object__for_each_program(p, s->obj) {
+		bool kept = false;
+
+		for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+			kept |= p == keep[i];
+		if (!kept && !attach_is_runtime_prog(a, p) && !driver_is_prog(p))
+			bpf_program__set_autoload(p, false);
+	}
+	plan_add(&a->plan, "irq", "raw_tp irq_handler_entry,exit", "vfio-pci's, of --device cards, counted per card");
+	plan_add(&a->plan, "exit", "tracepoint sched_process_exit", "forgets a process's card");
+}
+
+static int configure(struct attacher *a)
+{
+	struct spyre_bpf *s = a->skel;
+	unsigned long size = round_pow2(a->o->buffer_size);
+	const char *tp;
+
+	bpf_map__set_max_entries(s->maps.events, (uint32_t)size);
+	s->rodata->wakeup_bytes = size / 4;
+	if (size != a->o->buffer_size)
+		plan_add(&a->plan, "buffer", "-", "ring buffer rounded up to %lu bytes", size);
+
+	for (int i = 0; i < SBT_VFIO_FD_PATTERNS; i++)
+		add_pattern(a, vfio_patterns[i].glob, vfio_patterns[i].kind);
+	for (int i = 0; i < a->o->nvfio_paths; i++)
+		add_pattern(a, a->o->vfio_paths[i], SBT_FD_PATH);
+	s->rodata->n_patterns = (uint32_t)a->npatterns;
+
+	s->rodata->daemon_mode = a->o->daemon;
+	s->rodata->daemon_record = a->o->daemon_record;
+	if (a->o->daemon) {
+		plan_add(&a->plan, "daemon", "per-CPU maps",
+			 "every process's VFIO ioctls; counts and histograms summed in the kernel, no records");
+		plan_add(&a->plan, "runtime", "uprobe per process",
+			 "only in detail windows, on the processes that hold a card");
+		/* files are told by the ioctl itself: no hook on every open of the host */
+		plan_add(&a->plan, "fd-track", "-", "not needed: an ioctl's file is looked at when VFIO's");
+	} else if (!sbt_have_uprobes()) {
+		sbt_err("uprobes not available on this kernel; hint: needs CONFIG_UPROBE_EVENTS=y");
+		return -EOPNOTSUPP;
+	} else {
+		plan_add(&a->plan, "runtime", "uprobe per process",
+			 "entry and return sites (no uretprobe), traced processes only");
+		plan_add(&a->plan, "late-libs", "tracepoint syscalls:sys_*_openat",
+			 "shared objects opened by traced processes, probed at once if runtime libraries");
+	}
+
+	configure_devices(a);
+	driver_plan(s, (enum driver_mode)a->o->driver_mode, &a->drv, &a->plan);
+	if (a->o->daemon) {
+		plan_add(&a->plan, "ioctl", "tracepoint syscalls:sys_*_ioctl",
+			 "VFIO's commands of every process, args decoded in BPF");
+		daemon_trim(a);
+		return 0;
+	}
+	plan_add(&a->plan, "ioctl", "tracepoint syscalls:sys_*_ioctl", "VFIO fds only, args decoded in BPF");
+	plan_add(&a->plan, "fd-track", "tracepoint syscalls:sys_*_openat,close", "learns accelerator fds");
+
+	plan_add(&a->plan, "irq", "raw_tp irq_handler_entry,exit", "vfio-pci's, of --device cards; and --irq");
+
+	if (sbt_tracepoint_exists("iommu", "map")) {
+		plan_add(&a->plan, "iommu", "tracepoint iommu:map,unmap", "in traced tasks");
+	} else {
+		bpf_program__set_autoload(s->progs.iommu_map, false);
+		bpf_program__set_autoload(s->progs.iommu_unmap, false);
+		plan_add(&a->plan, "iommu", "-", "iommu:map: no such tracepoint on this kernel");
+	}
+	tp = plan_dma_tracepoint(false);
+	if (tp)
+		plan_add(&a->plan, "dma", tp, "tracepoint dma:%s (and its unmap twin)", tp);
+	else
+		plan_add(&a->plan, "dma", "-", "dma_map_phys, dma_map_page: no such tracepoint");
+	if (!tp || !plan_dma_tracepoint(true)) {
+		bpf_program__set_autoload(s->progs.dma_map, false);
+		bpf_program__set_autoload(s->progs.dma_unmap, false);
+	}
+
+	if (sbt_have_tp_btf("sched_process_fork")) {
+		bpf_program__set_autoload(s->progs.fork_raw, false);
+		plan_add(&a->plan, "fork", "tp_btf sched_process_fork", "follows children of traced processes");
+	} else {
+		bpf_program__set_autoload(s->progs.fork_btf, false);
+		plan_add(&a->plan, "fork", "-", "tp_btf: no BTF for sched_process_fork");
+		plan_add(&a->plan, "fork", "raw_tp sched_process_fork", "follows children of traced processes");
+	}
+	plan_add(&a->plan, "task", "tracepoint sched_process_exit, task_rename", "thread names and exits");
+	return 0;
+}
+
+int attach_open(struct attacher *a, const struct record_opts *o)
+{
+	int bad;
+
+	a->o = o;
+	a->nspecs = sbt_n_builtin_probes + (size_t)o->nprobes;
+	a->specs = probe_specs_table(o->probes, o->nprobes, a->real_libs, &bad);
+	if (!a->specs) {
+		sbt_err("out of memory");
+		return -ENOMEM;
+	}
+	if (bad >= 0) {
+		sbt_err("--probe: cannot read '%s': %s", o->probes[bad].lib, strerror(errno));
+		return -errno;
+	}
+	a->probes.max_uprobes = o->max_probes;
+
+	a->skel = spyre_bpf__open();
+	if (!a->skel) {
+		sbt_err("cannot open the BPF object: %s", strerror(errno));
+		return -errno;
+	}
+	return configure(a);
+}
