@@ -992,10 +992,21 @@ def run_guest_z_big_endian(tmp):
            "build/spyre-bpftrace dump /out/cap.sbt > /out/dump.txt && "
            "build/spyre-bpftrace convert -o /out/guest.json /out/cap.sbt && "
            "build/spyre-bpftrace convert -o /out/guest.pftrace /out/cap.sbt")
-    out, _ = run_in_guest(tmp, 2, cmd, 300, arch="s390x")
+    for attempt in (1, 2):
+        out, _ = run_in_guest(tmp, 2, cmd, 300, arch="s390x")
+        cap = os.path.join(out, "cap.sbt")
+        # under TCG, without a BPF JIT, a ring-buffer reservation now and
+        # then fails with the buffer all but empty (1 run in 6 here, 2
+        # records of 148; cause not found): said, tried once more, and a
+        # second loss fails
+        lost = [e for e in parse_dump(cap, outputs=False)[0] if e["type"] == "end"][0]["lost"]
+        if lost == "0" or attempt == 2:
+            break
+        print(f"     the s390x guest lost {lost} records (failed ring-buffer reservations); "
+              "trying once more", flush=True)
+    assert lost == "0", f"the s390x guest lost {lost} records, twice in a row"
     sim = json.load(open(os.path.join(out, "sim.json")))
     log = open(os.path.join(out, "rec.log")).read()
-    cap = os.path.join(out, "cap.sbt")
     with open(cap, "rb") as f:
         head = f.read(12)
     assert head[8:12] == b"\0\0\0\x01", f"not a big-endian capture: {head!r}"
