@@ -55,11 +55,18 @@ int control_listen(const char *dir, char *err, size_t errlen)
 
 /* A path of a request: "-" (the spool: "") or absolute, no control
  * characters. 0, or -1. */
+static bool has_control_char(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return true;
+	return false;
+}
+
 static int request_path(const char *s, char *path, size_t len)
 {
-	for (const char *c = s; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			return -1;
+	if (has_control_char(s))
+		return -1;
 	if (!strcmp(s, "-"))
 		s = "";
 	else if (s[0] != '/')
@@ -231,15 +238,13 @@ static uint64_t parse_time(const char *s)
 static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 {
 	struct ctl_opts *o = state->input;
-	char *end;
 
 	switch (key) {
 	case OPT_RUNTIME_DIR: o->dir = arg; break;
 	case 'o': o->out = arg; break;
 	case OPT_SECONDS:
-		o->seconds = strtod(arg, &end);
-		if (*end || end == arg || !(o->seconds > 0) || o->seconds > 3600)
-			argp_error(state, "invalid --seconds '%s'; hint: 0.1 to 3600", arg);
+		if (arg_parse_seconds(arg, &o->seconds) || o->seconds > CONTROL_MAX_WINDOW_SECONDS)
+			argp_error(state, "invalid --seconds '%s'; hint: 0.1 to %d", arg, CONTROL_MAX_WINDOW_SECONDS);
 		break;
 	case OPT_LAST:
 		if (arg_parse_duration(arg, &o->last))
@@ -326,11 +331,10 @@ int cmd_ctl(int argc, char **argv)
 		sbt_err("cannot name the output file; hint: give -o /ABSOLUTE/PATH");
 		return 2;
 	}
-	for (const char *c = path; strcmp(o.what, "status") && *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f) {
-			sbt_err("-o '%s' has a control character; hint: name the file without one", o.out);
-			return 2;
-		}
+	if (strcmp(o.what, "status") && has_control_char(path)) {
+		sbt_err("-o '%s' has a control character; hint: name the file without one", o.out);
+		return 2;
+	}
 	if (!strcmp(o.what, "record")) {
 		snprintf(req, sizeof(req), "record %.3f %s\n", o.seconds, path);
 	} else if (!strcmp(o.what, "snapshot")) {

@@ -70,15 +70,11 @@ int daemon_find_cards(struct daemon_counters *f, const struct devfilter *want, c
 
 /* ---- processes with VFIO files open --------------------------------------- */
 
-struct seed_all {
-	struct daemon_counters *f;
-	int procs; /* those with a VFIO group open */
-};
-
 struct seed_ctx {
 	struct daemon_counters *f;
-	pid_t pid;
+	pid_t pid; /* the process being looked at */
 	bool has_group;
+	int procs; /* those seen with a VFIO group open */
 };
 
 /* A process with /dev/vfio/N open drives N's card (as BPF learns it from
@@ -101,19 +97,20 @@ static void seed_fd(int fd, const char *target, void *vctx)
 
 static void seed_process(pid_t pid, void *vctx)
 {
-	struct seed_all *all = vctx;
-	struct seed_ctx ctx = { all->f, pid, false };
+	struct seed_ctx *ctx = vctx;
 
-	proc_for_each_fd(pid, seed_fd, &ctx);
-	all->procs += ctx.has_group;
+	ctx->pid = pid;
+	ctx->has_group = false;
+	proc_for_each_fd(pid, seed_fd, ctx);
+	ctx->procs += ctx->has_group;
 }
 
 int daemon_seed_processes(struct daemon_counters *f)
 {
-	struct seed_all all = { f, 0 };
+	struct seed_ctx ctx = { .f = f };
 
-	proc_for_each_pid(seed_process, &all);
-	return all.procs;
+	proc_for_each_pid(seed_process, &ctx);
+	return ctx.procs;
 }
 
 /* Entries of processes that are gone from a map keyed by a tgid first (a
