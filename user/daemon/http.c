@@ -166,7 +166,7 @@ static bool would_block(ssize_t n)
 	return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
 }
 
-/* One step of connection i, now ready. false: it is done, drop it. */
+/* One step of a connection that is ready. false: it is done, drop it. */
 static bool step(struct http_server *s, struct conn *c)
 {
 	ssize_t n;
