@@ -14,6 +14,9 @@
 - A detail window: the same job with a `ctl record` window open on it (its
   runtime calls by uprobes into the flight recorder), against without; the
   difference over the calls the window recorded is the cost per traced call.
+  And what an open window costs everything else: the open/close loop and a
+  getppid loop of a process that does not use the runtime, in the window
+  and out of it (the daemon running both times).
 
 The always-on runs turn sampling and triggers off (the mock card's ioctls
 all fail, which would trigger a window): they measure the always-on tier.
@@ -42,6 +45,16 @@ n = int(sys.argv[1])
 t = time.perf_counter_ns()
 for _ in range(n):
     os.close(os.open("/dev/null", os.O_RDONLY))
+print(time.perf_counter_ns() - t)
+"""
+
+
+PPID_LOOP = r"""
+import os, sys, time
+n = int(sys.argv[1])
+t = time.perf_counter_ns()
+for _ in range(n):
+    os.getppid()
 print(time.perf_counter_ns() - t)
 """
 
@@ -81,19 +94,26 @@ def window_cost(tmp, runs):
     d = subprocess.Popen([TOOL, "daemon", "--listen", f"127.0.0.1:{PORT}", *quiet], stderr=subprocess.DEVNULL)
     ctl = [TOOL, "ctl", "--runtime-dir", os.path.join(tmp, "run")]
     base, inside, calls = [], [], []
+    loops = {"open_out": [], "open_in": [], "ppid_out": [], "ppid_in": []}
     try:
         while not os.path.exists(os.path.join(tmp, "run", "control")):
             time.sleep(0.05)
         for i in range(runs):
             base.append(go(ready_sim(tmp, "b.json"), tmp, "b.json"))
+            loops["open_out"].append(open_loop())
+            loops["ppid_out"].append(loop(PPID_LOOP, 2000000))
             p = ready_sim(tmp, "w.json")
             out = os.path.join(tmp, f"w{i}.sbt")
-            rec = subprocess.Popen(ctl + ["record", "--seconds", "4", "-o", out], stdout=subprocess.DEVNULL)
+            rec = subprocess.Popen(ctl + ["record", "--seconds", "6", "-o", out], stdout=subprocess.DEVNULL)
             while "window request" not in subprocess.run(ctl + ["status"], capture_output=True,
                                                          text=True).stdout:
                 time.sleep(0.02)
             time.sleep(0.2)  # its libraries found and probed
             inside.append(go(p, tmp, "w.json"))
+            loops["open_in"].append(open_loop())
+            loops["ppid_in"].append(loop(PPID_LOOP, 2000000))
+            assert "window request" in subprocess.run(ctl + ["status"], capture_output=True, text=True).stdout, \
+                "the window closed before the loops ended: make it longer"
             rec.wait(timeout=60)
             dump = subprocess.run([TOOL, "dump", out], capture_output=True, text=True).stdout
             calls.append(sum(1 for line in dump.splitlines() if " call_enter " in line and f" {p.pid}/" in line))
@@ -101,13 +121,17 @@ def window_cost(tmp, runs):
         d.terminate()
         d.wait(timeout=30)
     ms = statistics.median
-    return (ms(inside) - ms(base)) / ms(calls), ms(calls), ms(inside) / ms(base)
+    other = {k: ms(loops[f"{k}_in"]) / ms(loops[f"{k}_out"]) for k in ("open", "ppid")}
+    return (ms(inside) - ms(base)) / ms(calls), ms(calls), ms(inside) / ms(base), other
+
+
+def loop(code, n=200000):
+    r = subprocess.run([sys.executable, "-c", code, str(n)], capture_output=True, text=True, check=True)
+    return int(r.stdout)
 
 
 def open_loop():
-    r = subprocess.run([sys.executable, "-c", OPEN_LOOP, "200000"], capture_output=True, text=True,
-                       check=True)
-    return int(r.stdout)
+    return loop(OPEN_LOOP)
 
 
 def metrics():
@@ -193,9 +217,10 @@ def main():
         "daemon_rss_mib_max": max(rss),
     }
     res["daemon_core_percent"] = res["daemon_user_cpu_percent"] + res["daemon_bpf_cpu_percent"]
-    per_call, ncalls, ratio = window_cost(tmp, args.runs)
+    per_call, ncalls, ratio, other = window_cost(tmp, args.runs)
     res.update({"window_ns_per_traced_call": per_call, "window_calls_per_run": ncalls,
-                "window_job_slowdown": ratio})
+                "window_job_slowdown": ratio, "window_other_open_loop_slowdown": other["open"],
+                "window_other_getppid_loop_slowdown": other["ppid"]})
     print(f"daemon: Spyre job {res['spyre_job_slowdown']:.4f}x with the daemon (median of {args.runs}, "
           f"job loop {ms(base_sim) / 1e6:.1f} ms); an unrelated open/close loop "
           f"{res['other_process_open_loop_slowdown']:.4f}x ({res['open_close_ns_extra']:+.0f} ns per open); "
@@ -203,7 +228,9 @@ def main():
           f"({res['daemon_user_cpu_percent']:.3f}% user space, {res['daemon_bpf_cpu_percent']:.3f}% in BPF, "
           f"scraped 1/s), RSS {res['daemon_rss_mib_max']:.1f} MiB")
     print(f"daemon: in a detail window the job runs {ratio:.3f}x, {per_call:.0f} ns per traced call "
-          f"({ncalls:.0f} calls recorded a run, medians of {args.runs})")
+          f"({ncalls:.0f} calls recorded a run, medians of {args.runs}); a process that does not use "
+          f"the runtime: open/close {other['open']:.3f}x, getppid {other['ppid']:.3f}x in the window "
+          f"against out of it")
     with open(os.path.join(BUILD, "bench-daemon.json"), "w") as f:
         json.dump(res, f, indent=1)
     return 0

@@ -64,6 +64,13 @@ struct {
 	__type(value, __u32);
 } traced SEC(".maps") __weak;
 
+/* The daemon, while a detail window is open: its runtime uprobes are then
+ * on every process that maps a runtime library, and one that is not
+ * traced joins at its first runtime call (the loader learns of it by that
+ * call's record). Set and cleared by the loader while loaded: a global,
+ * not a setting fixed at load. */
+volatile __u32 catch_newcomers __weak = 0;
+
 /* Per-thread stack of open runtime calls, so returns pair with entries.
  * The exit hook in task.bpf.c drops a thread's stack. */
 struct call_stack {

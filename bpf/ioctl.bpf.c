@@ -346,7 +346,12 @@ int ioctl_exit(struct trace_event_raw_sys_exit *ctx)
 				 (char *)p + sizeof(p->h),
 				 sizeof(*r) - sizeof(r->h));
 		r->ret = ctx->ret;
-		sbt_submit(r);
+		/* in a daemon's window, a process not traced yet is one to
+		 * describe (and its runtime to find) while it is there */
+		if (catch_newcomers && !sbt_is_traced(id >> 32))
+			bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+		else
+			sbt_submit(r);
 	}
 	bpf_map_delete_elem(&ioctl_pending, &tid);
 	return 0;

@@ -26,9 +26,11 @@ struct {
 	__type(value, struct call_stack);
 } empty_stack SEC(".maps");
 
-/* Runtime probe runs for a process that is not traced. Probes are attached
- * per process, so the kernel should never run them elsewhere: this is the
- * second guard, and the tests read it to prove the first one holds. */
+/* Runtime probe runs for a process that is not traced. record attaches
+ * probes per process, so the kernel should never run them elsewhere: this
+ * is the second guard, and the tests read it to prove the first one
+ * holds. (The daemon's windows probe every process that maps a runtime
+ * library, and catch_newcomers makes each one traced.) */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -50,17 +52,29 @@ static __always_inline struct call_stack *stack_of(__u32 tid, bool create)
 	return bpf_map_lookup_elem(&call_stacks, &tid);
 }
 
-static __always_inline bool traced_or_count(__u32 tgid)
+enum { UNTRACED, TRACED, JOINED };
+
+/* JOINED: a newcomer, traced from this very call; its record wakes the
+ * loader, which describes the process while it is there. */
+static __always_inline int traced_or_count(__u32 tgid)
 {
-	__u32 zero = 0;
+	__u32 zero = 0, one = 1;
 	__u64 *n;
 
 	if (sbt_is_traced(tgid))
-		return true;
+		return TRACED;
+	/* a daemon's window (NOEXIST: another of its threads may have joined
+	 * it meanwhile) */
+	if (catch_newcomers) {
+		if (!bpf_map_update_elem(&traced, &tgid, &one, BPF_NOEXIST))
+			return JOINED;
+		if (sbt_is_traced(tgid))
+			return TRACED;
+	}
 	n = bpf_map_lookup_elem(&untraced_runs, &zero);
 	if (n)
 		*n += 1;
-	return false;
+	return UNTRACED;
 }
 
 /* Pop the frames a thread left without returning: those whose stack
@@ -92,8 +106,9 @@ int BPF_KPROBE(call_enter)
 	struct call_stack *st;
 	__u32 depth;
 	__u64 ts;
+	int traced = traced_or_count(id >> 32);
 
-	if (!traced_or_count(id >> 32))
+	if (traced == UNTRACED)
 		return 0;
 	st = stack_of((__u32)id, true);
 	if (!st)
@@ -122,7 +137,10 @@ int BPF_KPROBE(call_enter)
 	e->args[3] = PT_REGS_PARM4(ctx);
 	e->args[4] = PT_REGS_PARM5(ctx);
 	e->args[5] = PT_REGS_PARM6(ctx);
-	sbt_submit(e);
+	if (traced == JOINED)
+		bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	else
+		sbt_submit(e);
 	return 0;
 }
 
@@ -166,7 +184,7 @@ int BPF_KPROBE(call_return)
 	__u64 entry_ts = 0;
 	__u32 depth = 0, flags = SBT_CALL_UNPAIRED, top;
 
-	if (!traced_or_count(id >> 32))
+	if (traced_or_count(id >> 32) == UNTRACED)
 		return 0;
 	st = stack_of((__u32)id, false);
 	if (kind == SBT_SITE_INDIRECT) {

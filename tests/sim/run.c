@@ -20,7 +20,7 @@ static struct {
 	const char *backend, *mock_dir, *json;
 	unsigned long jobs, bytes, seed, delay_us;
 	unsigned int threads;
-	int wait_stdin, wait_ready, container_per_card;
+	int wait_stdin, wait_ready, container_per_card, no_card;
 	const char *card;
 } opt = { .backend = "mock", .jobs = 4, .bytes = 65536, .seed = 1,
 	  .delay_us = 200, .threads = 1 };
@@ -40,6 +40,9 @@ static const struct argp_option options[] = {
 	  "Open the device (VFIO set up, MSI on), then wait for a byte on stdin: "
 	  "a job already running when the tracer attaches", 0 },
 	{ "card", 'K', "BDF", 0, "vfio: drive only the card at this PCI address", 0 },
+	{ "no-card", 'N', NULL, 0,
+	  "Call the runtime --jobs times (a deallocate of nothing, --delay-us apart) and never "
+	  "open a card: a tool that loads the runtime", 0 },
 	{ "container-per-card", 'C', NULL, 0,
 	  "vfio: each card in its own VFIO container (default: one for all)", 0 },
 	{ 0 }
@@ -72,6 +75,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case 'R': opt.wait_ready = 1; break;
 	case 'C': opt.container_per_card = 1; break;
 	case 'K': opt.card = arg; break;
+	case 'N': opt.no_card = 1; break;
 	default: return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
@@ -141,6 +145,13 @@ int main(int argc, char **argv)
 
 		if (read(0, &c, 1) < 0)
 			return 2;
+	}
+	if (opt.no_card) {
+		for (unsigned long j = 0; j < opt.jobs; j++) {
+			flex_deallocate(flex_sim_allocator(), NULL);
+			usleep((useconds_t)opt.delay_us);
+		}
+		return 0;
 	}
 	struct sim_config cfg = { opt.backend, opt.mock_dir, (unsigned int)opt.delay_us,
 				  opt.container_per_card != 0, opt.card };

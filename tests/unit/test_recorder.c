@@ -131,7 +131,7 @@ static void snapshot_cut_to_fit(void **state)
 	w.to_boot = 102 * SEC;
 	w.from_realtime = w.from_boot + 7 * SEC;
 	w.to_realtime = w.to_boot + 7 * SEC;
-	assert_non_null(j = snapshot_collect(&r, &w, NULL));
+	assert_non_null(j = snapshot_collect(&r, &w, NULL, NULL, 0));
 	snprintf(j->path, sizeof(j->path), "%s/snap.sbt", dir);
 	j->max_bytes = 64 << 10;
 	assert_int_equal(snapshot_write(j, err, sizeof(err)), 0);

@@ -119,13 +119,20 @@ int attach_trace_pid(struct attacher *a, pid_t pid)
 	return 0;
 }
 
-void attach_untrace_pid(struct attacher *a, pid_t pid)
+void attach_untrace_all(struct attacher *a)
 {
-	uint32_t key = (uint32_t)pid;
+	int fd = bpf_map__fd(a->skel->maps.traced);
+	uint32_t key;
 
-	/* untraced first: its uprobes, until they are gone, record nothing */
-	bpf_map_delete_elem(bpf_map__fd(a->skel->maps.traced), &key);
-	attach_forget(a, pid);
+	/* deleting the first key each time: no iterator to lose its place */
+	while (!bpf_map_get_next_key(fd, NULL, &key))
+		if (bpf_map_delete_elem(fd, &key))
+			break;
+}
+
+void attach_catch_newcomers(struct attacher *a, bool on)
+{
+	__atomic_store_n(&a->skel->bss->catch_newcomers, on ? 1u : 0u, __ATOMIC_RELEASE);
 }
 
 bool attach_any_traced(struct attacher *a)

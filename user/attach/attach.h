@@ -63,9 +63,6 @@ int attach_open(struct attacher *a, const struct record_opts *o);
 int attach_load(struct attacher *a);
 /* Trace this process: the BPF filter, and the accelerator fds it has open. */
 int attach_trace_pid(struct attacher *a, pid_t pid);
-/* Stop tracing it (the daemon's window ends): its uprobes released, the
- * BPF filter told. */
-void attach_untrace_pid(struct attacher *a, pid_t pid);
 /* Attach every loaded kernel program (not the runtime ones). */
 int attach_kernel(struct attacher *a);
 
@@ -75,11 +72,29 @@ int attach_kernel(struct attacher *a);
 int attach_library(struct attacher *a, const char *path, const char *why);
 /* Find the libraries a process can load (its maps, its environment's
  * library path, the ld.so cache, the install tree; for the -c command the
- * linked libraries and its Python environment) and scan them. */
+ * linked libraries and its Python environment) and scan them. pid 0: no
+ * process, only the places all share (the ld.so cache, the install tree,
+ * --probe files). */
 int attach_find_libraries(struct attacher *a, pid_t pid, char *const *command);
 /* Put the runtime probes of every known library on this process (again:
- * only what it does not have). Returns the uprobes attached, or -errno. */
+ * only what it does not have). Returns the uprobes attached, or -errno.
+ * pid ATTACH_EVERY_PROCESS: on every process that maps the library (the
+ * daemon's windows), the BPF filter deciding whose calls are recorded. */
 int attach_runtime(struct attacher *a, pid_t pid);
+#define ATTACH_EVERY_PROCESS ((pid_t)-1)
+/* Only what the process has mapped (no environment, no search paths): what
+ * the daemon learns of a card holder's runtime between windows. */
+int attach_find_mapped_libraries(struct attacher *a, pid_t pid);
+/* Libraries read earlier whose file has changed since (rebuilt, replaced,
+ * gone): their functions are refused, so that their offsets never go on
+ * another file, and the file is read again when next found. Returns how
+ * many libraries changed. */
+size_t attach_drop_changed_libraries(struct attacher *a);
+/* The daemon's windows: an untraced process that runs a runtime probe
+ * becomes traced (on), or stays untraced and is counted (off). */
+void attach_catch_newcomers(struct attacher *a, bool on);
+/* Nothing traced any more: the BPF filter emptied. */
+void attach_untrace_all(struct attacher *a);
 /* Warn of each --probe spec that picked no function (later: one may
  * still, from a library loaded later). */
 void attach_warn_unmatched(const struct attacher *a, bool later);

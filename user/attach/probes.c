@@ -130,14 +130,35 @@ bool probe_set_has_lib(const struct probe_set *ps, const char *libpath)
 	bool known = !stat(libpath, &want);
 
 	for (size_t i = 0; i < ps->nlibs; i++) {
-		if (!strcmp(ps->libs[i], libpath))
+		if (ps->libs[i].stale)
+			continue;
+		if (!strcmp(ps->libs[i].path, libpath))
 			return true;
 		/* the same file by another path (a bind mount, a container's root) */
-		if (known && !stat(ps->libs[i], &have) && have.st_dev == want.st_dev &&
+		if (known && !stat(ps->libs[i].path, &have) && have.st_dev == want.st_dev &&
 		    have.st_ino == want.st_ino)
 			return true;
 	}
 	return false;
+}
+
+static void lib_identity(struct probe_lib *l, const struct stat *st)
+{
+	l->dev = (uint64_t)st->st_dev;
+	l->ino = (uint64_t)st->st_ino;
+	l->size = (uint64_t)st->st_size;
+	l->mtime_ns = (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec;
+}
+
+bool probe_lib_unchanged(const struct probe_lib *l)
+{
+	struct probe_lib now = *l;
+	struct stat st;
+
+	if (stat(l->path, &st))
+		return false;
+	lib_identity(&now, &st);
+	return now.dev == l->dev && now.ino == l->ino && now.size == l->size && now.mtime_ns == l->mtime_ns;
 }
 
 /* A cold part the compiler split off a function ("f.cold"), copied out. */
@@ -324,15 +345,21 @@ int probe_set_scan_lib(struct probe_set *ps, const struct probe_spec *specs,
 		       size_t nspecs, const char *libpath, char *err, size_t errlen)
 {
 	struct scan_ctx c = { ps, specs, nspecs, libpath, 0, 0 };
-	char **libs;
+	struct probe_lib *libs, *l;
+	struct stat st;
 	int ret;
 
 	libs = realloc(ps->libs, (ps->nlibs + 1) * sizeof(*libs));
 	if (!libs)
 		return -ENOMEM;
 	ps->libs = libs;
-	if (!(ps->libs[ps->nlibs] = strdup(libpath)))
+	l = &ps->libs[ps->nlibs];
+	*l = (struct probe_lib){ .path = strdup(libpath) };
+	if (!l->path)
 		return -ENOMEM;
+	/* which file, before it is read: a change while reading shows next time */
+	if (!stat(libpath, &st))
+		lib_identity(l, &st);
 	ps->nlibs++;
 	ret = elf_for_each_function(libpath, collect_cold, &c, err, errlen);
 	if (!ret && !c.error)
@@ -356,7 +383,7 @@ void probe_set_free(struct probe_set *ps)
 	for (size_t i = 0; i < ps->n; i++)
 		site_free(&ps->sites[i]);
 	for (size_t i = 0; i < ps->nlibs; i++)
-		free(ps->libs[i]);
+		free(ps->libs[i].path);
 	free(ps->sites);
 	free(ps->libs);
 	memset(ps, 0, sizeof(*ps));

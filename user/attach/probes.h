@@ -43,10 +43,18 @@ struct probe_site {
 	char *refused; /* why it is not probed, or NULL */
 };
 
+/* A library scanned, and which file it was then: a file changed since
+ * must not get the old offsets. */
+struct probe_lib {
+	char *path;
+	uint64_t dev, ino, size, mtime_ns;
+	bool stale; /* changed since: its sites refused, the path free to be read again */
+};
+
 struct probe_set {
 	struct probe_site *sites;
 	size_t n, cap;
-	char **libs; /* libraries already scanned */
+	struct probe_lib *libs; /* libraries already scanned */
 	size_t nlibs;
 	size_t uprobes; /* entries and return sites of the functions taken */
 	size_t max_uprobes; /* per process; past it functions are refused (0: no cap) */
@@ -66,6 +74,8 @@ void probe_spec_free(struct probe_spec *s);
 struct probe_spec *probe_specs_table(const struct probe_spec *user, int n, char **real, int *bad);
 bool probe_spec_wants_lib(const struct probe_spec *s, const char *libpath);
 bool probe_set_has_lib(const struct probe_set *ps, const char *libpath);
+/* Is the file at l->path still the one scanned? */
+bool probe_lib_unchanged(const struct probe_lib *l);
 /* Match the specs that want this library against its symbols and add the
  * new functions, with their return sites or the reason they are refused.
  * Returns how many were added (refused ones too), or -errno with err

@@ -187,17 +187,24 @@ static void found_cb(const char *path, const char *why, void *ctx)
 		attach_library(a, path, why);
 }
 
-int attach_find_libraries(struct attacher *a, pid_t pid, char *const *command)
+int attach_find_mapped_libraries(struct attacher *a, pid_t pid)
 {
-	char **maps, env[8192];
-	int n;
+	char **maps;
+	int n = proc_mapped_files(pid, &maps);
 
-	/* what it has mapped */
-	n = proc_mapped_files(pid, &maps);
 	for (int i = 0; i < n; i++)
 		found_cb(maps[i], "mapped by the process", a);
 	if (n > 0)
 		proc_free_paths(maps, n);
+	return a->interrupted ? -EINTR : 0;
+}
+
+int attach_find_libraries(struct attacher *a, pid_t pid, char *const *command)
+{
+	char env[8192];
+
+	if (pid > 0)
+		attach_find_mapped_libraries(a, pid);
 	/* --probe naming a file: probed whether mapped or not */
 	for (int i = 0; i < a->o->nprobes; i++)
 		if (a->real_libs[i])
@@ -206,12 +213,37 @@ int attach_find_libraries(struct attacher *a, pid_t pid, char *const *command)
 		libs_of_command(command, found_cb, a);
 		libs_in_dirs(getenv("LD_LIBRARY_PATH"), 0, "LD_LIBRARY_PATH", found_cb, a);
 		libs_in_python_env(command, found_cb, a);
-	} else if (!proc_getenv(pid, "LD_LIBRARY_PATH", env, sizeof(env))) {
+	} else if (pid > 0 && !proc_getenv(pid, "LD_LIBRARY_PATH", env, sizeof(env))) {
 		libs_in_dirs(env, 0, "the process's LD_LIBRARY_PATH", found_cb, a);
 	}
 	libs_in_ldcache(found_cb, a);
 	libs_in_install_tree(found_cb, a);
 	return a->interrupted ? -EINTR : 0;
+}
+
+size_t attach_drop_changed_libraries(struct attacher *a)
+{
+	size_t changed = 0;
+
+	for (size_t i = 0; i < a->probes.nlibs; i++) {
+		const char *lib = a->probes.libs[i].path;
+
+		if (a->probes.libs[i].stale || probe_lib_unchanged(&a->probes.libs[i]))
+			continue;
+		a->probes.libs[i].stale = true;
+		changed++;
+		sbt_warn("%s changed since its symbols were read: its probes are dropped, "
+			 "and it is read again when next found", lib);
+		for (size_t k = 0; k < a->probes.n; k++) {
+			struct probe_site *s = &a->probes.sites[k];
+
+			if (!s->refused && !strcmp(s->lib, lib)) {
+				s->refused = strdup("the file changed after it was read");
+				a->refused++;
+			}
+		}
+	}
+	return changed;
 }
 
 void attach_warn_unmatched(const struct attacher *a, bool later)

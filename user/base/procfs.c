@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +15,33 @@
 bool proc_exists(pid_t pid)
 {
 	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+uint64_t proc_start_boottime(pid_t pid)
+{
+	char fn[64], buf[1024], *p;
+	unsigned long long start = 0;
+	long hz = sysconf(_SC_CLK_TCK);
+	ssize_t n;
+	int fd, field;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/stat", pid);
+	if ((fd = open(fn, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0 || hz <= 0)
+		return 0;
+	buf[n] = 0;
+	/* the name, in parentheses, may hold anything: count from its end */
+	if (!(p = strrchr(buf, ')')))
+		return 0;
+	/* field 3 follows ") "; starttime is field 22 */
+	for (field = 2, p++; *p && field < 22; p++)
+		field += *p == ' ';
+	if (field != 22 || sscanf(p, "%llu", &start) != 1)
+		return 0;
+	return (uint64_t)start * (1000000000ull / (uint64_t)hz);
 }
 
 int proc_mapped_files(pid_t pid, char ***paths)

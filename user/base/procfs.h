@@ -5,9 +5,12 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 bool proc_exists(pid_t pid);
+/* When it started, in BOOTTIME ns (to the clock tick); 0: unknown. */
+uint64_t proc_start_boottime(pid_t pid);
 /* The distinct files mapped executable in the process. Returns the count
  * (paths malloc'd into *paths), or -errno. */
 int proc_mapped_files(pid_t pid, char ***paths);

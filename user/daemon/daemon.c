@@ -39,6 +39,7 @@
 #include "daemon/http.h"
 #include "daemon/kubelet.h"
 #include "daemon/metrics.h"
+#include "daemon/newcomers.h"
 #include "daemon/options.h"
 #include "daemon/recorder.h"
 #include "daemon/sdnotify.h"
@@ -72,6 +73,9 @@ struct daemon {
 	struct flight_recorder rec;
 	struct meta_writer mw; /* what the windows say of their processes, into the recorder */
 	struct detail_window win;
+	struct newcomers news; /* from the drainer: who turned up in the window */
+	pid_t learned[SBT_MAX_PIDS]; /* card holders whose mapped libraries were read */
+	unsigned int nlearned; /* a ring: ever added */
 	struct { /* a ctl record waits for the window's end */
 		int client; /* -1: none */
 		uint64_t from;
@@ -196,8 +200,10 @@ static int on_record(void *ctx, void *data, size_t size)
 {
 	const struct sbt_hdr *h = data;
 
-	if (size >= sizeof(*h) && sizeof(*h) + h->size <= size)
+	if (size >= sizeof(*h) && sizeof(*h) + h->size <= size) {
 		on_meta(ctx, h);
+		newcomers_note(&((struct daemon *)ctx)->news, h);
+	}
 	return 0;
 }
 
@@ -311,6 +317,10 @@ static int start(struct daemon *d)
 		sbt_warn("no flight recorder: no snapshots, no detail windows, no triggers");
 		return 0;
 	}
+	if ((ret = newcomers_init(&d->news))) {
+		sbt_err("cannot set up the detail windows: %s", strerror(-ret));
+		return ret;
+	}
 	if (recorder_init(&d->rec, d->o->recorder_mib, d->o->recorder_seconds) ||
 	    !(d->rb = ring_buffer__new(bpf_map__fd(d->at.skel->maps.events), on_record, d, NULL))) {
 		sbt_err("cannot set up the flight recorder: out of memory");
@@ -375,9 +385,10 @@ static void snapshot_done(void *ctx, struct snapshot_job *j, int ret, const char
 	} else {
 		sbt_note("snapshot (%s): %llu records into %s%s", snapshot_reason_name(j->reason),
 			 (unsigned long long)j->records, j->path, cut);
-		snprintf(msg, sizeof(msg), "ok %s\n%llu records%s; the recorder goes back to %.1f s before "
+		snprintf(msg, sizeof(msg), "ok %s\n%llu records%s%s; the recorder goes back to %.1f s before "
 			 "the window's end; manifest %s.manifest.json\n", j->path, (unsigned long long)j->records,
-			 cut, j->w.oldest_boot && j->w.to_boot > j->w.oldest_boot ?
+			 cut, j->records ? "" : " (nothing happened on a card in that time)",
+			 j->w.oldest_boot && j->w.to_boot > j->w.oldest_boot ?
 				 (double)(j->w.to_boot - j->w.oldest_boot) / 1e9 : 0.0, j->path);
 	}
 	if (j->client >= 0)
@@ -393,7 +404,9 @@ static void submit_snapshot(struct daemon *d, uint64_t from, uint64_t to, const 
 	uint64_t off = realtime_offset();
 	struct snapshot_window w = { from + off, to + off, from, to, 0, 0, 0 };
 	struct snapshot_job *j;
-	char windows[8192];
+	struct snapshot_leave_out leave[SNAPSHOT_LEAVE_OUT];
+	char *windows;
+	int nleave;
 
 	if (!d->rb) {
 		if (client >= 0)
@@ -404,11 +417,13 @@ static void submit_snapshot(struct daemon *d, uint64_t from, uint64_t to, const 
 	w.lost = attach_read_lost(&d->at);
 	pthread_mutex_lock(&d->rec_lock);
 	w.dropped = d->rec.dropped_records;
-	j = snapshot_collect(&d->rec, &w, &d->at.probes);
+	nleave = window_leave_out(&d->win, from, to, leave, SNAPSHOT_LEAVE_OUT);
+	j = snapshot_collect(&d->rec, &w, &d->at.probes, leave, nleave);
 	pthread_mutex_unlock(&d->rec_lock);
-	if (j) {
-		window_json(&d->win, from, to, windows, sizeof(windows));
+	if (j && (windows = malloc(window_json_room()))) {
+		window_json(&d->win, from, to, windows, window_json_room());
 		j->windows = strdup(windows);
+		free(windows);
 		j->reason = why;
 		j->client = client;
 		j->spooled = !path;
@@ -454,24 +469,25 @@ static void window_gauges(struct daemon *d)
 	pthread_mutex_unlock(&d->lock);
 }
 
-/* Opens a window of seconds on the processes that hold a card now; false
- * when none does. */
-static bool open_window(struct daemon *d, enum window_reason why, double seconds)
+/* Opens a window of seconds: the processes that hold a card now, and any
+ * that starts using the runtime in it (none now is fine: an empty window
+ * is an answer too). */
+static void open_window(struct daemon *d, enum window_reason why, double seconds)
 {
 	pid_t pids[SBT_MAX_PIDS];
 	uint64_t now = sbt_now_boottime();
 	int n = card_holders(d, pids), uprobes;
 
-	if (!n)
-		return false;
 	/* said open before the first uprobe goes in, as closed after the last goes */
-	window_open(&d->win, &d->at, &d->mw, why, pids, 0, now, now + (uint64_t)(seconds * 1e9));
+	pthread_mutex_lock(&d->lock);
+	d->self.window_open = true;
+	pthread_mutex_unlock(&d->lock);
+	newcomers_start(&d->news, pids, n, now);
+	uprobes = window_open(&d->win, &d->at, &d->mw, why, pids, n, now, now + (uint64_t)(seconds * 1e9));
 	window_gauges(d);
-	window_add(&d->win, &d->at, &d->mw, pids, n);
-	uprobes = (int)attach_nuprobes(&d->at);
-	sbt_note("window (%s): %.3f s of %d process%s, %d uprobes", window_reason_name(why), seconds,
-		 d->win.npids, d->win.npids == 1 ? "" : "es", uprobes);
-	return true;
+	sbt_note("window (%s): %.3f s of %d process%s, %d uprobes%s", window_reason_name(why), seconds,
+		 d->win.nprocs, d->win.nprocs == 1 ? "" : "es", uprobes,
+		 uprobes ? "; newcomers join at their first call" : "; no runtime library known yet");
 }
 
 /* The window's time is up (or the daemon stops): the uprobes go, and the
@@ -479,10 +495,16 @@ static bool open_window(struct daemon *d, enum window_reason why, double seconds
 static void close_window(struct daemon *d)
 {
 	uint64_t now = sbt_now_boottime();
+	enum window_reason why = d->win.reason;
+	int procs = d->win.nprocs, joined = d->win.joined;
 
-	window_close(&d->win, &d->at, now);
+	newcomers_stop(&d->news);
+	window_close(&d->win, &d->at, &d->mw, now);
 	window_gauges(d);
-	sbt_info(1, "window closed\n");
+	sbt_note("window (%s) closed: %d process%s traced, %d of them joined while it was open%s",
+		 window_reason_name(why), procs, procs == 1 ? "" : "es", joined,
+		 d->win.turned_away ? " (some turned away: too many)" : "");
+	d->win.turned_away = 0;
 	if (d->waiter.client >= 0) {
 		submit_snapshot(d, d->waiter.from, now, d->waiter.path[0] ? d->waiter.path : NULL, SNAP_WINDOW,
 				d->waiter.client);
@@ -494,21 +516,62 @@ static void close_window(struct daemon *d)
 	}
 }
 
-/* Once a second or so: newcomers join the open window, which closes at
- * its end; a sample opens when due. */
+/* What the drainer told: processes that turned up in the window, and the
+ * cards of those in it, described while they are there. */
+static void hear_news(struct daemon *d)
+{
+	struct newcomer news[64];
+	int n;
+
+	do {
+		n = newcomers_take(&d->news, news, 64);
+		for (int i = 0; i < n && d->win.open; i++) {
+			const struct newcomer *e = &news[i];
+
+			if (e->kind == NEWS_JOINED)
+				window_join(&d->win, &d->at, &d->mw, e->pid, e->how, e->seen);
+			else if (e->kind == NEWS_CARD)
+				window_cards(&d->win, &d->mw, &e->pid, 1);
+			else
+				metaw_group_fd(&d->mw, e->pid, e->fd);
+		}
+	} while (n == 64);
+}
+
+/* Between windows: the runtime a card holder has mapped is read (once a
+ * process), so that the next window's probes are on it before a new
+ * process of it makes its first call. Nothing is attached. */
+static void learn_libraries(struct daemon *d, const pid_t *pids, int n)
+{
+	for (int i = 0; i < n && !stop_sig; i++) {
+		bool known = false;
+
+		for (unsigned int k = 0; k < SBT_MAX_PIDS && !known; k++)
+			known = d->learned[k] == pids[i];
+		if (known)
+			continue;
+		d->learned[d->nlearned++ % SBT_MAX_PIDS] = pids[i];
+		attach_find_mapped_libraries(&d->at, pids[i]);
+	}
+}
+
+/* A few times a second: card holders that no record told of yet join the
+ * open window, which closes at its end; a sample opens when due. */
 static void tend_window(struct daemon *d, uint64_t now)
 {
 	pid_t pids[SBT_MAX_PIDS];
+	int n = card_holders(d, pids);
 
 	if (d->win.open) {
 		if (now >= d->win.until || stop_sig) {
 			close_window(d);
 		} else {
-			int n = card_holders(d, pids);
-
-			if (window_add(&d->win, &d->at, &d->mw, pids, n) > 0)
-				sbt_info(1, "window: %d processes now\n", d->win.npids);
+			for (int i = 0; i < n; i++)
+				window_join(&d->win, &d->at, &d->mw, pids[i], JOIN_CARD, now);
+			window_cards(&d->win, &d->mw, pids, n);
 		}
+	} else {
+		learn_libraries(d, pids, n);
 	}
 	/* a sample that falls in another window is that window */
 	if (window_sample_due(&d->win, now) && !d->win.open)
@@ -549,10 +612,8 @@ static void check_triggers(struct daemon *d, uint64_t now)
 	d->fired.from = now > (uint64_t)(d->o->trigger_before * 1e9) ? now - (uint64_t)(d->o->trigger_before * 1e9) : 0;
 	if (d->win.open)
 		window_extend(&d->win, now + (uint64_t)(d->o->window_seconds * 1e9));
-	else if (!open_window(d, WIN_TRIGGER, d->o->window_seconds)) {
-		d->fired.pending = false; /* nobody to look at closer: the kernel events now */
-		submit_snapshot(d, d->fired.from, now, NULL, (enum snap_reason)(SNAP_ERRORS + k), -1);
-	}
+	else
+		open_window(d, WIN_TRIGGER, d->o->window_seconds);
 }
 
 /* ---- the control socket ---------------------------------------------------- */
@@ -567,7 +628,7 @@ static void status(struct daemon *d, int cfd)
 
 	if (d->win.open)
 		snprintf(win, sizeof(win), "%s, %d process%s, %.1f s left", window_reason_name(d->win.reason),
-			 d->win.npids, d->win.npids == 1 ? "" : "es",
+			 d->win.nprocs, d->win.nprocs == 1 ? "" : "es",
 			 d->win.until > now ? (double)(d->win.until - now) / 1e9 : 0.0);
 	else
 		snprintf(win, sizeof(win), "none");
@@ -622,9 +683,8 @@ static void request_window(struct daemon *d, int cfd, double secs, const char *p
 	if (d->win.open) {
 		window_extend(&d->win, until);
 		sbt_note("window (%s): lengthened for a ctl record of %.3f s", window_reason_name(d->win.reason), secs);
-	} else if (!open_window(d, WIN_REQUEST, secs)) {
-		control_reply(cfd, "error: no process holds a Spyre card now; nothing to record\n");
-		return;
+	} else {
+		open_window(d, WIN_REQUEST, secs);
 	}
 	d->waiter.client = cfd;
 	d->waiter.from = now;
@@ -683,6 +743,7 @@ int cmd_daemon(int argc, char **argv)
 	d->stats_fd = -1;
 	d->control_fd = -1;
 	d->waiter.client = -1;
+	d->news.wake_fd = -1;
 	d->at.stop = &stop_sig;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_mutex_init(&d->rec_lock, NULL);
@@ -701,7 +762,7 @@ int cmd_daemon(int argc, char **argv)
 		next_check = sbt_now_boottime();
 		while (!stop_sig) {
 			uint64_t t = sbt_now_boottime();
-			struct pollfd p = { d->control_fd, POLLIN, 0 };
+			struct pollfd p[2] = { { d->control_fd, POLLIN, 0 }, { d->news.wake_fd, POLLIN, 0 } };
 
 			if (watchdog_us && t >= next_ping) {
 				sd_notify_send("WATCHDOG=1");
@@ -739,8 +800,12 @@ int cmd_daemon(int argc, char **argv)
 				next_check = t + TRIGGER_CHECK_SECONDS * NS;
 			}
 			/* a signal ends it early */
-			if (poll(&p, 1, 250) > 0 && (p.revents & POLLIN))
-				serve_control(d);
+			if (poll(p, d->rb ? 2 : 1, 250) > 0) {
+				if (p[1].revents & POLLIN)
+					hear_news(d);
+				if (p[0].revents & POLLIN)
+					serve_control(d);
+			}
 		}
 		sd_notify_send("STOPPING=1");
 		if (d->win.open) /* the window ends now; what waits for it is written */
@@ -757,6 +822,7 @@ int cmd_daemon(int argc, char **argv)
 	control_close(d->control_fd, o.runtime_dir);
 	ring_buffer__free(d->rb);
 	recorder_free(&d->rec);
+	newcomers_free(&d->news);
 	http_stop(d->http);
 	if (d->stats_fd >= 0)
 		close(d->stats_fd);

@@ -32,11 +32,23 @@ const char *snapshot_reason_name(enum snap_reason r)
 	return r < SNAP_N ? reasons[r] : "unknown";
 }
 
+static bool left_out(const struct snapshot_job *j, const struct sbt_hdr *h)
+{
+	for (int i = 0; i < j->nleave_out; i++)
+		if (h->tgid == j->leave_out[i].pid && h->ts >= j->leave_out[i].from && h->ts <= j->leave_out[i].to)
+			return true;
+	return false;
+}
+
 static void job_add(void *ctx, const struct sbt_hdr *h)
 {
 	struct snapshot_job *j = ctx;
 	size_t size = sbt_record_len(h);
 
+	if (j->nleave_out && left_out(j, h)) {
+		j->left_out++;
+		return;
+	}
 	if (vec_reserve((void **)&j->buf, &j->cap, j->len + size, 1)) {
 		j->oom = true;
 		return;
@@ -46,7 +58,8 @@ static void job_add(void *ctx, const struct sbt_hdr *h)
 }
 
 struct snapshot_job *snapshot_collect(const struct flight_recorder *r, struct snapshot_window *w,
-				      const struct probe_set *probes)
+				      const struct probe_set *probes, const struct snapshot_leave_out *leave_out,
+				      int nleave_out)
 {
 	struct snapshot_job *j = calloc(1, sizeof(*j));
 	struct meta_writer mw = { .sink = job_add };
@@ -55,11 +68,14 @@ struct snapshot_job *snapshot_collect(const struct flight_recorder *r, struct sn
 		return NULL;
 	j->client = -1;
 	j->w = *w;
+	j->nleave_out = nleave_out < SNAPSHOT_LEAVE_OUT ? nleave_out : SNAPSHOT_LEAVE_OUT;
+	if (j->nleave_out)
+		memcpy(j->leave_out, leave_out, (size_t)j->nleave_out * sizeof(*leave_out));
 	mw.sink_ctx = j;
 	for (size_t i = 0; probes && i < probes->n; i++)
 		if (!probes->sites[i].refused)
 			metaw_probe(&mw, &probes->sites[i]);
-	j->records = recorder_each(r, w->from_boot, w->to_boot, job_add, j, &j->w.oldest_boot);
+	j->records = recorder_each(r, w->from_boot, w->to_boot, job_add, j, &j->w.oldest_boot) - j->left_out;
 	j->window_records = j->records;
 	w->oldest_boot = j->w.oldest_boot;
 	if (j->oom) {
@@ -134,6 +150,11 @@ static int write_manifest(const struct snapshot_job *j, const struct sbt_meta_cl
 		   "interrupts) throughout; runtime calls only in the detail windows below, a "
 		   "sampled window's calls standing for sampling_weight times as many\",\n");
 	fprintf(m, "  \"detail_windows\": %s,\n", j->windows ? j->windows : "[]");
+	fprintf(m, "  \"left_out\": {\"why\": \"called the runtime in a detail window but held no card in it\", "
+		   "\"records\": %llu, \"processes\": [", (unsigned long long)j->left_out);
+	for (int i = 0; i < j->nleave_out; i++)
+		fprintf(m, "%s%u", i ? ", " : "", j->leave_out[i].pid);
+	fprintf(m, "]},\n");
 	fprintf(m, "  \"processes\": [");
 	for (int i = 0; i < p->n; i++)
 		fprintf(m, "%s%u", i ? ", " : "", p->pid[i]);

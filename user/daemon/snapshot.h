@@ -29,8 +29,20 @@ enum snap_reason { SNAP_REQUEST, SNAP_WINDOW, SNAP_ERRORS, SNAP_SLOW, SNAP_LOST,
 
 const char *snapshot_reason_name(enum snap_reason r); /* request, window, errors, ... */
 
+/* A process left out of a snapshot over [from, to] (BOOTTIME): one that
+ * called the runtime in a detail window but held no card there. */
+struct snapshot_leave_out {
+	uint32_t pid;
+	uint64_t from, to;
+};
+
+#define SNAPSHOT_LEAVE_OUT 64
+
 struct snapshot_job {
 	struct snapshot_window w;
+	struct snapshot_leave_out leave_out[SNAPSHOT_LEAVE_OUT]; /* given to snapshot_collect */
+	int nleave_out;
+	uint64_t left_out; /* records of them not written */
 	char path[PATH_MAX];
 	enum snap_reason reason;
 	char *windows; /* the detail windows in it, a JSON array (manifest) */
@@ -49,8 +61,11 @@ struct snapshot_job {
 /* Copies the window out of the recorder, after a description of each
  * probed function (the records of runtime calls name them by number).
  * NULL when out of memory. */
+/* The window's records, copied out of the recorder (under its lock), but
+ * those of the processes to leave out. */
 struct snapshot_job *snapshot_collect(const struct flight_recorder *r, struct snapshot_window *w,
-				      const struct probe_set *probes);
+				      const struct probe_set *probes, const struct snapshot_leave_out *leave_out,
+				      int nleave_out);
 /* Writes the job's records to j->path (.pftrace, .json or .sbt) and
  * path.manifest.json, both atomically, mode 0600. With j->max_bytes, a
  * snapshot over it is written again with only its newest records (every

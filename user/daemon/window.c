@@ -6,7 +6,10 @@
 
 #include "attach/attach.h"
 #include "attach/metawrite.h"
+#include "base/clock.h"
 #include "base/log.h"
+#include "base/procfs.h"
+#include "daemon/snapshot.h"
 #include "daemon/window.h"
 
 static const char *const reason_names[] = { "sample", "request", "trigger" };
@@ -54,51 +57,115 @@ bool window_sample_due(struct detail_window *w, uint64_t now)
 	return true;
 }
 
-static bool has_pid(const struct detail_window *w, pid_t pid)
+bool window_has(const struct detail_window *w, pid_t pid)
 {
-	for (int i = 0; i < w->npids; i++)
-		if (w->pids[i] == pid)
+	for (int i = 0; i < w->nprocs; i++)
+		if (w->procs[i].pid == pid)
 			return true;
 	return false;
 }
 
-int window_add(struct detail_window *w, struct attacher *a, struct meta_writer *mw,
-	       const pid_t *pids, int n)
-{
-	int joined = 0, first = w->npids, err;
+static const char *const join_names[] = { "at_open", "first_call", "card" };
 
-	for (int i = 0; i < n && w->npids < SBT_MAX_PIDS; i++) {
-		if (has_pid(w, pids[i]) || attach_trace_pid(a, pids[i]))
-			continue;
-		w->pids[w->npids++] = pids[i];
-		/* names, threads and cards first: the records after them make sense */
-		metaw_proc(mw, pids[i], NULL);
-		metaw_groups_of(mw, pids[i]);
-		metaw_thread_names(mw, &pids[i], 1);
-		joined++;
+const char *window_join_name(enum window_join j)
+{
+	return join_names[j];
+}
+
+/* Traced and described: names, threads and cards first, so that the
+ * records after them make sense. NULL when it cannot be traced. */
+static struct window_proc *take(struct detail_window *w, struct attacher *a, struct meta_writer *mw,
+				pid_t pid, enum window_join how, uint64_t seen)
+{
+	struct window_proc *p;
+
+	if (w->nprocs == WINDOW_MAX_PROCS) {
+		w->turned_away++;
+		return NULL;
 	}
-	/* every process first, so each library found goes on all of them */
-	for (int i = first; i < w->npids; i++)
-		if ((err = attach_runtime(a, w->pids[i])) < 0)
-			sbt_info(1, "window: PID %d: %s\n", w->pids[i], strerror(-err));
-	for (int i = first; i < w->npids && !a->interrupted; i++)
-		if ((err = attach_find_libraries(a, w->pids[i], NULL)) < 0 && err != -EINTR)
-			sbt_info(1, "window: PID %d: libraries: %s\n", w->pids[i], strerror(-err));
-	return joined;
+	if (attach_trace_pid(a, pid))
+		return NULL;
+	p = &w->procs[w->nprocs++];
+	*p = (struct window_proc){ .pid = pid, .how = how, .seen = seen, .started = proc_start_boottime(pid),
+				   .carded = how != JOIN_FIRST_CALL };
+	metaw_proc(mw, pid, NULL);
+	if (p->carded)
+		metaw_groups_of(mw, pid);
+	metaw_thread_names(mw, &pid, 1);
+	return p;
 }
 
 int window_open(struct detail_window *w, struct attacher *a, struct meta_writer *mw,
 		enum window_reason why, const pid_t *pids, int n, uint64_t now, uint64_t until)
 {
+	uint64_t ready;
+	int err;
+
 	w->open = true;
 	w->reason = why;
 	w->from = now;
 	w->until = until;
-	w->npids = 0;
+	w->nprocs = 0;
+	w->joined = 0;
 	w->opened[why]++;
 	mw->ngroups = 0; /* each window says its processes' cards again */
-	window_add(w, a, mw, pids, n);
+	for (int i = 0; i < n; i++)
+		if (!window_has(w, pids[i]))
+			take(w, a, mw, pids[i], JOIN_AT_OPEN, now);
+	/* a library rebuilt since an earlier window must not get its old offsets */
+	attach_drop_changed_libraries(a);
+	/* what is known goes on at once, newcomers caught from then */
+	attach_catch_newcomers(a, true);
+	if ((err = attach_runtime(a, ATTACH_EVERY_PROCESS)) < 0)
+		sbt_info(1, "window: runtime probes: %s\n", strerror(-err));
+	/* then what these processes can load (each found goes on at once) */
+	for (int i = 0; i < w->nprocs && !a->interrupted; i++)
+		if ((err = attach_find_libraries(a, w->procs[i].pid, NULL)) < 0 && err != -EINTR)
+			sbt_info(1, "window: PID %d: libraries: %s\n", w->procs[i].pid, strerror(-err));
+	if (!w->nprocs)
+		attach_find_libraries(a, 0, NULL);
+	ready = sbt_now_boottime();
+	for (int i = 0; i < w->nprocs; i++)
+		w->procs[i].traced_from = ready;
+	w->libs_ready = ready;
 	return (int)attach_nuprobes(a);
+}
+
+int window_join(struct detail_window *w, struct attacher *a, struct meta_writer *mw, pid_t pid,
+		enum window_join how, uint64_t seen)
+{
+	struct window_proc *p;
+	size_t libs = a->probes.nlibs;
+	int err;
+
+	if (!w->open || window_has(w, pid) || !(p = take(w, a, mw, pid, how, seen)))
+		return 0;
+	w->joined++;
+	/* a first call means its library is probed already: only what else it
+	 * maps; one that took a card first may use a runtime not read yet */
+	err = how == JOIN_FIRST_CALL ? attach_find_mapped_libraries(a, pid) : attach_find_libraries(a, pid, NULL);
+	if (err < 0 && err != -EINTR)
+		sbt_info(1, "window: PID %d: libraries: %s\n", pid, strerror(-err));
+	if (a->probes.nlibs != libs)
+		w->libs_ready = sbt_now_boottime();
+	/* its calls are all there from its first call, or from when the last
+	 * library it may use went on (none new: those it has were on already) */
+	p->traced_from = how == JOIN_FIRST_CALL ? seen : w->libs_ready;
+	sbt_info(1, "window: PID %d joined (%s), %d processes now\n", pid, window_join_name(how), w->nprocs);
+	return 1;
+}
+
+void window_cards(struct detail_window *w, struct meta_writer *mw, const pid_t *pids, int n)
+{
+	for (int i = 0; i < w->nprocs; i++) {
+		struct window_proc *p = &w->procs[i];
+
+		for (int k = 0; k < n && !p->carded; k++)
+			if (pids[k] == p->pid) {
+				metaw_groups_of(mw, p->pid);
+				p->carded = true;
+			}
+	}
 }
 
 void window_extend(struct detail_window *w, uint64_t until)
@@ -107,34 +174,99 @@ void window_extend(struct detail_window *w, uint64_t until)
 		w->until = until;
 }
 
-void window_close(struct detail_window *w, struct attacher *a, uint64_t now)
+void window_close(struct detail_window *w, struct attacher *a, struct meta_writer *mw, uint64_t now)
 {
 	struct window_past *p = &w->past[w->npast++ % WINDOW_HISTORY];
 
-	for (int i = 0; i < w->npids; i++)
-		attach_untrace_pid(a, w->pids[i]);
+	/* no one joins from now; the threads made meanwhile get their names */
+	attach_catch_newcomers(a, false);
+	for (int i = 0; i < w->nprocs; i++)
+		if (proc_exists(w->procs[i].pid))
+			metaw_thread_names(mw, &w->procs[i].pid, 1);
+	/* untraced first: the uprobes, until they are gone, record nothing */
+	attach_untrace_all(a);
+	attach_forget(a, ATTACH_EVERY_PROCESS);
+	attach_untrace_all(a); /* one that joined while the first emptying ran */
 	p->from = w->from;
 	p->to = now;
 	p->reason = w->reason;
-	p->procs = w->npids;
+	p->procs = w->nprocs;
+	p->joined = w->joined;
+	memcpy(p->detail, w->procs,
+	       (size_t)(w->nprocs < WINDOW_PAST_PROCS ? w->nprocs : WINDOW_PAST_PROCS) * sizeof(p->detail[0]));
 	w->open = false;
-	w->npids = 0;
+	w->nprocs = 0;
+}
+
+/* The time in which a process's calls may be missing from the window: from
+ * the window's start (or the process's, if later) to its probes being in
+ * place; none for one whose first call joined it. */
+static uint64_t may_miss_ns(const struct window_past *p, const struct window_proc *q)
+{
+	uint64_t since = q->how == JOIN_CARD && q->started > p->from ? q->started : p->from;
+
+	if (q->how == JOIN_FIRST_CALL || q->traced_from <= since)
+		return 0;
+	return q->traced_from - since;
+}
+
+static size_t put(size_t len, size_t at, int n)
+{
+	return n < 0 || at + (size_t)n >= len ? len : at + (size_t)n;
 }
 
 static size_t past_json(char *out, size_t len, size_t at, const struct detail_window *w,
-			uint64_t from, uint64_t to, enum window_reason r, int procs, bool open)
+			const struct window_past *p, bool open)
 {
-	double weight = r == WIN_SAMPLE && w->sample_ns ? (double)w->period_ns / (double)w->sample_ns : 1;
-	int n;
+	double weight = p->reason == WIN_SAMPLE && w->sample_ns ? (double)w->period_ns / (double)w->sample_ns : 1;
+	int shown = p->procs < WINDOW_PAST_PROCS ? p->procs : WINDOW_PAST_PROCS;
 
 	if (at >= len)
 		return at;
-	n = snprintf(out + at, len - at,
-		     "%s{\"from_boottime_ns\": %llu, \"to_boottime_ns\": %llu, \"reason\": \"%s\", "
-		     "\"processes\": %d, \"sampling_weight\": %g%s}",
-		     at > 1 ? ", " : "", (unsigned long long)from, (unsigned long long)to,
-		     window_reason_name(r), procs, weight, open ? ", \"open\": true" : "");
-	return n < 0 ? len : at + (size_t)n;
+	at = put(len, at,
+		 snprintf(out + at, len - at,
+			  "%s{\"from_boottime_ns\": %llu, \"to_boottime_ns\": %llu, \"reason\": \"%s\", "
+			  "\"processes\": %d, \"joined\": %d, \"sampling_weight\": %g%s, \"traced\": [",
+			  at > 1 ? ", " : "", (unsigned long long)p->from, (unsigned long long)p->to,
+			  window_reason_name(p->reason), p->procs, p->joined, weight, open ? ", \"open\": true" : ""));
+	for (int i = 0; i < shown && at < len; i++) {
+		const struct window_proc *q = &p->detail[i];
+
+		at = put(len, at,
+			 snprintf(out + at, len - at,
+				  "%s{\"pid\": %d, \"joined\": \"%s\", \"seen_boottime_ns\": %llu, "
+				  "\"traced_from_boottime_ns\": %llu, \"calls_may_be_missing_ns\": %llu, "
+				  "\"held_card\": %s}",
+				  i ? ", " : "", q->pid, window_join_name(q->how), (unsigned long long)q->seen,
+				  (unsigned long long)q->traced_from, (unsigned long long)may_miss_ns(p, q),
+				  q->carded ? "true" : "false"));
+	}
+	return at < len ? put(len, at, snprintf(out + at, len - at, "]}")) : len;
+}
+
+int window_leave_out(const struct detail_window *w, uint64_t from, uint64_t to,
+		     struct snapshot_leave_out *out, int max)
+{
+	uint64_t first = w->npast > WINDOW_HISTORY ? w->npast - WINDOW_HISTORY : 0;
+	int n = 0;
+
+	for (uint64_t i = first; i < w->npast; i++) {
+		const struct window_past *p = &w->past[i % WINDOW_HISTORY];
+		int shown = p->procs < WINDOW_PAST_PROCS ? p->procs : WINDOW_PAST_PROCS;
+
+		if (p->to < from || p->from > to)
+			continue;
+		for (int k = 0; k < shown && n < max; k++)
+			if (p->detail[k].how == JOIN_FIRST_CALL && !p->detail[k].carded)
+				out[n++] = (struct snapshot_leave_out){ (uint32_t)p->detail[k].pid, p->from, p->to };
+	}
+	return n;
+}
+
+size_t window_json_room(void)
+{
+	/* a window's head, and each process described */
+	return (size_t)(WINDOW_HISTORY + 1) * (256 + WINDOW_PAST_PROCS * 192) + 16;
 }
 
 void window_json(const struct detail_window *w, uint64_t from, uint64_t to, char *out, size_t len)
@@ -146,10 +278,16 @@ void window_json(const struct detail_window *w, uint64_t from, uint64_t to, char
 		const struct window_past *p = &w->past[i % WINDOW_HISTORY];
 
 		if (p->to >= from && p->from <= to)
-			at = past_json(out, len, at, w, p->from, p->to, p->reason, p->procs, false);
+			at = past_json(out, len, at, w, p, false);
 	}
-	if (w->open && w->from <= to)
-		at = past_json(out, len, at, w, w->from, w->until, w->reason, w->npids, true);
+	if (w->open && w->from <= to) {
+		struct window_past now; /* the open one, as it stands */
+
+		now = (struct window_past){ w->from, w->until, w->reason, w->nprocs, w->joined, { { 0 } } };
+		memcpy(now.detail, w->procs,
+		       (size_t)(w->nprocs < WINDOW_PAST_PROCS ? w->nprocs : WINDOW_PAST_PROCS) * sizeof(now.detail[0]));
+		at = past_json(out, len, at, w, &now, true);
+	}
 	if (at + 2 <= len)
 		snprintf(out + at, len - at, "]");
 	else if (len >= 3) /* too many for the room: still valid JSON */
