@@ -90,7 +90,7 @@ def go(p, tmp, name):
 def window_cost(tmp, runs):
     """ns per traced call: the job inside a ctl record window and outside."""
     quiet = ["--no-sampling", "--no-triggers", "--state-dir", os.path.join(tmp, "state"),
-             "--runtime-dir", os.path.join(tmp, "run")]
+             "--runtime-dir", os.path.join(tmp, "run"), "--vfio-path", os.path.join(tmp, "mock")]
     d = subprocess.Popen([TOOL, "daemon", "--listen", f"127.0.0.1:{PORT}", *quiet], stderr=subprocess.DEVNULL)
     ctl = [TOOL, "ctl", "--runtime-dir", os.path.join(tmp, "run")]
     base, inside, calls = [], [], []
@@ -176,7 +176,8 @@ def main():
         base_sim.append(sim_run(tmp))
         base_open.append(open_loop())
         d = subprocess.Popen([TOOL, "daemon", "--listen", f"127.0.0.1:{PORT}", "--no-sampling",
-                              "--no-triggers", "--state-dir", os.path.join(tmp, "state")],
+                              "--no-triggers", "--state-dir", os.path.join(tmp, "state"),
+                              "--vfio-path", os.path.join(tmp, "mock")],
                              stderr=subprocess.DEVNULL)
         for _ in range(100):
             try:

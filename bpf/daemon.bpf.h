@@ -100,34 +100,41 @@ static __always_inline bool daemon_vfio_cmd(__u32 cmd)
 	return (cmd & 0xffff0000) == SBT_IOC_NONE && nr >= 0 && nr < 0x80 - 100;
 }
 
-/*
- * Which VFIO file an fd is, from its name in the kernel: "vfio" is the
- * container (/dev/vfio/vfio), digits a group (/dev/vfio/N: N in *group),
- * "[vfio-device]" or "vfioN" a device; anything else that takes VFIO's
- * ioctls counts as a file --vfio-path would name. Read at each ioctl, not
- * remembered: an fd number is reused, and the daemon does not watch close.
- */
-static __always_inline __u32 daemon_fd_kind(int fd, __u32 *group)
+/* vfio's unlocked_ioctl handlers: [0] the container's (/dev/vfio/vfio),
+ * [1] a group's (/dev/vfio/N), [2] a device's ([vfio-device], or
+ * /dev/vfio/devices/vfioN). From /proc/kallsyms; 0 while vfio is not
+ * loaded. A file whose f_op has one of them is VFIO's, whatever its name
+ * or path: nothing else reaches these functions. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 3);
+	__type(key, __u32);
+	__type(value, __u64);
+} daemon_vfio_fns SEC(".maps") __weak;
+
+/* --vfio-path directories (the simulator's mock files): a file below one
+ * counts as VFIO's by its name, as /dev/vfio's would. */
+const volatile __u32 daemon_n_mock_dirs __weak = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SBT_MAX_MOCK_DIRS);
+	__type(key, struct sbt_inode_key);
+	__type(value, __u32);
+} daemon_mock_dirs SEC(".maps") __weak;
+
+/* The kind by the file's name: "vfio" the container, digits a group (N in
+ * *group), anything else a device. */
+static __always_inline __u32 daemon_kind_by_name(struct file *file, __u32 *group)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	struct file **fds = BPF_CORE_READ(fdt, fd), *file = NULL;
-	unsigned int max = BPF_CORE_READ(fdt, max_fds);
-	const unsigned char *name;
+	const unsigned char *name = BPF_CORE_READ(file, f_path.dentry, d_name.name);
 	char n[16] = {};
 	__u32 g = 0;
 
-	*group = 0;
-	if (fd < 0 || (unsigned int)fd >= max ||
-	    bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
-		return SBT_FD_NONE;
-	name = BPF_CORE_READ(file, f_path.dentry, d_name.name);
 	if (!name || bpf_probe_read_kernel_str(n, sizeof(n), name) < 2)
 		return SBT_FD_PATH;
-	if (n[0] == 'v' && n[1] == 'f' && n[2] == 'i' && n[3] == 'o')
-		return n[4] == 0 ? SBT_FD_HOST_CONTAINER : SBT_FD_DEVICE;
-	if (n[0] == '[')
-		return SBT_FD_DEVICE; /* [vfio-device] */
+	if (n[0] == 'v' && n[1] == 'f' && n[2] == 'i' && n[3] == 'o' && n[4] == 0)
+		return SBT_FD_HOST_CONTAINER;
 	for (int i = 0; i < 8; i++) {
 		if (n[i] == 0)
 			break;
@@ -137,6 +144,63 @@ static __always_inline __u32 daemon_fd_kind(int fd, __u32 *group)
 	}
 	*group = g;
 	return SBT_FD_GROUP;
+}
+
+/* Is the file below a --vfio-path directory? Its parents, up to 8. */
+static __always_inline bool daemon_in_mock_dir(struct file *file)
+{
+	struct dentry *d = BPF_CORE_READ(file, f_path.dentry), *up;
+	struct sbt_inode_key key = {};
+
+	for (int i = 0; i < 8 && d; i++) {
+		up = BPF_CORE_READ(d, d_parent);
+		if (!up || up == d)
+			return false;
+		d = up;
+		key.ino = BPF_CORE_READ(d, d_inode, i_ino);
+		key.dev = BPF_CORE_READ(d, d_sb, s_dev);
+		if (bpf_map_lookup_elem(&daemon_mock_dirs, &key))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Which VFIO file an fd is: by the kernel's own word, the handler its
+ * ioctls go to (daemon_vfio_fns); or, for a file below a --vfio-path
+ * directory, by its name. Anything else is no VFIO file, whatever ioctl
+ * numbers it is sent (SBT_FD_NONE). Read at each ioctl, not remembered:
+ * an fd number is reused, and the daemon does not watch close.
+ */
+static __always_inline __u32 daemon_fd_kind(int fd, __u32 *group)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file **fds = BPF_CORE_READ(fdt, fd), *file = NULL;
+	unsigned int max = BPF_CORE_READ(fdt, max_fds);
+	__u64 fn;
+
+	*group = 0;
+	if (fd < 0 || (unsigned int)fd >= max ||
+	    bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
+		return SBT_FD_NONE;
+	fn = (__u64)BPF_CORE_READ(file, f_op, unlocked_ioctl);
+	for (__u32 i = 0; fn && i < 3; i++) {
+		__u32 k = i; /* a copy for the lookup, as in classify_path */
+		__u64 *want = bpf_map_lookup_elem(&daemon_vfio_fns, &k);
+
+		if (!want || *want != fn)
+			continue;
+		if (i == 0)
+			return SBT_FD_HOST_CONTAINER;
+		if (i == 2)
+			return SBT_FD_DEVICE;
+		daemon_kind_by_name(file, group); /* /dev/vfio/N: N */
+		return SBT_FD_GROUP;
+	}
+	if (daemon_n_mock_dirs && daemon_in_mock_dir(file))
+		return daemon_kind_by_name(file, group);
+	return SBT_FD_NONE;
 }
 
 /* floor(log2(v)) for v > 0, without loops */

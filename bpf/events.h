@@ -100,6 +100,16 @@ enum sbt_fd_kind {
 #define SBT_VFIO_FD_PATTERNS 3
 #define SBT_FD_PATTERN_LEN 64
 
+/* A directory the daemon is told holds mock VFIO files (--vfio-path):
+ * its inode as the kernel numbers it (dev in the kernel's encoding,
+ * major << 20 | minor). */
+#define SBT_MAX_MOCK_DIRS 4
+struct sbt_inode_key {
+	__u64 ino;
+	__u32 dev;
+	__u32 pad;
+};
+
 struct sbt_fd_pattern {
 	__u32 kind; /* enum sbt_fd_kind */
 	__u16 prefix_len;

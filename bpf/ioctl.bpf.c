@@ -281,11 +281,14 @@ int ioctl_enter(struct trace_event_raw_sys_enter *ctx)
 	__u32 daemon_kind, group;
 
 	if (daemon_mode && daemon_vfio_cmd((__u32)ctx->args[1])) {
-		/* the always-on tier: any VFIO ioctl, its file looked at now,
-		 * also of a process a detail window traces (a group it opens
-		 * in the window is in no table: there is no hook on opens) */
-		daemon_seen(key.tgid);
+		/* the always-on tier: any VFIO ioctl on a VFIO file, the file
+		 * looked at now, also of a process a detail window traces (a
+		 * group it opens in the window is in no table: there is no
+		 * hook on opens). VFIO's numbers on another file: nothing. */
 		daemon_kind = daemon_fd_kind(key.fd, &group);
+		if (daemon_kind == SBT_FD_NONE)
+			return 0;
+		daemon_seen(key.tgid);
 		if (daemon_kind == SBT_FD_GROUP) {
 			daemon_group_opened(key.tgid, group);
 			if ((__u32)ctx->args[1] == SBT_VFIO_GROUP_SET_CONTAINER)

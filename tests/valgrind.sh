@@ -39,7 +39,7 @@ run "$tool" merge "$fx/torch.json" "$tmp/c.json" "$fx/capture.sbt" -o "$tmp/m.js
 # the daemon, its threads and all, until SIGTERM; ctl against it
 runs=$((runs + 1))
 "${vg[@]}" "$tool" daemon --listen 127.0.0.1:19499 --runtime-dir "$tmp/run" --state-dir "$tmp/state" \
-	--sample-every 4s --window-seconds 1 --trigger-errors 1 --kubelet-socket "$tmp/none.sock" \
+	--sample-every 4s --window-seconds 1 --trigger-errors 1 --kubelet-socket "$tmp/none.sock" --vfio-path "$tmp" \
 	>"$tmp/dout" 2>"$tmp/derr" &
 daemon=$!
 for _ in $(seq 600); do [ -S "$tmp/run/control" ] && break; sleep 0.1; done

@@ -1809,7 +1809,7 @@ def run_daemon_prometheus(tmp):
     wait_for(blocked_on_stdin, 20, "the early job to set up its card")
     # the always-on tier alone: no sampled or triggered window (the mock
     # card's ioctls all fail, which would trigger one)
-    quiet = ["--no-sampling", "--no-triggers", "--state-dir", os.path.join(tmp, "state")]
+    quiet = ["--no-sampling", "--no-triggers", "--state-dir", os.path.join(tmp, "state"), "--vfio-path", tmp]
     daemon = subprocess.Popen([TOOL, "daemon", "--listen", f"127.0.0.1:{port}", *quiet],
                               stderr=subprocess.PIPE, text=True)
     prom = None
@@ -1981,7 +1981,8 @@ def run_daemon_window(tmp):
     run_dir = os.path.join(tmp, "run")
     port = free_port()
     daemon = subprocess.Popen([TOOL, "daemon", "--listen", f"127.0.0.1:{port}", "--runtime-dir", run_dir,
-                               "--state-dir", os.path.join(tmp, "state"), "--no-sampling", "--no-triggers"],
+                               "--state-dir", os.path.join(tmp, "state"), "--no-sampling", "--no-triggers",
+                               "--vfio-path", tmp],
                               stderr=subprocess.PIPE, text=True)
     job = subprocess.Popen(shlex.split(long_sim(tmp)), stdout=subprocess.DEVNULL)
     idle = subprocess.Popen([SIM, "--mock-dir", os.path.join(tmp, "mock2"), "--wait-stdin", "--json",
@@ -2202,10 +2203,11 @@ def run_daemon_window_newcomers(tmp):
 
 
 def daemon_up(tmp, *args):
-    """A daemon with its control socket and state in tmp; (process, ctl argv, port)."""
+    """A daemon with its control socket and state in tmp, the simulator's
+    mock files below tmp counted as VFIO files; (process, ctl argv, port)."""
     run_dir, port = os.path.join(tmp, "run"), free_port()
     daemon = subprocess.Popen([TOOL, "daemon", "--listen", f"127.0.0.1:{port}", "--runtime-dir", run_dir,
-                               "--state-dir", os.path.join(tmp, "state"), *args],
+                               "--state-dir", os.path.join(tmp, "state"), "--vfio-path", tmp, *args],
                               stderr=open(os.path.join(tmp, "daemon.log"), "w"))
     try:
         wait_for(lambda: os.path.exists(os.path.join(run_dir, "control")), 20, "the control socket")
@@ -2612,6 +2614,74 @@ def run_daemon_kubernetes_dirs(tmp):
         assert r.returncode != 0 and why in r.stderr and "hint:" in r.stderr, (d, r.returncode, r.stderr[-600:])
 
 
+FAKE_IOCTLS = r"""
+import fcntl, os, sys
+fd = os.open("/dev/null", os.O_RDONLY)
+failed = 0
+for _ in range(int(sys.argv[1])):
+    try:
+        fcntl.ioctl(fd, 0x3b64)  # VFIO_GET_API_VERSION's number
+    except OSError:
+        failed += 1
+print(failed)
+"""
+
+
+def vfio_series(port):
+    """Every spyre_vfio_* series of the daemon's /metrics, by name and labels."""
+    m = parse_metrics(http_get(f"http://127.0.0.1:{port}/metrics")[1])
+    return {k: v for k, v in m.items() if k[0].startswith("spyre_vfio_")}
+
+
+def ioctls_by_cmd(port):
+    return {dict(k[1])["cmd"]: int(v) for k, v in vfio_series(port).items()
+            if k[0] == "spyre_vfio_ioctls_total"}
+
+
+def run_daemon_fake_vfio_ignored(tmp):
+    """VFIO's ioctl numbers on a file that is not VFIO's count for nothing:
+    user nobody makes 100,000 of them on /dev/null, and no spyre_vfio_*
+    series changes, nobody holds a card, no window opens, no trigger fires,
+    nothing of it is in the flight recorder. The simulator's mock files
+    below --vfio-path are still counted exactly; the same files elsewhere
+    are not."""
+    os.makedirs(os.path.join(tmp, "mock"))
+    daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--trigger-errors", "25", "--trigger-every", "1s")
+    elsewhere = tempfile.mkdtemp(prefix="sbt-not-vfio-")
+    try:
+        before = vfio_series(port)
+        flood = subprocess.Popen(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+                                  sys.executable, "-c", FAKE_IOCTLS, "100000"], stdout=subprocess.PIPE, text=True)
+        out, _ = flood.communicate(timeout=120)
+        assert flood.returncode == 0 and int(out) == 100000, f"the ioctls were not all made: {out}"
+        # the same mock files outside --vfio-path
+        r = subprocess.run([SIM, "--mock-dir", elsewhere, "--jobs", "3", "--json", os.path.join(tmp, "out.json")],
+                           stdout=subprocess.DEVNULL, timeout=60)
+        assert r.returncode == 0
+        time.sleep(6)  # a trigger check (every 5 s) has seen it all
+        assert vfio_series(port) == before, "a counter moved for ioctls on files that are not VFIO's"
+        st = ctl_status(ctl)
+        assert st["processes"] == "with a card 0" and st["window"] == "none", st
+        assert st["triggers"].startswith("fired: errors 0,"), st
+        snap = os.path.join(tmp, "snap.sbt")
+        r = subprocess.run(ctl + ["snapshot", "--last", "60s", "-o", snap], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert not [e for e in parse_dump(snap, outputs=False)[0] if e["tgid"] == flood.pid], \
+            "the flood is in the flight recorder"
+        # the mock files below --vfio-path: every ioctl, by command
+        r = subprocess.run([SIM, "--mock-dir", os.path.join(tmp, "mock"), "--jobs", "3", "--json",
+                            os.path.join(tmp, "in.json")], stdout=subprocess.DEVNULL, timeout=60)
+        assert r.returncode == 0
+        want = {}
+        for i in json.load(open(os.path.join(tmp, "in.json")))["ioctls"]:
+            want[i["cmd"]] = want.get(i["cmd"], 0) + 1
+        wait_for(lambda: ioctls_by_cmd(port) == want, 10, f"the mock ioctls counted: {want}")
+    finally:
+        shutil.rmtree(elsewhere, ignore_errors=True)
+        daemon.kill()
+        daemon.wait()
+
+
 def run_daemon_http_slow_clients(tmp):
     """50 clients that connect to the daemon's metrics port and send one
     byte a second hold nothing: /healthz and /metrics each answer within
@@ -2824,6 +2894,7 @@ TESTS = [
     ("daemon_kubernetes_dirs", run_daemon_kubernetes_dirs),
     ("daemon_http_slow_clients", run_daemon_http_slow_clients),
     ("daemon_hostile_library_path", run_daemon_hostile_library_path),
+    ("daemon_fake_vfio_ignored", run_daemon_fake_vfio_ignored),
     ("daemon_soak", run_daemon_soak),
     ("daemon_snapshot_cut_to_fit", run_daemon_snapshot_cut_to_fit),
     ("guest_kernel_6_1", run_guest_kernel),

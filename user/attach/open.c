@@ -93,9 +93,12 @@ static int configure(struct attacher *a)
 
 	for (int i = 0; i < SBT_VFIO_FD_PATTERNS; i++)
 		add_pattern(a, vfio_patterns[i].glob, vfio_patterns[i].kind);
-	for (int i = 0; i < a->o->nvfio_paths; i++)
+	/* record matches --vfio-path globs at openat(); the daemon takes
+	 * directories, matched by inode at each ioctl (vfio_files.c) */
+	for (int i = 0; i < a->o->nvfio_paths && !a->o->daemon; i++)
 		add_pattern(a, a->o->vfio_paths[i], SBT_FD_PATH);
 	s->rodata->n_patterns = (uint32_t)a->npatterns;
+	s->rodata->daemon_n_mock_dirs = a->o->daemon ? (uint32_t)a->o->nvfio_paths : 0;
 
 	s->rodata->daemon_mode = a->o->daemon;
 	s->rodata->daemon_record = a->o->daemon_record;
@@ -106,6 +109,8 @@ static int configure(struct attacher *a)
 			 "only in detail windows, on the processes that hold a card");
 		/* files are told by the ioctl itself: no hook on every open of the host */
 		plan_add(&a->plan, "fd-track", "-", "not needed: an ioctl's file is looked at when VFIO's");
+		plan_add(&a->plan, "vfio-files", "f_op", "a file is VFIO's when its ioctls go to vfio's own "
+			 "handlers (from /proc/kallsyms)%s", a->o->nvfio_paths ? ", or lies below --vfio-path" : "");
 	} else if (!sbt_have_uprobes()) {
 		sbt_err("uprobes not available on this kernel; hint: needs CONFIG_UPROBE_EVENTS=y");
 		return -EOPNOTSUPP;

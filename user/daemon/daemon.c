@@ -29,6 +29,7 @@
 
 #include "attach/attach.h"
 #include "attach/metawrite.h"
+#include "attach/vfio_files.h"
 #include "base/args.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -92,6 +93,7 @@ struct daemon {
 	struct allocations alloc; /* the kubelet's, under lock */
 	char kubelet_said[256]; /* its last error, said once */
 	struct metrics_self self;
+	bool vfio_found, vfio_looked; /* vfio's handlers known to BPF; looked once */
 	struct control_request request; /* the one being served: its path is long */
 };
 
@@ -167,11 +169,25 @@ static char *page(void *ctx, const char *url, unsigned *status, const char **typ
 	return body;
 }
 
+/* vfio's ioctl handlers, which tell its files: at the start, on SIGHUP,
+ * and at a sweep once vfio has been loaded since. */
+static void find_vfio(struct daemon *d)
+{
+	bool found = vfio_files_handlers(d->at.skel);
+
+	if (found != d->vfio_found || !d->vfio_looked)
+		sbt_info(1, "vfio: %s\n", found ? "its ioctl handlers found: its files count"
+						 : "not loaded: no VFIO file counts until it is");
+	d->vfio_found = found;
+	d->vfio_looked = true;
+}
+
 /* Cards and processes: at the start, and again on SIGHUP. */
 static void look_around(struct daemon *d, const char *why)
 {
 	int cards, procs;
 
+	find_vfio(d);
 	pthread_mutex_lock(&d->lock);
 	cards = daemon_find_cards(&d->counters, &d->o->rec.devices, "/sys/bus/pci/devices");
 	procs = daemon_seed_processes(&d->counters);
@@ -289,6 +305,10 @@ static int start(struct daemon *d)
 	if (d->o->rec.verbose)
 		plan_print(&d->at.plan, stderr);
 	d->counters.skel = d->at.skel;
+	if ((ret = vfio_files_dirs(d->at.skel, d->o->rec.vfio_paths, d->o->rec.nvfio_paths, err, sizeof(err)))) {
+		sbt_err("%s", err);
+		return ret;
+	}
 	if (!(d->counts = malloc(sizeof(*d->counts)))) {
 		sbt_err("out of memory");
 		return -ENOMEM;
@@ -778,6 +798,8 @@ int cmd_daemon(int argc, char **argv)
 				daemon_sweep(&d->counters);
 				d->self.recorder_bytes = bytes;
 				pthread_mutex_unlock(&d->lock);
+				if (!d->vfio_found && vfio_module_present())
+					find_vfio(d);
 				next_sweep = t + SWEEP_SECONDS * NS;
 			}
 			if (reload_sig) {

@@ -6,6 +6,7 @@
 
 #include "attach/devfilter.h"
 #include "attach/driver.h"
+#include "attach/vfio_files.h"
 #include "base/args.h"
 #include "daemon/control.h"
 #include "daemon/http.h"
@@ -18,7 +19,7 @@ enum {
 	OPT_LISTEN = 1000, OPT_DEVICE, OPT_RUNTIME_DIR, OPT_STATE_DIR, OPT_REC_SECONDS, OPT_REC_MIB,
 	OPT_NO_REC, OPT_SPOOL_MIB, OPT_WINDOW, OPT_SAMPLE_EVERY, OPT_NO_SAMPLING, OPT_TRIG_ERRORS,
 	OPT_TRIG_SLOW, OPT_TRIG_EVERY, OPT_TRIG_BEFORE, OPT_NO_TRIGGERS, OPT_KUBELET, OPT_KUBELET_RES,
-	OPT_NO_KUBELET, OPT_DRIVER
+	OPT_NO_KUBELET, OPT_DRIVER, OPT_VFIO_PATH
 };
 
 /* A duration option: "30s", "10m", "250ms"; within [min, max] seconds. */
@@ -41,6 +42,8 @@ static unsigned long count_arg(struct argp_state *state, const char *flag, const
 		argp_error(state, "invalid %s '%s'; hint: %lu to %lu", flag, arg, min, max);
 	return v;
 }
+
+_Static_assert(SBT_MAX_MOCK_DIRS <= SBT_MAX_VFIO_PATHS, "each --vfio-path has its pointer in rec");
 
 static error_t parse(int key, char *arg, struct argp_state *state)
 {
@@ -108,6 +111,14 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		o->trig.errors = o->trig.slow_ns = 0;
 		o->trig.lost = false;
 		break;
+	case OPT_VFIO_PATH:
+		if (r->nvfio_paths == SBT_MAX_MOCK_DIRS)
+			argp_error(state, "too many --vfio-path (at most %d)", SBT_MAX_MOCK_DIRS);
+		if (vfio_dir_arg(arg, o->vfio_dirs[r->nvfio_paths], sizeof(o->vfio_dirs[0]), err, sizeof(err)))
+			argp_error(state, "%s", err);
+		r->vfio_paths[r->nvfio_paths] = o->vfio_dirs[r->nvfio_paths];
+		r->nvfio_paths++;
+		break;
 	case 'v': r->verbose++; break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);
@@ -152,6 +163,9 @@ void daemon_parse_opts(int argc, char **argv, struct daemon_opts *o)
 		{ "no-kubelet", OPT_NO_KUBELET, NULL, 0, "do not ask the kubelet", 0 },
 		{ "driver-probes", OPT_DRIVER, "MODE", 0, "count vfio's own functions: auto (fentry, else "
 		  "kprobes, where the kernel allows), fentry, kprobe or off (default auto)", 0 },
+		{ "vfio-path", OPT_VFIO_PATH, "DIR", 0, "files below DIR count as VFIO files, by their names "
+		  "(the simulator's mock files; repeatable). Otherwise only files whose ioctls go to vfio's "
+		  "own handlers count", 0 },
 		{ "verbose", 'v', NULL, 0, "print the attach plan (why no fentry), the cards, the windows", 0 },
 		{ 0 }
 	};

@@ -22,6 +22,7 @@ struct daemon_opts {
 	double trigger_before; /* a trigger's snapshot reaches this far back */
 	struct trigger_cfg trig;
 	const char *kubelet_socket, *kubelet_resource; /* socket NULL: not asked */
+	char vfio_dirs[SBT_MAX_MOCK_DIRS][256]; /* --vfio-path, as rec.vfio_paths points to them */
 };
 
 /* Parses argv into o, defaults first; exits on --help and on an error, as
