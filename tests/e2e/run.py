@@ -2465,7 +2465,7 @@ def run_daemon_soak(tmp):
     spool_mib = 4
     daemon, ctl, port = daemon_up(tmp, "--sample-every", "4s", "--window-seconds", "2", "--recorder-mib", "8",
                                   "--recorder-seconds", "20", "--spool-mib", str(spool_mib), "--trigger-errors", "1",
-                                  "--trigger-every", "10s")
+                                  "--trigger-every", "10s", "--recorder-share", "50")  # two jobs fill it
     jobs = []
     try:
         for i in range(2):
@@ -2682,6 +2682,55 @@ def run_daemon_fake_vfio_ignored(tmp):
         daemon.wait()
 
 
+def run_daemon_recorder_share(tmp):
+    """One process cannot flush the flight recorder: a job's ioctls are in,
+    then another process floods VFIO ioctls (on mock files below
+    --vfio-path) worth six recorders; a snapshot still holds every ioctl of
+    the job, the flood's records past its share are dropped and counted
+    (the metric, the pid in the log). Without the share (--recorder-share
+    100) the same flood evicts the job's records: the check can fail."""
+    flood_code = FAKE_IOCTLS.replace('"/dev/null"', "sys.argv[2]")
+    for share in ("100", "25"):
+        d = os.path.join(tmp, share)
+        os.makedirs(os.path.join(d, "mock"))
+        daemon, ctl, port = daemon_up(d, "--no-sampling", "--no-triggers", "--recorder-mib", "4",
+                                      "--recorder-share", share)
+        try:
+            job = os.path.join(d, "job.json")
+            r = subprocess.run([SIM, "--mock-dir", os.path.join(d, "mock"), "--jobs", "3", "--json", job],
+                               stdout=subprocess.DEVNULL, timeout=60)
+            assert r.returncode == 0
+            job = json.load(open(job))
+            flood_file = os.path.join(d, "mock", "flood", "vfio")
+            os.makedirs(os.path.dirname(flood_file))
+            open(flood_file, "w").close()
+            flood = subprocess.run([sys.executable, "-c", flood_code, "200000", flood_file],
+                                   capture_output=True, text=True, timeout=300)
+            assert flood.returncode == 0, flood.stderr
+            snap = os.path.join(d, "snap.sbt")
+            r = subprocess.run(ctl + ["snapshot", "--last", "300s", "-o", snap], capture_output=True, text=True,
+                               timeout=60)
+            assert r.returncode == 0, r.stderr
+            events, _ = parse_dump(snap, outputs=False)
+            kept = [e for e in events if e["type"] == "ioctl" and e["tgid"] == job["pid"]]
+            flooded = [e for e in events if e["type"] == "ioctl" and e["tgid"] != job["pid"]]
+            m = parse_metrics(http_get(f"http://127.0.0.1:{port}/metrics")[1])
+            over = m[("spyre_bpftrace_recorder_dropped_records_total", frozenset({("reason", "over_share")}))]
+            if share == "100":
+                assert len(kept) < len(job["ioctls"]) and over == 0, \
+                    f"without a share the flood should have evicted the job: {len(kept)} kept"
+                continue
+            assert len(kept) == len(job["ioctls"]), f"{len(kept)} of the job's {len(job['ioctls'])} ioctls left"
+            lost = m[("spyre_bpftrace_lost_records_total", frozenset())]
+            # every flood ioctl kept, dropped over its share, or lost in the ring buffer (counted)
+            assert 0 < len(flooded) < 200000 and len(flooded) + over + lost >= 200000, (len(flooded), over, lost)
+            wait_for(lambda: "over --recorder-share 25%" in open(os.path.join(d, "daemon.log")).read(), 15,
+                     "the log to name the flood")
+        finally:
+            daemon.kill()
+            daemon.wait()
+
+
 def run_daemon_http_slow_clients(tmp):
     """50 clients that connect to the daemon's metrics port and send one
     byte a second hold nothing: /healthz and /metrics each answer within
@@ -2895,6 +2944,7 @@ TESTS = [
     ("daemon_http_slow_clients", run_daemon_http_slow_clients),
     ("daemon_hostile_library_path", run_daemon_hostile_library_path),
     ("daemon_fake_vfio_ignored", run_daemon_fake_vfio_ignored),
+    ("daemon_recorder_share", run_daemon_recorder_share),
     ("daemon_soak", run_daemon_soak),
     ("daemon_snapshot_cut_to_fit", run_daemon_snapshot_cut_to_fit),
     ("guest_kernel_6_1", run_guest_kernel),

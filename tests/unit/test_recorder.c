@@ -57,7 +57,7 @@ static void keeps_and_windows(void **state)
 	struct flight_recorder r;
 
 	(void)state;
-	assert_int_equal(recorder_init(&r, 4, 60), 0);
+	assert_int_equal(recorder_init(&r, 4, 60, 100), 0);
 	for (uint64_t i = 0; i < 1000; i++)
 		add(&r, 100 * SEC + i * SEC / 100, 56); /* 10 s of records */
 	assert_int_equal(window(&r, 0, UINT64_MAX), 1000);
@@ -74,7 +74,7 @@ static void drops_by_age(void **state)
 	struct flight_recorder r;
 
 	(void)state;
-	assert_int_equal(recorder_init(&r, 4, 10), 0);
+	assert_int_equal(recorder_init(&r, 4, 10, 100), 0);
 	/* a segment's worth, then another much later: the first ages out whole */
 	for (int i = 0; i < 20000; i++)
 		add(&r, 10 * SEC + (uint64_t)i, 56);
@@ -91,7 +91,7 @@ static void drops_by_room(void **state)
 	uint64_t n;
 
 	(void)state;
-	assert_int_equal(recorder_init(&r, 2, 3600), 0); /* two segments */
+	assert_int_equal(recorder_init(&r, 2, 3600, 100), 0); /* two segments */
 	for (uint64_t i = 0; i < 100000; i++)
 		add(&r, SEC + i, 1016); /* 1 KiB records: 1023 a segment */
 	n = window(&r, 0, UINT64_MAX);
@@ -124,7 +124,7 @@ static void snapshot_cut_to_fit(void **state)
 
 	(void)state;
 	assert_non_null(mkdtemp(dir));
-	assert_int_equal(recorder_init(&r, 4, 3600), 0);
+	assert_int_equal(recorder_init(&r, 4, 3600, 100), 0);
 	for (uint64_t i = 0; i < 2000; i++)
 		add(&r, 100 * SEC + i * SEC / 1000, 72); /* 2 s of 104-byte records */
 	w.from_boot = 100 * SEC;
@@ -168,6 +168,70 @@ static void snapshot_cut_to_fit(void **state)
 	recorder_free(&r);
 }
 
+static void add_of(struct flight_recorder *r, uint32_t tgid, uint16_t type, uint64_t ts, uint16_t payload)
+{
+	uint8_t buf[sizeof(struct sbt_hdr) + 4096] = { 0 };
+	struct sbt_hdr *h = (void *)buf;
+
+	h->type = type;
+	h->tgid = tgid;
+	h->size = payload;
+	h->ts = ts;
+	recorder_add(r, h, ts);
+}
+
+static uint32_t of_pid;
+static uint64_t of_n;
+
+static void count_of(void *ctx, const struct sbt_hdr *h)
+{
+	(void)ctx;
+	of_n += h->tgid == of_pid;
+}
+
+static uint64_t records_of(struct flight_recorder *r, uint32_t pid)
+{
+	uint64_t oldest;
+
+	of_pid = pid;
+	of_n = 0;
+	recorder_each(r, 0, UINT64_MAX, count_of, NULL, &oldest);
+	return of_n;
+}
+
+/* A process flooding the recorder holds at most its share: the others'
+ * records stay, its own past the share are dropped and counted, and it
+ * gets room again as its old records age out. Interrupts are nobody's. */
+static void share_per_process(void **state)
+{
+	struct flight_recorder r;
+	uint64_t ts = 1;
+	size_t rec = sizeof(struct sbt_hdr) + 1000;
+
+	(void)state;
+	assert_int_equal(recorder_init(&r, 8, 60, 25), 0); /* 2 MiB each */
+	for (int i = 0; i < 100; i++)
+		add_of(&r, 7, SBT_IOCTL, ts++, 1000);
+	for (int i = 0; i < 20000; i++) /* 20 MB: the recorder twice over */
+		add_of(&r, 666, SBT_CALL_ENTER, ts++, 1000);
+	assert_int_equal(records_of(&r, 7), 100);
+	assert_true(recorder_held(&r, 666) <= 2u << 20);
+	assert_true(recorder_held(&r, 666) > (2u << 20) - rec);
+	assert_int_equal(records_of(&r, 666), recorder_held(&r, 666) / rec);
+	assert_int_equal(r.over_share, 20000 - records_of(&r, 666));
+	assert_int_equal(r.over_share_pid, 666);
+	assert_int_equal(recorder_held(&r, 7), 100 * rec);
+	/* a card's interrupts, whatever task they came in: kept */
+	for (int i = 0; i < 3000; i++)
+		add_of(&r, 666, SBT_IRQ, ts++, 1000);
+	assert_int_equal(records_of(&r, 666), recorder_held(&r, 666) / rec + 3000);
+	/* 61 s later all of it is old: room again, and the shares follow */
+	add_of(&r, 666, SBT_CALL_ENTER, ts + 61000000000ull, 1000);
+	assert_int_equal(recorder_held(&r, 666), rec);
+	assert_int_equal(recorder_held(&r, 7), 0);
+	recorder_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -175,6 +239,7 @@ int main(void)
 		cmocka_unit_test(drops_by_age),
 		cmocka_unit_test(drops_by_room),
 		cmocka_unit_test(snapshot_cut_to_fit),
+		cmocka_unit_test(share_per_process),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

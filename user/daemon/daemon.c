@@ -94,6 +94,7 @@ struct daemon {
 	char kubelet_said[256]; /* its last error, said once */
 	struct metrics_self self;
 	bool vfio_found, vfio_looked; /* vfio's handlers known to BPF; looked once */
+	uint64_t over_share_said; /* records dropped over a process's share, as last logged */
 	struct control_request request; /* the one being served: its path is long */
 };
 
@@ -159,6 +160,10 @@ static char *page(void *ctx, const char *url, unsigned *status, const char **typ
 		return body;
 	}
 	d->self.lost_records = attach_read_lost(&d->at);
+	pthread_mutex_lock(&d->rec_lock);
+	d->self.recorder_over_share = d->rec.over_share;
+	d->self.recorder_aged = d->rec.dropped_records;
+	pthread_mutex_unlock(&d->rec_lock);
 	bpf_run_time(d);
 	d->self.scrapes++;
 	d->self.alloc = &d->alloc;
@@ -341,7 +346,7 @@ static int start(struct daemon *d)
 		sbt_err("cannot set up the detail windows: %s", strerror(-ret));
 		return ret;
 	}
-	if (recorder_init(&d->rec, d->o->recorder_mib, d->o->recorder_seconds) ||
+	if (recorder_init(&d->rec, d->o->recorder_mib, d->o->recorder_seconds, d->o->recorder_share) ||
 	    !(d->rb = ring_buffer__new(bpf_map__fd(d->at.skel->maps.events), on_record, d, NULL))) {
 		sbt_err("cannot set up the flight recorder: out of memory");
 		return -ENOMEM;
@@ -641,7 +646,7 @@ static void check_triggers(struct daemon *d, uint64_t now)
 static void status(struct daemon *d, int cfd)
 {
 	char msg[CONTROL_LINE + 2048], win[256], sample[128];
-	uint64_t now = sbt_now_boottime(), kept, written = 0, held = 0;
+	uint64_t now = sbt_now_boottime(), kept, over, written = 0, held = 0;
 	size_t mib;
 	pid_t pids[SBT_MAX_PIDS];
 	int n = card_holders(d, pids), pending = d->rb ? snapq_pending(&d->q) : 0;
@@ -660,6 +665,7 @@ static void status(struct daemon *d, int cfd)
 		snprintf(sample, sizeof(sample), "off");
 	pthread_mutex_lock(&d->rec_lock);
 	kept = d->rec.records - d->rec.dropped_records;
+	over = d->rec.over_share;
 	mib = recorder_bytes(&d->rec) >> 20;
 	pthread_mutex_unlock(&d->rec_lock);
 	pthread_mutex_lock(&d->lock);
@@ -669,12 +675,12 @@ static void status(struct daemon *d, int cfd)
 		held += d->trig.held[k];
 	snprintf(msg, sizeof(msg),
 		 "ok\nversion %s\ncards %d\nprocesses with a card %d\nscrapes %llu\nlost records %llu\n"
-		 "window %s\nnext sample %s\nflight recorder %llu records kept, %zu MiB\n"
+		 "window %s\nnext sample %s\nflight recorder %llu records kept, %zu MiB, %llu dropped over a process's share\n"
 		 "snapshots written %llu, failed %llu, being written %d, cut to fit %llu\nspool %s, %.1f of %lu MiB\n"
 		 "triggers fired: errors %llu, slow_ioctl %llu, lost %llu (held back as too soon: %llu)\n",
 		 SBT_VERSION, d->counters.ncards - 1, n, (unsigned long long)d->self.scrapes,
 		 (unsigned long long)attach_read_lost(&d->at), win, sample,
-		 (unsigned long long)kept, mib,
+		 (unsigned long long)kept, mib, (unsigned long long)over,
 		 (unsigned long long)written,
 		 (unsigned long long)d->self.snapshot_failures, pending,
 		 (unsigned long long)d->self.snapshots_cut, d->rb ? d->spool : "none",
@@ -789,11 +795,20 @@ int cmd_daemon(int argc, char **argv)
 				next_ping = t + watchdog_us * 1000 / 2;
 			}
 			if (t >= next_sweep) {
+				uint64_t over;
+				uint32_t pid;
 				size_t bytes;
 
 				pthread_mutex_lock(&d->rec_lock);
 				bytes = recorder_bytes(&d->rec);
+				over = d->rec.over_share;
+				pid = d->rec.over_share_pid;
 				pthread_mutex_unlock(&d->rec_lock);
+				if (over != d->over_share_said) /* once a sweep at most */
+					sbt_warn("flight recorder: %llu records dropped since, PID %u the last: over "
+						 "--recorder-share %u%% of it", (unsigned long long)(over - d->over_share_said),
+						 pid, d->o->recorder_share);
+				d->over_share_said = over;
 				pthread_mutex_lock(&d->lock);
 				daemon_sweep(&d->counters);
 				d->self.recorder_bytes = bytes;

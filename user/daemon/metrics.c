@@ -246,6 +246,13 @@ static void self_metrics(struct page *p, const struct metrics_self *s)
 	put(p, "spyre_bpftrace_detail_window_open %d\n", s->window_open);
 	head(p, "spyre_bpftrace_recorder_bytes", "gauge", "Memory the flight recorder holds.");
 	put(p, "spyre_bpftrace_recorder_bytes %llu\n", (unsigned long long)s->recorder_bytes);
+	head(p, "spyre_bpftrace_recorder_dropped_records_total", "counter",
+	     "Records the flight recorder did not keep: over_share, of a process holding its share of it "
+	     "(--recorder-share; the pid in the log); aged_or_made_room, the oldest let go.");
+	put(p, "spyre_bpftrace_recorder_dropped_records_total{reason=\"over_share\"} %llu\n",
+	    (unsigned long long)s->recorder_over_share);
+	put(p, "spyre_bpftrace_recorder_dropped_records_total{reason=\"aged_or_made_room\"} %llu\n",
+	    (unsigned long long)s->recorder_aged);
 	head(p, "spyre_bpftrace_spool_bytes", "gauge", "Bytes of snapshots in the state directory's spool.");
 	put(p, "spyre_bpftrace_spool_bytes %llu\n", (unsigned long long)s->spool_bytes);
 	head(p, "spyre_bpftrace_scrapes_total", "counter", "Pages of metrics served.");

@@ -19,7 +19,7 @@ enum {
 	OPT_LISTEN = 1000, OPT_DEVICE, OPT_RUNTIME_DIR, OPT_STATE_DIR, OPT_REC_SECONDS, OPT_REC_MIB,
 	OPT_NO_REC, OPT_SPOOL_MIB, OPT_WINDOW, OPT_SAMPLE_EVERY, OPT_NO_SAMPLING, OPT_TRIG_ERRORS,
 	OPT_TRIG_SLOW, OPT_TRIG_EVERY, OPT_TRIG_BEFORE, OPT_NO_TRIGGERS, OPT_KUBELET, OPT_KUBELET_RES,
-	OPT_NO_KUBELET, OPT_DRIVER, OPT_VFIO_PATH
+	OPT_NO_KUBELET, OPT_DRIVER, OPT_VFIO_PATH, OPT_REC_SHARE
 };
 
 /* A duration option: "30s", "10m", "250ms"; within [min, max] seconds. */
@@ -75,6 +75,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		o->recorder_seconds = duration_arg(state, "--recorder-seconds", arg, 1, 86400, "1 to 86400 (or 2m, 1h)");
 		break;
 	case OPT_REC_MIB: o->recorder_mib = count_arg(state, "--recorder-mib", arg, 1, 65536); break;
+	case OPT_REC_SHARE:
+		o->recorder_share = (unsigned int)count_arg(state, "--recorder-share", arg, 1, 100);
+		break;
 	case OPT_NO_REC: o->recorder_seconds = 0; break;
 	case OPT_SPOOL_MIB: o->spool_mib = count_arg(state, "--spool-mib", arg, 1, 1 << 24); break;
 	case OPT_WINDOW:
@@ -146,6 +149,8 @@ void daemon_parse_opts(int argc, char **argv, struct daemon_opts *o)
 		{ "spool-mib", OPT_SPOOL_MIB, "M", 0, "the spool holds at most M MiB of snapshots, the oldest removed (default 1024)", 0 },
 		{ "recorder-seconds", OPT_REC_SECONDS, "T", 0, "the flight recorder keeps the last T seconds (default 120)", 0 },
 		{ "recorder-mib", OPT_REC_MIB, "M", 0, "the flight recorder holds at most M MiB, taken as used (default 64)", 0 },
+		{ "recorder-share", OPT_REC_SHARE, "PCT", 0, "one process holds at most PCT% of the recorder; past "
+		  "it its records are dropped and counted, so others' stay (default 25; 100: no bound)", 0 },
 		{ "no-recorder", OPT_NO_REC, NULL, 0, "no flight recorder, hence no windows, snapshots or triggers: "
 		  "nothing per event to user space", 0 },
 		{ "window-seconds", OPT_WINDOW, "W", 0, "a sampled or triggered detail window lasts W (default 10s)", 0 },
@@ -190,7 +195,7 @@ void daemon_parse_opts(int argc, char **argv, struct daemon_opts *o)
 	};
 	*o = (struct daemon_opts){
 		.listen = DEFAULT_LISTEN, .runtime_dir = CONTROL_DEFAULT_DIR, .state_dir = DEFAULT_STATE_DIR,
-		.recorder_seconds = 120, .recorder_mib = 64, .spool_mib = 1024,
+		.recorder_seconds = 120, .recorder_mib = 64, .spool_mib = 1024, .recorder_share = 25,
 		.window_seconds = 10, .sample_every = 600, .trigger_before = 30,
 		.trig = { .errors = 20, .slow_ns = NS, .lost = true, .interval_ns = 600 * NS },
 		.kubelet_socket = KUBELET_DEFAULT_SOCKET, .kubelet_resource = "ibm.com/*",

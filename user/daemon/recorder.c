@@ -6,13 +6,40 @@
 #include "capture/capture.h"
 #include "daemon/recorder.h"
 
-int recorder_init(struct flight_recorder *r, size_t mib, double seconds)
+int recorder_init(struct flight_recorder *r, size_t mib, double seconds, unsigned int share_pct)
 {
 	memset(r, 0, sizeof(*r));
 	r->nseg = mib ? mib * (1u << 20) / RECORDER_SEGMENT : 1;
 	r->seg = calloc(r->nseg, sizeof(*r->seg));
 	r->keep_ns = (uint64_t)(seconds * 1e9);
+	if (share_pct && share_pct < 100)
+		r->share_bytes = (uint64_t)r->nseg * RECORDER_SEGMENT * share_pct / 100;
 	return r->seg ? 0 : -ENOMEM;
+}
+
+/* Whose record it is, for the shares: 0 for nobody's. */
+static uint32_t owner(const struct sbt_hdr *h)
+{
+	if (h->type >= SBT_META_CLOCK || h->type == SBT_IRQ || h->type == SBT_DRV)
+		return 0;
+	return h->tgid;
+}
+
+uint64_t recorder_held(const struct flight_recorder *r, uint32_t tgid)
+{
+	return (uint64_t)(uintptr_t)hm_get(&r->held, tgid);
+}
+
+/* A process's bytes go up (+) or down (-); 0, or -ENOMEM. */
+static int hold(struct flight_recorder *r, uint32_t tgid, int64_t delta)
+{
+	uint64_t now = recorder_held(r, tgid) + (uint64_t)delta;
+
+	if (!now) {
+		hm_del(&r->held, tgid);
+		return 0;
+	}
+	return hm_put(&r->held, tgid, (void *)(uintptr_t)now);
 }
 
 void recorder_free(struct flight_recorder *r)
@@ -20,11 +47,20 @@ void recorder_free(struct flight_recorder *r)
 	for (size_t i = 0; i < r->nseg; i++)
 		free(r->seg[i].data);
 	free(r->seg);
+	hm_free(&r->held);
 	memset(r, 0, sizeof(*r));
 }
 
 static void clear(struct flight_recorder *r, struct recorder_segment *s)
 {
+	for (size_t off = 0; r->share_bytes && off < s->used;) {
+		const struct sbt_hdr *h = (const void *)(s->data + off);
+		size_t len = sbt_record_len(h);
+
+		if (owner(h))
+			hold(r, owner(h), -(int64_t)len);
+		off += len;
+	}
 	r->dropped_records += s->records;
 	s->used = 0;
 	s->records = 0;
@@ -50,8 +86,18 @@ void recorder_add(struct flight_recorder *r, const struct sbt_hdr *h, uint64_t n
 		s = &r->seg[r->head];
 		clear(r, s);
 	}
+	/* (after what aged out went: that may be its own) */
+	if (r->share_bytes && owner(h) && recorder_held(r, owner(h)) + len > r->share_bytes) {
+		r->over_share++;
+		r->over_share_pid = owner(h);
+		return;
+	}
 	if (!s->data && !(s->data = malloc(RECORDER_SEGMENT))) {
 		r->dropped_records++;
+		return;
+	}
+	if (r->share_bytes && owner(h) && hold(r, owner(h), (int64_t)len)) {
+		r->dropped_records++; /* no room to count it: not kept, so nobody's share is wrong */
 		return;
 	}
 	memcpy(s->data + s->used, h, sizeof(*h) + h->size);

@@ -5,6 +5,12 @@
  * straddles two segments; the oldest segment is dropped whole to make room,
  * or once all it holds is older than T. Segments are allocated when first
  * used, so memory grows with what is kept, up to M.
+ *
+ * One process cannot flush the others' evidence: each holds at most a
+ * share of M (its records' bytes still in the recorder, by tgid); past it,
+ * its new records are dropped and counted, until its old ones go. Cards'
+ * interrupts (taken in whatever task they interrupt) and descriptions are
+ * nobody's.
  */
 #ifndef SBT_RECORDER_H
 #define SBT_RECORDER_H
@@ -12,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/hashmap.h"
 #include "events.h"
 
 #define RECORDER_SEGMENT (1u << 20)
@@ -29,17 +36,25 @@ struct flight_recorder {
 	size_t head; /* the segment being filled */
 	uint64_t keep_ns; /* T */
 	uint64_t records, dropped_records; /* kept over its life; dropped to make room or by age */
+	uint64_t share_bytes; /* a process holds at most this; 0: no bound */
+	struct hashmap held; /* tgid -> its bytes in the recorder (as a pointer-sized count) */
+	uint64_t over_share; /* records dropped because their process was over its share */
+	uint32_t over_share_pid; /* the last process they were dropped of */
 };
 
-/* 0, or -ENOMEM. mib >= 1, seconds > 0. */
-int recorder_init(struct flight_recorder *r, size_t mib, double seconds);
+/* 0, or -ENOMEM. mib >= 1, seconds > 0; share_pct: a process's share of
+ * the bytes, 1 to 100 (100: no bound). */
+int recorder_init(struct flight_recorder *r, size_t mib, double seconds, unsigned int share_pct);
 void recorder_free(struct flight_recorder *r);
-/* Keeps one record (ts in h->ts). now: for dropping what is older than T. */
+/* Keeps one record (ts in h->ts), unless its process is over its share.
+ * now: for dropping what is older than T. */
 void recorder_add(struct flight_recorder *r, const struct sbt_hdr *h, uint64_t now);
 /* Calls fn for each record with from <= ts <= to, oldest segment first;
  * returns how many. The earliest ts kept, for the answer, in *oldest. */
 uint64_t recorder_each(const struct flight_recorder *r, uint64_t from, uint64_t to,
 		       void (*fn)(void *ctx, const struct sbt_hdr *h), void *ctx, uint64_t *oldest);
 size_t recorder_bytes(const struct flight_recorder *r); /* allocated */
+/* What a process holds in the recorder now, in bytes. */
+uint64_t recorder_held(const struct flight_recorder *r, uint32_t tgid);
 
 #endif
