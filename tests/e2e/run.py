@@ -2731,6 +2731,39 @@ def run_daemon_recorder_share(tmp):
             daemon.wait()
 
 
+def run_daemon_private_tmp_said(tmp):
+    """A daemon whose /var/tmp is its own (systemd's PrivateTmp=yes; here a
+    private mount namespace with a tmpfs there) says so when ctl asks for
+    a file in it, which the user would look for in vain; a path elsewhere
+    gets no such note."""
+    if not shutil.which("unshare"):
+        raise Skip("no unshare")
+    run_dir, port = os.path.join(tmp, "run"), free_port()
+    cmd = ("mount -t tmpfs none /var/tmp && exec " +
+           " ".join(shlex.quote(a) for a in [TOOL, "daemon", "--listen", f"127.0.0.1:{port}", "--runtime-dir",
+                                             run_dir, "--state-dir", os.path.join(tmp, "state"), "--no-sampling",
+                                             "--no-triggers"]))
+    daemon = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", cmd],
+                              stderr=open(os.path.join(tmp, "daemon.log"), "w"))
+    ctl = [TOOL, "ctl", "--runtime-dir", run_dir]
+    name = f"sbt-private-{os.getpid()}.json"
+    try:
+        wait_for(lambda: os.path.exists(os.path.join(run_dir, "control")), 20, "the control socket")
+        r = subprocess.run(ctl + ["record", "--seconds", "0.5", "-o", f"/var/tmp/{name}"], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 0 and "sees this file's directory as another than you do" in r.stdout and \
+            "hint:" in r.stdout, \
+            r.stdout + r.stderr
+        assert not os.path.exists(f"/var/tmp/{name}"), "the file is in the host's /var/tmp after all"
+        out = os.path.join(tmp, name)
+        r = subprocess.run(ctl + ["record", "--seconds", "0.5", "-o", out], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0 and "note:" not in r.stdout and os.path.exists(out), r.stdout + r.stderr
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=20)
+
+
 def run_daemon_http_slow_clients(tmp):
     """50 clients that connect to the daemon's metrics port and send one
     byte a second hold nothing: /healthz and /metrics each answer within
@@ -2945,6 +2978,7 @@ TESTS = [
     ("daemon_hostile_library_path", run_daemon_hostile_library_path),
     ("daemon_fake_vfio_ignored", run_daemon_fake_vfio_ignored),
     ("daemon_recorder_share", run_daemon_recorder_share),
+    ("daemon_private_tmp_said", run_daemon_private_tmp_said),
     ("daemon_soak", run_daemon_soak),
     ("daemon_snapshot_cut_to_fit", run_daemon_snapshot_cut_to_fit),
     ("guest_kernel_6_1", run_guest_kernel),

@@ -152,6 +152,25 @@ static long long mono_ms(void)
 	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+bool control_peer_sees_same_dir(int cfd, const char *path)
+{
+	char dir[PATH_MAX], theirs[PATH_MAX + 32], *slash;
+	struct ucred peer;
+	socklen_t plen = sizeof(peer);
+	struct stat a, b;
+
+	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) || peer.pid <= 0 ||
+	    snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir) || !(slash = strrchr(dir, '/')))
+		return true;
+	slash[slash == dir] = 0; /* "/x" -> "/" */
+	snprintf(theirs, sizeof(theirs), "/proc/%d/root%s", peer.pid, dir);
+	if (stat(dir, &a))
+		return true; /* the write fails, and says why */
+	if (stat(theirs, &b))
+		return errno != ENOENT; /* EACCES: cannot tell; ENOENT: they have no such directory */
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 int control_accept(int lfd, char *line, size_t len)
 {
 	long long deadline;
@@ -314,8 +333,8 @@ int cmd_ctl(int argc, char **argv)
 		"a snapshot). The same absolute --from/--to asked of every host of a job gives "
 		"traces that merge into one.\n\nEXAMPLES:\n"
 		"  spyre-bpftrace ctl status\n"
-		"  spyre-bpftrace ctl record --seconds 10 -o /tmp/window.pftrace\n"
-		"  spyre-bpftrace ctl snapshot --last 30s -o /tmp/last.pftrace\n"
+		"  spyre-bpftrace ctl record --seconds 10 -o /var/lib/spyre-bpftrace/window.pftrace\n"
+		"  spyre-bpftrace ctl snapshot --last 30s -o /var/lib/spyre-bpftrace/last.pftrace\n"
 		"  spyre-bpftrace ctl snapshot --from 2026-12-02T21:30:00 --to 2026-12-02T21:31:00",
 		NULL, NULL, NULL
 	};

@@ -41,6 +41,10 @@ int control_listen(const char *dir, char *err, size_t errlen);
  * -1 (nobody, or a refused, slow or silent peer: already answered and
  * closed). */
 int control_accept(int lfd, char *line, size_t len);
+/* Does the peer on cfd see path's directory as the daemon does (the same
+ * directory, by device and inode, through /proc/PEER/root)? true when it
+ * cannot tell. */
+bool control_peer_sees_same_dir(int cfd, const char *path);
 /* One request line (no newline) into r: 0, or -1 with the answer to give
  * (one "error: ...; hint: ..." line, newline ended) in err. */
 int control_parse_request(const char *line, struct control_request *r, char *err, size_t errlen);

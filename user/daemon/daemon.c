@@ -81,6 +81,7 @@ struct daemon {
 		int client; /* -1: none */
 		uint64_t from;
 		char path[CONTROL_LINE]; /* "": into the spool */
+		const char *note; /* for the answer, or NULL */
 	} waiter;
 	struct { /* a trigger's snapshot, written at the window's end */
 		bool pending;
@@ -416,6 +417,8 @@ static void snapshot_done(void *ctx, struct snapshot_job *j, int ret, const char
 			 j->w.oldest_boot && j->w.to_boot > j->w.oldest_boot ?
 				 (double)(j->w.to_boot - j->w.oldest_boot) / 1e9 : 0.0, j->path);
 	}
+	if (!ret && j->note)
+		snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), "%s", j->note);
 	if (j->client >= 0)
 		control_reply(j->client, msg);
 }
@@ -424,7 +427,7 @@ static void snapshot_done(void *ctx, struct snapshot_job *j, int ret, const char
  * handed to the snapshot thread. Answers client (-1: nobody) once written,
  * or now with the error. */
 static void submit_snapshot(struct daemon *d, uint64_t from, uint64_t to, const char *path,
-			    enum snap_reason why, int client)
+			    enum snap_reason why, int client, const char *note)
 {
 	uint64_t off = realtime_offset();
 	struct snapshot_window w = { from + off, to + off, from, to, 0, 0, 0 };
@@ -456,6 +459,7 @@ static void submit_snapshot(struct daemon *d, uint64_t from, uint64_t to, const 
 		 * over it keeps its newest part rather than nothing */
 		if (j->spooled)
 			j->max_bytes = (uint64_t)d->o->spool_mib << 20;
+		j->note = note;
 		if (path)
 			snprintf(j->path, sizeof(j->path), "%s", path);
 		else
@@ -532,11 +536,11 @@ static void close_window(struct daemon *d)
 	d->win.turned_away = 0;
 	if (d->waiter.client >= 0) {
 		submit_snapshot(d, d->waiter.from, now, d->waiter.path[0] ? d->waiter.path : NULL, SNAP_WINDOW,
-				d->waiter.client);
+				d->waiter.client, d->waiter.note);
 		d->waiter.client = -1;
 	}
 	if (d->fired.pending) {
-		submit_snapshot(d, d->fired.from, now, NULL, (enum snap_reason)(SNAP_ERRORS + d->fired.kind), -1);
+		submit_snapshot(d, d->fired.from, now, NULL, (enum snap_reason)(SNAP_ERRORS + d->fired.kind), -1, NULL);
 		d->fired.pending = false;
 	}
 }
@@ -694,7 +698,7 @@ static void status(struct daemon *d, int cfd)
 
 /* ctl record: a window of secs now (the open one lengthened, if any),
  * its trace written to path (NULL: into the spool) when it ends. */
-static void request_window(struct daemon *d, int cfd, double secs, const char *path)
+static void request_window(struct daemon *d, int cfd, double secs, const char *path, const char *note)
 {
 	uint64_t now = sbt_now_boottime(), until = now + (uint64_t)(secs * 1e9);
 
@@ -715,6 +719,7 @@ static void request_window(struct daemon *d, int cfd, double secs, const char *p
 	d->waiter.client = cfd;
 	d->waiter.from = now;
 	snprintf(d->waiter.path, sizeof(d->waiter.path), "%s", path ? path : "");
+	d->waiter.note = note;
 }
 
 /* One request from the control socket. */
@@ -723,6 +728,7 @@ static void serve_control(struct daemon *d)
 	char line[CONTROL_LINE], err[256];
 	struct control_request *r = &d->request;
 	int cfd = control_accept(d->control_fd, line, sizeof(line));
+	const char *note = NULL;
 	uint64_t off;
 
 	if (cfd < 0)
@@ -731,12 +737,18 @@ static void serve_control(struct daemon *d)
 		control_reply(cfd, err);
 		return;
 	}
+	/* the daemon writes -o where it sees the path; say so when the asker
+	 * sees another directory there (systemd's PrivateTmp, say) */
+	if (r->path[0] && !control_peer_sees_same_dir(cfd, r->path))
+		note = "note: the daemon sees this file's directory as another than you do (its own /tmp "
+		       "under systemd's PrivateTmp=yes, or another mount namespace): the file is not where "
+		       "you look; hint: -o under /var/lib/spyre-bpftrace\n";
 	switch (r->verb) {
 	case CONTROL_STATUS:
 		status(d, cfd);
 		break;
 	case CONTROL_RECORD:
-		request_window(d, cfd, r->seconds, r->path[0] ? r->path : NULL);
+		request_window(d, cfd, r->seconds, r->path[0] ? r->path : NULL, note);
 		break;
 	case CONTROL_SNAPSHOT:
 		off = realtime_offset();
@@ -744,7 +756,7 @@ static void serve_control(struct daemon *d)
 			control_reply(cfd, "error: that window ends before this host booted\n");
 		else
 			submit_snapshot(d, r->from > off ? r->from - off : 0, r->to - off, r->path[0] ? r->path : NULL,
-					SNAP_REQUEST, cfd);
+					SNAP_REQUEST, cfd, note);
 		break;
 	}
 }

@@ -55,6 +55,7 @@ struct snapshot_job {
 	bool cut; /* the oldest records were left out to fit max_bytes */
 	int client; /* who waits for the answer; -1: nobody */
 	bool spooled; /* in the state directory: its bound is kept after */
+	const char *note; /* a line for the answer (a static string), or NULL */
 	bool oom;
 };
 
