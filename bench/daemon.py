@@ -141,9 +141,57 @@ def metrics():
     for line in body.splitlines():
         if line and not line.startswith("#"):
             name, v = line.rsplit(" ", 1)
+            if name.startswith("spyre_bpftrace_bpf_run"):  # each program apart too
+                vals[name] = float(v)
             name = name.split("{")[0]  # summed over labels (program, ...)
             vals[name] = vals.get(name, 0.0) + float(v)
     return vals
+
+
+IOCTL_FLOOD = r"""
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+for _ in range(int(sys.argv[3])):
+    try:
+        fcntl.ioctl(fd, int(sys.argv[2], 0))
+    except OSError:
+        pass
+"""
+
+
+def ioctl_cost(tmp, n=200000):
+    """ns in the kernel's count per run of the ioctl programs, for a VFIO
+    ioctl (on a mock VFIO file), VFIO's number on a file that is not VFIO's,
+    and any other ioctl (every ioctl of the host runs them)."""
+    mock = os.path.join(tmp, "mock", "cost")
+    os.makedirs(mock, exist_ok=True)
+    open(os.path.join(mock, "vfio"), "w").close()
+    d = subprocess.Popen([TOOL, "daemon", "--listen", f"127.0.0.1:{PORT}", "--no-sampling", "--no-triggers",
+                          "--state-dir", os.path.join(tmp, "state"), "--runtime-dir", os.path.join(tmp, "run"),
+                          "--vfio-path", os.path.join(tmp, "mock")], stderr=subprocess.DEVNULL)
+    res = {}
+    try:
+        for _ in range(100):
+            try:
+                metrics()
+                break
+            except OSError:
+                time.sleep(0.1)
+        for what, path, cmd in (("vfio", os.path.join(mock, "vfio"), "0x3b64"), ("fake_vfio", "/dev/null", "0x3b64"),
+                                ("other", "/dev/null", "0x5401")):
+            a = metrics()
+            subprocess.run([sys.executable, "-c", IOCTL_FLOOD, path, cmd, str(n)], check=True)
+            b = metrics()
+            ns = 0.0
+            for p in ("ioctl_enter", "ioctl_exit"):
+                secs = f'spyre_bpftrace_bpf_run_seconds_total{{program="{p}"}}'
+                runs = f'spyre_bpftrace_bpf_runs_total{{program="{p}"}}'
+                ns += (b[secs] - a[secs]) * 1e9 / max(b[runs] - a[runs], 1)
+            res[what] = ns
+    finally:
+        d.terminate()
+        d.wait(timeout=30)
+    return res
 
 
 def proc_cpu(pid):
@@ -218,6 +266,9 @@ def main():
         "daemon_rss_mib_max": max(rss),
     }
     res["daemon_core_percent"] = res["daemon_user_cpu_percent"] + res["daemon_bpf_cpu_percent"]
+    cost = ioctl_cost(tmp)
+    res.update({"bpf_ns_per_vfio_ioctl": cost["vfio"], "bpf_ns_per_fake_vfio_ioctl": cost["fake_vfio"],
+                "bpf_ns_per_other_ioctl": cost["other"]})
     per_call, ncalls, ratio, other = window_cost(tmp, args.runs)
     res.update({"window_ns_per_traced_call": per_call, "window_calls_per_run": ncalls,
                 "window_job_slowdown": ratio, "window_other_open_loop_slowdown": other["open"],
@@ -228,6 +279,9 @@ def main():
           f"daemon {res['daemon_core_percent']:.3f}% of a core "
           f"({res['daemon_user_cpu_percent']:.3f}% user space, {res['daemon_bpf_cpu_percent']:.3f}% in BPF, "
           f"scraped 1/s), RSS {res['daemon_rss_mib_max']:.1f} MiB")
+    print(f"daemon: BPF per ioctl, by the kernel's count (enter + exit, 200,000 each): "
+          f"{cost['vfio']:.0f} ns a VFIO ioctl (goal 300), {cost['fake_vfio']:.0f} ns VFIO's number on "
+          f"/dev/null, {cost['other']:.0f} ns any other ioctl of the host")
     print(f"daemon: in a detail window the job runs {ratio:.3f}x, {per_call:.0f} ns per traced call "
           f"({ncalls:.0f} calls recorded a run, medians of {args.runs}); a process that does not use "
           f"the runtime: open/close {other['open']:.3f}x, getppid {other['ppid']:.3f}x in the window "
