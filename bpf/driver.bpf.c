@@ -16,6 +16,7 @@
 #include "common.bpf.h"
 #include "device.bpf.h"
 #include "daemon.bpf.h"
+#include "ioctl_decode.bpf.h"
 #include "vfio.bpf.h"
 
 /* What a thread is inside of: open driver calls and the outermost card. */
@@ -421,27 +422,63 @@ static __always_inline int msi_exit(int ret)
 
 /* ---- the programs: one fentry/fexit and one kprobe/kretprobe pair each ---- */
 
+/* The daemon counts and records VFIO ioctls here, in vfio's own file
+ * handlers, instead of at the syscall tracepoints (set by the loader when
+ * all three are hooked and no --vfio-path is given): only VFIO's calls
+ * reach these functions, so no other syscall of the host pays. */
+const volatile bool daemon_ioctl_by_driver __weak = false;
+
+static __always_inline void daemon_fops_ioctl(__u32 func, struct file *file, unsigned int cmd,
+					      unsigned long arg)
+{
+	struct pt_regs *regs;
+	__u32 kind = SBT_FD_DEVICE, group = 0;
+	__s32 fd;
+
+	if (!daemon_mode || !daemon_ioctl_by_driver || !daemon_vfio_cmd(cmd))
+		return;
+	/* the fd, as the process passed it: the syscall's first argument */
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	fd = (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs);
+	if (func == SBT_DRV_CONTAINER_IOCTL) {
+		kind = SBT_FD_HOST_CONTAINER;
+	} else if (func == SBT_DRV_GROUP_IOCTL) {
+		kind = SBT_FD_GROUP;
+		daemon_kind_by_name(file, &group); /* /dev/vfio/N: N */
+	}
+	daemon_ioctl_begin(bpf_get_current_pid_tgid(), fd, cmd, arg, kind, group);
+}
+
+static __always_inline int fops_exit(__u32 func, long ret)
+{
+	if (daemon_mode && daemon_ioctl_by_driver)
+		ioctl_finish(bpf_get_current_pid_tgid(), ret);
+	return drv_pop(func, ret);
+}
+
 #define FOPS_IOCTL(fn, id)                                                                      \
 	SEC("fentry/" #fn)                                                                      \
 	int BPF_PROG(fn##_fentry, struct file *file, unsigned int cmd, unsigned long arg)      \
 	{                                                                                       \
+		daemon_fops_ioctl(id, file, cmd, arg);                                          \
 		return fops_enter(id, file, cmd);                                               \
 	}                                                                                       \
 	SEC("fexit/" #fn)                                                                       \
 	int BPF_PROG(fn##_fexit, struct file *file, unsigned int cmd, unsigned long arg,       \
 		     long ret)                                                                  \
 	{                                                                                       \
-		return drv_pop(id, ret);                                                        \
+		return fops_exit(id, ret);                                                      \
 	}                                                                                       \
 	SEC("kprobe/" #fn)                                                                      \
-	int BPF_KPROBE(fn##_kprobe, struct file *file, unsigned int cmd)                       \
+	int BPF_KPROBE(fn##_kprobe, struct file *file, unsigned int cmd, unsigned long arg)    \
 	{                                                                                       \
+		daemon_fops_ioctl(id, file, cmd, arg);                                          \
 		return fops_enter(id, file, cmd);                                               \
 	}                                                                                       \
 	SEC("kretprobe/" #fn)                                                                   \
 	int BPF_KRETPROBE(fn##_kretprobe, long ret)                                             \
 	{                                                                                       \
-		return drv_pop(id, ret);                                                        \
+		return fops_exit(id, ret);                                                      \
 	}
 
 FOPS_IOCTL(vfio_fops_unl_ioctl, SBT_DRV_CONTAINER_IOCTL)

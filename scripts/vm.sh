@@ -137,6 +137,8 @@ done
 mkdir -p "$init/work/build"
 [ -n "$NOBUILD" ] || cp -a "$build/spyre-bpftrace" "$init/work/build/"
 [ -z "$NOBUILD" ] && [ -x "$build/spyre-sim-run" ] && cp -a "$build/spyre-sim-run" "$build/sim" "$init/work/build/"
+# (a syscall loop, for what hooks cost other processes)
+[ -z "$NOBUILD" ] && [ -x "$build/spyre-syscall-loop" ] && cp -a "$build/spyre-syscall-loop" "$init/work/build/"
 if [ "$ARCH" = x86_64 ]; then
 	for bin in "$init"/work/build/spyre-bpftrace "$init"/work/build/spyre-sim-run "$init"/work/build/sim/*.so; do
 		[ -e "$bin" ] || continue

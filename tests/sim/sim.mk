@@ -3,7 +3,8 @@ SIM_CFLAGS := -O2 -g -std=gnu11 $(WARN) -D_GNU_SOURCE -fPIC -Itests/sim
 
 # (the C++ stand-in is not cross-built: the guests have no C++ runtime)
 sim: $(OUT)/sim/libsenlib.so $(OUT)/sim/libflex.so $(OUT)/spyre-sim-run \
-     $(OUT)/sim/libspyre_simrun.so $(OUT)/spyre-sim-dlopen $(if $(CROSS),,$(OUT)/spyre-sim-throw)
+     $(OUT)/sim/libspyre_simrun.so $(OUT)/spyre-sim-dlopen $(OUT)/spyre-syscall-loop \
+     $(if $(CROSS),,$(OUT)/spyre-sim-throw)
 
 $(OUT)/sim/libsenlib.so: tests/sim/senlib.c tests/sim/edu.c tests/sim/virtio.c tests/sim/sim.h tests/sim/edu.h tests/sim/virtio.h | $(OUT)/sim
 	$(call msg,CC,$@)
@@ -25,6 +26,10 @@ $(OUT)/sim/libspyre_simrun.so: tests/sim/run.c tests/sim/sim.h $(OUT)/sim/libfle
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(SIM_CFLAGS) -DSIM_RUN_LIB -shared $< -o $@ -L$(OUT)/sim -lflex -lsenlib \
 		-Wl,-rpath,'$$ORIGIN' -lpthread
+
+$(OUT)/spyre-syscall-loop: tests/sim/syscall_loop.c
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(SIM_CFLAGS) $< -o $@
 
 $(OUT)/spyre-sim-dlopen: tests/sim/dlopen.c
 	$(call msg,CC,$@)

@@ -54,6 +54,7 @@ struct attacher {
 	uint64_t deadline_ns; /* boottime, 0: none */
 	bool interrupted;
 	size_t refused; /* functions refused */
+	const char *ioctl_hook; /* the daemon's: "fentry", "kprobe" (vfio's handlers) or "tracepoint" */
 };
 
 /* Open and configure (before load): the attach plan is decided here

@@ -80,6 +80,43 @@ static void daemon_trim(struct attacher *a)
 	plan_add(&a->plan, "exit", "tracepoint sched_process_exit", "forgets a process's card");
 }
 
+/* The daemon's ioctl hook: vfio's three file handlers, where the plan hooks
+ * all of them (only VFIO's calls reach them: no syscall of another
+ * process pays), else the syscall tracepoints (every ioctl of the host runs
+ * them, and every syscall takes the kernel's slower traced path). The
+ * mock files of --vfio-path reach no vfio handler: tracepoints. */
+static void daemon_ioctl_hook(struct attacher *a)
+{
+	struct spyre_bpf *s = a->skel;
+	struct bpf_program *fentry[3] = { s->progs.vfio_fops_unl_ioctl_fentry,
+					  s->progs.vfio_group_fops_unl_ioctl_fentry,
+					  s->progs.vfio_device_fops_unl_ioctl_fentry };
+	struct bpf_program *kprobe[3] = { s->progs.vfio_fops_unl_ioctl_kprobe,
+					  s->progs.vfio_group_fops_unl_ioctl_kprobe,
+					  s->progs.vfio_device_fops_unl_ioctl_kprobe };
+	int nf = 0, nk = 0;
+
+	for (int i = 0; i < 3; i++) {
+		nf += bpf_program__autoload(fentry[i]);
+		nk += bpf_program__autoload(kprobe[i]);
+	}
+	if (nf + nk == 3 && !a->o->nvfio_paths) {
+		a->ioctl_hook = nf == 3 ? "fentry" : nk == 3 ? "kprobe" : "fentry+kprobe";
+		s->rodata->daemon_ioctl_by_driver = true;
+		bpf_program__set_autoload(s->progs.ioctl_enter, false);
+		bpf_program__set_autoload(s->progs.ioctl_exit, false);
+		plan_add(&a->plan, "ioctl", a->ioctl_hook, "vfio_*_fops_unl_ioctl: VFIO's commands of every "
+			 "process, args decoded in BPF; no syscall tracepoint, so no other syscall pays");
+		return;
+	}
+	a->ioctl_hook = "tracepoint";
+	plan_add(&a->plan, "ioctl", "tracepoint syscalls:sys_*_ioctl",
+		 "VFIO's commands of every process, args decoded in BPF (%s; every syscall of the host "
+		 "takes the kernel's traced path while it is attached)",
+		 a->o->nvfio_paths ? "--vfio-path files reach no vfio handler" :
+				     "vfio's file handlers cannot all be hooked here");
+}
+
 static int configure(struct attacher *a)
 {
 	struct spyre_bpf *s = a->skel;
@@ -124,8 +161,7 @@ static int configure(struct attacher *a)
 	configure_devices(a);
 	driver_plan(s, (enum driver_mode)a->o->driver_mode, &a->drv, &a->plan);
 	if (a->o->daemon) {
-		plan_add(&a->plan, "ioctl", "tracepoint syscalls:sys_*_ioctl",
-			 "VFIO's commands of every process, args decoded in BPF");
+		daemon_ioctl_hook(a);
 		daemon_trim(a);
 		return 0;
 	}

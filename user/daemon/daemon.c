@@ -311,6 +311,7 @@ static int start(struct daemon *d)
 	if (d->o->rec.verbose)
 		plan_print(&d->at.plan, stderr);
 	d->counters.skel = d->at.skel;
+	d->self.ioctl_hook = d->at.ioctl_hook;
 	if ((ret = vfio_files_dirs(d->at.skel, d->o->rec.vfio_paths, d->o->rec.nvfio_paths, err, sizeof(err)))) {
 		sbt_err("%s", err);
 		return ret;
@@ -678,11 +679,13 @@ static void status(struct daemon *d, int cfd)
 	for (int k = 0; k < TRIG_N; k++)
 		held += d->trig.held[k];
 	snprintf(msg, sizeof(msg),
-		 "ok\nversion %s\ncards %d\nprocesses with a card %d\nscrapes %llu\nlost records %llu\n"
+		 "ok\nversion %s\ncards %d\nprocesses with a card %d\nioctl hook %s\nscrapes %llu\nlost records %llu\n"
 		 "window %s\nnext sample %s\nflight recorder %llu records kept, %zu MiB, %llu dropped over a process's share\n"
 		 "snapshots written %llu, failed %llu, being written %d, cut to fit %llu\nspool %s, %.1f of %lu MiB\n"
 		 "triggers fired: errors %llu, slow_ioctl %llu, lost %llu (held back as too soon: %llu)\n",
-		 SBT_VERSION, d->counters.ncards - 1, n, (unsigned long long)d->self.scrapes,
+		 SBT_VERSION, d->counters.ncards - 1, n,
+		 !strcmp(d->at.ioctl_hook, "tracepoint") ? "tracepoint (syscalls:sys_*_ioctl)" : d->at.ioctl_hook,
+		 (unsigned long long)d->self.scrapes,
 		 (unsigned long long)attach_read_lost(&d->at), win, sample,
 		 (unsigned long long)kept, mib, (unsigned long long)over,
 		 (unsigned long long)written,

@@ -244,6 +244,11 @@ static void self_metrics(struct page *p, const struct metrics_self *s)
 		    (unsigned long long)s->windows[r]);
 	head(p, "spyre_bpftrace_detail_window_open", "gauge", "1 while a detail window is open.");
 	put(p, "spyre_bpftrace_detail_window_open %d\n", s->window_open);
+	head(p, "spyre_bpftrace_hook_info", "gauge", "How the daemon sees what it counts: hook, and the "
+	     "mechanism (fentry or kprobe on vfio's handlers: no other syscall pays; tracepoint: the syscall "
+	     "tracepoints, every syscall of the host on the kernel's traced path).");
+	put(p, "spyre_bpftrace_hook_info{hook=\"ioctl\",mechanism=\"%s\"} 1\n",
+	    s->ioctl_hook ? s->ioctl_hook : "tracepoint");
 	head(p, "spyre_bpftrace_recorder_bytes", "gauge", "Memory the flight recorder holds.");
 	put(p, "spyre_bpftrace_recorder_bytes %llu\n", (unsigned long long)s->recorder_bytes);
 	head(p, "spyre_bpftrace_recorder_dropped_records_total", "counter",

@@ -33,6 +33,7 @@ struct metrics_self {
 	uint64_t windows[3]; /* detail windows opened, by enum window_reason */
 	bool window_open;
 	uint64_t spool_bytes, recorder_bytes;
+	const char *ioctl_hook; /* how VFIO ioctls are seen: fentry, kprobe, tracepoint */
 	uint64_t recorder_over_share, recorder_aged; /* records dropped: a process over its share; to make room or by age */
 	const struct allocations *alloc; /* the kubelet's; v NULL: never answered */
 };
