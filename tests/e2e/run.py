@@ -1979,26 +1979,30 @@ def run_guest_daemon(tmp):
 
 
 def run_guest_daemon_no_syscall_tax(tmp):
-    """In the x86 guest (vfio loaded, fentry there): with the daemon
-    running, an unrelated process's getppid loop costs what it costs
-    without it (median ratio at most 1.02, runs interleaved), because the
-    daemon counts VFIO ioctls in vfio's own handlers and attaches no
-    syscall tracepoint. The control: the same daemon made to use the
-    syscall tracepoints (--driver-probes off) makes the loop slower, so the
-    check can fail."""
+    """In the x86 guest (vfio loaded, fentry there): the daemon counts VFIO
+    ioctls in vfio's own handlers and loads no syscall tracepoint program
+    (hook_info says fentry); the same daemon made to use the syscall
+    tracepoints (--driver-probes off, the control) loads them. An unrelated
+    process's getppid loop is timed beside each and alone, interleaved,
+    each figure the fastest of three, and the medians printed: the
+    emulator's noise (10-20%) is more than a 2% bound could tell."""
     start = ("build/spyre-bpftrace daemon --device 1234:11e8 --listen 127.0.0.1:9470 --no-recorder "
              "--state-dir /tmp/st --runtime-dir /tmp/rn {extra} 2>> /out/daemon.log & D=$!; "
              "for i in $(seq 120); do wget -q -O /dev/null http://127.0.0.1:9470/healthz && break; sleep 1; done; ")
+    # each figure the fastest of three runs: a run the emulator slowed for
+    # another reason (the daemon's start or exit, say) does not count
+    loop = "for k in 1 2 3; do build/spyre-syscall-loop 100000; done | sort -n | head -1 >> /out/{}.txt; "
     cmd = "ip link set lo up; build/spyre-syscall-loop 200000 > /dev/null; "
-    for _ in range(5):
+    for _ in range(3):
         for name, extra in (("driver", ""), ("tracepoint", "--driver-probes off")):
-            cmd += ("build/spyre-syscall-loop 200000 >> /out/base.txt; " + start.format(extra=extra) +
-                    f"build/spyre-syscall-loop 200000 >> /out/{name}.txt; "
-                    f"wget -q -O /out/metrics-{name}.txt http://127.0.0.1:9470/metrics; kill $D; wait $D; ")
+            cmd += (loop.format("base") + start.format(extra=extra) + loop.format(name) +
+                    f"wget -q -O /out/metrics-{name}.txt http://127.0.0.1:9470/metrics; kill $D; wait $D; "
+                    # the kernel frees the daemon's programs after it exits: not in the next base run
+                    "sleep 2; ")
     out, _ = run_in_guest(tmp, 1, cmd, 600)
     read = lambda n: [float(x) for x in open(os.path.join(out, n)).read().split()]
     base, driver, tp = read("base.txt"), read("driver.txt"), read("tracepoint.txt")
-    assert len(base) == 10 and len(driver) == 5 and len(tp) == 5, (base, driver, tp)
+    assert len(base) == 6 and len(driver) == 3 and len(tp) == 3, (base, driver, tp)
     for name, hook in (("driver", "fentry"), ("tracepoint", "tracepoint")):
         m = parse_metrics(open(os.path.join(out, f"metrics-{name}.txt")).read())
         assert m.get(("spyre_bpftrace_hook_info", frozenset({("hook", "ioctl"), ("mechanism", hook)}))) == 1, \
@@ -2006,9 +2010,18 @@ def run_guest_daemon_no_syscall_tax(tmp):
     med = statistics.median
     r_driver, r_tp = med(driver) / med(base), med(tp) / med(base)
     print(f"     getppid in the guest: {med(base):.0f} ns alone, {r_driver:.3f}x beside the daemon on vfio's "
-          f"handlers, {r_tp:.3f}x beside it on syscall tracepoints (medians of 10, 5, 5)")
-    assert r_tp > 1.02, f"the control shows no tax ({r_tp:.3f}x): the check cannot tell"
-    assert r_driver <= 1.02, f"getppid {r_driver:.3f}x with the daemon on vfio's handlers"
+          f"handlers, {r_tp:.3f}x beside it on syscall tracepoints (medians of 6, 3, 3, each the "
+          f"fastest of 3 runs)")
+    # The emulator's timing moves by 10-20% from one run to the next (on
+    # machine B, 2026-12-03: 0.74x to 1.19x beside the daemon on vfio's
+    # handlers, 1.05x to 1.69x on the tracepoints), so the ratios are
+    # printed, not bounded:
+    # what the check holds is the cause, the syscall tracepoint programs
+    # loaded (the control) or not.
+    for name, progs in (("driver", set()), ("tracepoint", {"ioctl_enter", "ioctl_exit"})):
+        m = parse_metrics(open(os.path.join(out, f"metrics-{name}.txt")).read())
+        loaded = {dict(k[1])["program"] for k in m if k[0] == "spyre_bpftrace_bpf_runs_total"}
+        assert loaded & {"ioctl_enter", "ioctl_exit"} == progs, (name, sorted(loaded))
 
 
 def run_daemon_window(tmp):
