@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "attach/driver.h"
+#include "base/procfs.h"
 
 /* The container IOMMU backends: type1 everywhere but Power, sPAPR TCE on
  * Power only (the kernel's Kconfig builds nothing else there). */
@@ -172,19 +173,11 @@ static int try_fentry(const char *module, const char *func, struct btf **vmlinux
 /* Which of funcs are in /proc/kallsyms, in one pass. */
 static void scan_kallsyms(bool present[])
 {
-	FILE *f = fopen("/proc/kallsyms", "r");
-	char line[512], sym[256];
+	const char *names[NFUNCS];
 
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%*s %*s %255s", sym) != 1)
-			continue;
-		for (size_t i = 0; i < NFUNCS; i++)
-			if (!strcmp(sym, funcs[i].name))
-				present[i] = true;
-	}
-	fclose(f);
+	for (size_t i = 0; i < NFUNCS; i++)
+		names[i] = funcs[i].name;
+	kallsyms_find(names, NFUNCS, present, NULL);
 }
 
 static struct bpf_program *prog(struct spyre_bpf *s, const char *func, const char *kind)

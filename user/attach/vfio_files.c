@@ -10,6 +10,7 @@
 #include <sys/sysmacros.h>
 
 #include "attach/vfio_files.h"
+#include "base/procfs.h"
 #include "events.h"
 #include "spyre.skel.h"
 
@@ -64,25 +65,11 @@ int vfio_files_dirs(struct spyre_bpf *s, const char *const *dirs, int n, char *e
 
 bool vfio_files_handlers(struct spyre_bpf *s)
 {
-	FILE *f = fopen("/proc/kallsyms", "re");
 	uint64_t addr[3] = { 0 };
-	char line[512], sym[256];
-	unsigned long long a;
-	int found = 0;
+	bool found[3] = { false };
 
-	if (!f)
-		return false;
-	while (found < 3 && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%llx %*s %255s", &a, sym) != 2 || !a)
-			continue;
-		for (int i = 0; i < 3; i++)
-			if (!addr[i] && !strcmp(sym, handlers[i])) {
-				addr[i] = a;
-				found++;
-			}
-	}
-	fclose(f);
-	if (found < 3)
+	/* all three, at real addresses (kptr_restrict shows 0s) */
+	if (kallsyms_find(handlers, 3, found, addr) < 3 || !addr[0] || !addr[1] || !addr[2])
 		return false;
 	for (uint32_t i = 0; i < 3; i++)
 		if (bpf_map_update_elem(bpf_map__fd(s->maps.daemon_vfio_fns), &i, &addr[i], BPF_ANY))

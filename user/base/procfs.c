@@ -17,6 +17,30 @@ bool proc_exists(pid_t pid)
 	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
+int kallsyms_find(const char *const *names, size_t n, bool *found, uint64_t *addr)
+{
+	FILE *f = fopen("/proc/kallsyms", "re");
+	char line[512], sym[256];
+	unsigned long long a;
+	int hits = 0;
+
+	if (!f)
+		return -errno;
+	while ((size_t)hits < n && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %*s %255s", &a, sym) != 2)
+			continue;
+		for (size_t i = 0; i < n; i++)
+			if (!found[i] && !strcmp(sym, names[i])) {
+				found[i] = true;
+				if (addr)
+					addr[i] = a;
+				hits++;
+			}
+	}
+	fclose(f);
+	return hits;
+}
+
 uint64_t proc_start_boottime(pid_t pid)
 {
 	char fn[64], buf[1024], *p;

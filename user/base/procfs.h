@@ -9,6 +9,11 @@
 #include <sys/types.h>
 
 bool proc_exists(pid_t pid);
+/* The kernel's symbols by name, in one pass over /proc/kallsyms: found[i]
+ * when names[i] is there, its address in addr[i] (addr may be NULL; an
+ * address reads 0 where kptr_restrict hides it). Returns how many were
+ * found, or -errno. */
+int kallsyms_find(const char *const *names, size_t n, bool *found, uint64_t *addr);
 /* When it started, in BOOTTIME ns (to the clock tick); 0: unknown. */
 uint64_t proc_start_boottime(pid_t pid);
 /* The distinct files mapped executable in the process. Returns the count
