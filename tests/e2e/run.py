@@ -2013,7 +2013,7 @@ def run_guest_daemon_no_syscall_tax(tmp):
           f"handlers, {r_tp:.3f}x beside it on syscall tracepoints (medians of 6, 3, 3, each the "
           f"fastest of 3 runs)")
     # The emulator's timing moves by 10-20% from one run to the next (on
-    # machine B, 2026-12-03: 0.74x to 1.19x beside the daemon on vfio's
+    # machine B, 2026-12-03: 0.74x to 1.31x beside the daemon on vfio's
     # handlers, 1.05x to 1.69x on the tracepoints), so the ratios are
     # printed, not bounded:
     # what the check holds is the cause, the syscall tracepoint programs
