@@ -203,7 +203,7 @@ $(OUT)/bench/bench-floor: bench/floor.c | $(OUT)/bench
 $(OUT)/bench:
 	$(Q)mkdir -p $@
 
-# make bench: the cost to a traced process (vs bpftrace), the converter, the daemon
+# make bench: the cost to a traced process (vs bpftrace), the converter, merge, the daemon
 bench:
 	@scripts/deps.sh
 	@$(MAKE) --no-print-directory all $(OUT)/bench/gen-capture $(OUT)/bench/bench-floor \
@@ -211,6 +211,7 @@ bench:
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/overhead.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/runtime_probes.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/convert.py
+	@SBT_BUILD=$(abspath $(OUT)) python3 bench/merge.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/daemon.py
 	@SBT_BUILD=$(abspath $(OUT)) SBT_SOAK_SECONDS=600 python3 tests/e2e/run.py daemon_soak
 

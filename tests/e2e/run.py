@@ -1693,6 +1693,63 @@ def run_merge_hosts_and_our_json(tmp):
         assert (s >= 1 << 22) == (f >= 1000000000 + 64), f"launch in {s} -> job on {f}: crosses hosts"
 
 
+MERGE_AS_LIMIT = 128 << 20  # address space: the in-memory merge needed 228 MiB RSS for 200k ops
+
+
+def run_merge_bounded_memory(tmp):
+    """A kineto trace of 200,000 ops (the real fixture's steps repeated,
+    bench/gen_kineto.py) merges within a 128 MiB address space, which a
+    merge holding the JSON in memory exceeds (1.1 KiB per op). The output
+    under the limit is the output without it, byte for byte; every op is
+    in it, the first step's ops exactly as the fixture's own merge places
+    them, each later step the same moved by its span; the calls link as
+    in the fixture's merge."""
+    import resource
+    fx = TORCH_FIXTURE
+    cap = os.path.join(fx, "capture.sbt")
+    big = os.path.join(tmp, "big.json")
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_kineto.py"), "--ops", "200000",
+                        "--from", os.path.join(fx, "torch.json"), "-o", big], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    copies = int(re.search(r"\((\d+) copies", r.stderr).group(1))
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (MERGE_AS_LIMIT, MERGE_AS_LIMIT))
+
+    small = os.path.join(tmp, "small.json")
+    r = subprocess.run([TOOL, "merge", os.path.join(fx, "torch.json"), cap, "-o", small], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    linked = re.search(r"(\d+) of (\d+) runtime calls inside an op, linked", r.stderr).groups()
+    outs = {}
+    for name, pre in (("limited", limit), ("free", None)):
+        for ext in ("json", "pftrace"):
+            out = os.path.join(tmp, f"{name}.{ext}")
+            r = subprocess.run([TOOL, "merge", big, cap, "-o", out], capture_output=True, text=True, preexec_fn=pre)
+            assert r.returncode == 0, f"merge ({name}, {ext}) failed: {r.stderr}"
+            assert re.search(r"(\d+) of (\d+) runtime calls inside an op, linked", r.stderr).groups() == linked, r.stderr
+            outs[name, ext] = open(out, "rb").read()
+    for ext in ("json", "pftrace"):
+        assert outs["limited", ext] == outs["free", ext], f"the {ext} output under the memory limit differs"
+    r = subprocess.run([TOOL, "inspect", os.path.join(tmp, "limited.pftrace")], capture_output=True, text=True)
+    assert r.returncode == 0, f"inspect: violations in the bounded merge:\n{r.stdout}"
+
+    def ops(doc):
+        return [e for e in doc["traceEvents"] if e["ph"] == "X" and e.get("cat") in ("cpu_op", "user_annotation")]
+    want = ops(json.load(open(small)))
+    got = ops(json.loads(outs["limited", "json"]))
+    assert len(got) == len(want) * copies, f"{len(got)} ops merged of {len(want) * copies}"
+    step = len(want)
+    key = lambda e: (e["name"], e["tid"], e["ts"], e["dur"])
+    assert sorted(map(key, got[:step])) == sorted(map(key, want)), "the first step's ops are not placed as in the fixture's merge"
+    # each later step: the same ops, names and durations, moved by one span
+    span = float(got[step]["ts"]) - float(got[0]["ts"])
+    for c in (1, copies // 2, copies - 1):
+        part = got[c * step:(c + 1) * step]
+        assert [(e["name"], e["dur"]) for e in part] == [(e["name"], e["dur"]) for e in got[:step]], f"step {c} differs"
+        assert abs(float(part[0]["ts"]) - float(got[0]["ts"]) - c * span) < 0.01, f"step {c} not moved by {c} spans"
+    print(f"  {len(got)} ops merged within {MERGE_AS_LIMIT >> 20} MiB of address space; {linked[0]} of {linked[1]} calls linked")
+
+
 def run_merge_refuses_unalignable(tmp):
     """A trace whose clock cannot be tied to the capture's is refused, with
     the reason, and no output is written."""
@@ -3018,6 +3075,7 @@ TESTS = [
     ("damaged_capture_dropped_and_counted", run_damaged_capture),
     ("merge_pytorch_real_fixture", run_merge_pytorch),
     ("merge_refuses_unalignable", run_merge_refuses_unalignable),
+    ("merge_bounded_memory", run_merge_bounded_memory),
     ("merge_hosts_and_our_json", run_merge_hosts_and_our_json),
     ("guest_power_spapr", run_guest_power_spapr),
     ("guest_z_big_endian", run_guest_z_big_endian),

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* libFuzzer target: any bytes as a Chrome JSON trace for `merge`: the JSON
- * reader, the trace's classification and every event decoded. Oracle: a
- * number read as an integer agrees with strtoll on its text. */
+ * reader, whole and as a stream, the trace's classification and every
+ * event decoded, twice. Oracle: a number read as an integer agrees with
+ * strtoll on its text; what the stream reads is JSON read whole; the
+ * second read gives as many events as the first. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,23 +47,36 @@ static void walk(const struct json_value *v, int depth)
 	}
 }
 
+static void count_event(void *ctx, const struct chrome_event *e)
+{
+	(void)e;
+	++*(uint32_t *)ctx;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct chrome_trace t;
-	struct chrome_event e;
 	struct json_doc doc;
 	char err[512];
 	char *text = malloc(size ? size : 1);
+	uint32_t n = 0;
+	bool whole;
 
 	if (!text)
 		return 0;
 	memcpy(text, data, size);
-	if (!json_parse(&doc, text, size))
+	whole = !json_parse(&doc, text, size);
+	if (whole)
 		walk(&doc.root, 0);
 	json_free(&doc);
-	if (!chrome_parse(&t, text, size, "fuzz", err, sizeof(err))) {
-		for (uint32_t i = 0; i < chrome_count(&t); i++)
-			chrome_event(&t, i, &e);
+	/* read as a stream, an event at a time: it takes its own copy */
+	if (!chrome_parse(&t, text, size, "fuzz", count_event, &n, err, sizeof(err))) {
+		uint32_t again = 0;
+
+		/* what the stream took is JSON read whole, and a second read
+		 * sees what the first saw */
+		if (!whole || chrome_each(&t, count_event, &again, err, sizeof(err)) || again != n)
+			abort();
 		chrome_close(&t);
 	}
 	return 0;

@@ -348,9 +348,27 @@ static int parse_value(struct parser *ps, struct json_value *v, int depth)
 
 int json_parse(struct json_doc *doc, const char *text, size_t len)
 {
-	struct parser ps = { text, text, text + len, doc, false };
-
 	memset(doc, 0, sizeof(*doc));
+	return json_parse_again(doc, text, len);
+}
+
+int json_parse_again(struct json_doc *doc, const char *text, size_t len)
+{
+	struct parser ps = { text, text, text + len, doc, false };
+	struct block *keep = doc->arena;
+
+	/* one block kept, emptied: a stream of small documents allocates
+	 * once, not once per document */
+	if (keep) {
+		for (struct block *b = keep->next, *next; b; b = next) {
+			next = b->next;
+			free(b);
+		}
+		keep->next = NULL;
+		keep->used = 0;
+	}
+	memset(doc, 0, sizeof(*doc));
+	doc->arena = keep;
 	if (parse_value(&ps, &doc->root, 0))
 		return -1;
 	skip_ws(&ps);

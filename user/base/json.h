@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * A small JSON reader for the traces `merge` takes in (kineto's, and our
- * own Chrome JSON): the whole text to a tree in one arena. Numbers keep
+ * own Chrome JSON): a text to a tree in one arena. Numbers keep
  * their text, so a timestamp in microseconds with nanosecond decimals is
  * read exactly (json_decimal_ns), not through a double.
  */
@@ -43,6 +43,10 @@ struct json_doc {
 /* Parses text[0..len) (which must outlive the document). 0, or -1 with
  * doc->error set; -ENOMEM-style failures say "out of memory". */
 int json_parse(struct json_doc *doc, const char *text, size_t len);
+/* The same on a document parsed before (or zeroed), whose memory it
+ * reuses: the earlier document's values are gone. For reading many small
+ * documents one after another. */
+int json_parse_again(struct json_doc *doc, const char *text, size_t len);
 void json_free(struct json_doc *doc);
 
 /* The member named key of an object, or NULL. */

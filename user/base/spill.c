@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/spill.h"
 
@@ -14,6 +16,29 @@ void spill_init(struct spill *s, size_t size, size_t cap,
 	s->size = size;
 	s->cap = cap;
 	s->cmp = cmp;
+}
+
+const char *spill_tmpdir(void)
+{
+	const char *d = getenv("TMPDIR");
+
+	return d && d[0] ? d : "/tmp";
+}
+
+FILE *spill_tmpfile(void)
+{
+	int fd = open(spill_tmpdir(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	FILE *f;
+
+	if (fd < 0)
+		return NULL;
+	if (!(f = fdopen(fd, "w+"))) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+	}
+	return f;
 }
 
 static int fail(struct spill *s, int err)
@@ -29,7 +54,7 @@ static int write_run(struct spill *s)
 	struct spill_run *grown;
 	size_t first = s->nruns ? s->runs[s->nruns - 1].first + s->runs[s->nruns - 1].n : 0;
 
-	if (!s->tmp && !(s->tmp = tmpfile()))
+	if (!s->tmp && !(s->tmp = spill_tmpfile()))
 		return fail(s, errno);
 	grown = realloc(s->runs, (s->nruns + 1) * sizeof(*grown));
 	if (!grown)

@@ -31,5 +31,10 @@ int spill_add(struct spill *s, const void *item);
 /* Every item, in order; then empty again. 0, or -errno. */
 int spill_each(struct spill *s, void (*cb)(const void *item, void *ctx), void *ctx);
 void spill_free(struct spill *s);
+/* A temporary file, gone once closed, in $TMPDIR (else /tmp; tmpfile()
+ * looks at neither). NULL with errno. */
+FILE *spill_tmpfile(void);
+/* Where spill_tmpfile makes it, for messages. */
+const char *spill_tmpdir(void);
 
 #endif

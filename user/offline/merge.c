@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/spill.h"
 #include "capture/capture.h"
 #include "commands.h"
 #include "model/output.h"
@@ -95,6 +96,16 @@ static void note_alignment(struct merger *m, const char *torch, int64_t base, in
 	store_event(&m->st, idx, &e, FROM_TORCH - 1);
 }
 
+/* Why the store could not keep everything. */
+static void say_store_error(const struct merger *m)
+{
+	if (m->st.error == ENOMEM)
+		sbt_err("out of memory merging; hint: merge a shorter window");
+	else
+		sbt_err("merging needs room for the events' args in %s: %s; hint: set TMPDIR to a "
+			"directory with room", spill_tmpdir(), strerror(m->st.error));
+}
+
 int cmd_merge(int argc, char **argv)
 {
 	static const struct argp_option options[] = {
@@ -117,7 +128,7 @@ int cmd_merge(int argc, char **argv)
 	};
 	struct merge_opts o = { 0 };
 	struct merger *m = calloc(1, sizeof(*m));
-	struct chrome_trace torch = { 0 }, ours[MAX_INPUTS];
+	struct chrome_input *torch = calloc(MAX_INPUTS + 1, sizeof(*torch)), *ours = torch + 1;
 	const char *torch_path = NULL;
 	struct flows fl = { 0 };
 	enum out_format fmt;
@@ -129,8 +140,10 @@ int cmd_merge(int argc, char **argv)
 	int ret = 1, nours = 0;
 	int kinds[MAX_INPUTS]; /* 0 capture, 1 ours (JSON) */
 
-	if (!m) {
+	if (!m || !torch) {
 		sbt_err("out of memory");
+		free(m);
+		free(torch);
 		return 1;
 	}
 	store_init(&m->st);
@@ -138,6 +151,7 @@ int cmd_merge(int argc, char **argv)
 	if (output_format(o.out, o.format, &fmt, err, sizeof(err)) || fmt == FMT_SBT) {
 		sbt_err("%s", fmt == FMT_SBT ? "merge writes .pftrace or .json; hint: -o OUT.pftrace" : err);
 		free(m);
+		free(torch);
 		return 2;
 	}
 	/* every input read and checked before the output is touched */
@@ -148,24 +162,26 @@ int cmd_merge(int argc, char **argv)
 		if (is_capture(p)) {
 			kinds[m->nhosts] = 0;
 		} else {
-			struct chrome_trace *t = torch_path ? &ours[nours] : &torch;
+			struct chrome_input *in = torch_path ? &ours[nours] : torch;
 
-			if (chrome_open(t, p, err, sizeof(err))) {
+			in->m = m;
+			if (chrome_open(&in->t, p, merge_gather_names, in, err, sizeof(err))) {
 				sbt_err("%s", err);
+				merge_input_free(in);
 				goto done;
 			}
-			if (t->kind == CHROME_KINETO) {
+			if (in->t.kind == CHROME_KINETO) {
 				if (torch_path) {
 					sbt_err("two PyTorch traces ('%s', '%s'); hint: merge one at a time", torch_path, p);
-					chrome_close(t);
+					merge_input_free(in);
 					goto done;
 				}
 				torch_path = p;
 				continue;
 			}
-			if (t == &torch) { /* ours, read before any kineto one */
-				ours[nours] = torch;
-				memset(&torch, 0, sizeof(torch));
+			if (in == torch) { /* ours, read before any kineto one */
+				ours[nours] = *torch;
+				memset(torch, 0, sizeof(*torch));
 			}
 			kinds[m->nhosts] = 1;
 			nours++;
@@ -177,7 +193,7 @@ int cmd_merge(int argc, char **argv)
 			goto done;
 		}
 		if (kinds[m->nhosts - 1] == 1) {
-			const struct chrome_trace *t = &ours[nours - 1];
+			const struct chrome_trace *t = &ours[nours - 1].t;
 
 			h->has_clock = true;
 			h->offset = (int64_t)(t->clocks[0].realtime - t->clocks[0].boottime);
@@ -214,30 +230,32 @@ int cmd_merge(int argc, char **argv)
 			if (merge_read_capture(m, m->hosts[i].path))
 				goto done;
 		} else {
-			struct chrome_trace *t = &ours[k++];
+			struct chrome_input *in = &ours[k++];
 
-			for (int c = 0; c < t->nclocks; c++)
-				merge_note_clock(m, &m->hosts[i], &t->clocks[c]);
-			merge_note_our_facts(m, t);
-			merge_import_chrome(m, t, m->shift, (uint8_t)i, &fl);
+			for (int c = 0; c < in->t.nclocks; c++)
+				merge_note_clock(m, &m->hosts[i], &in->t.clocks[c]);
+			merge_note_our_facts(m, &in->t);
+			if (merge_import_chrome(m, in, m->shift, (uint8_t)i, &fl))
+				goto done;
 		}
 	}
 	if (torch_path) {
-		int64_t add = wrap_sub(torch.base_ns, m->hosts[0].offset);
+		int64_t add = wrap_sub(torch->t.base_ns, m->hosts[0].offset);
 
-		merge_import_chrome(m, &torch, add, FROM_TORCH, &fl);
+		if (merge_import_chrome(m, torch, add, FROM_TORCH, &fl))
+			goto done;
 		for (size_t i = 0; i < m->st.nev; i++)
 			if (m->st.ev[i].from == FROM_TORCH && m->st.ev[i].kind == EV_SLICE &&
 			    (first_op < 0 || (int64_t)m->st.ev[i].ts < first_op))
 				first_op = (int64_t)m->st.ev[i].ts;
-		note_alignment(m, torch_path, torch.base_ns, first_op);
+		note_alignment(m, torch_path, torch->t.base_ns, first_op);
 	}
 	merge_lay_out(m, &next_flow);
 	merge_link_spawns(m, &next_flow);
 	merge_bind_flows(m, &fl);
 	merge_pair_flows(m, &fl);
 	if (m->st.error) {
-		sbt_err("out of memory merging; hint: merge a shorter window");
+		say_store_error(m);
 		goto done;
 	}
 	if (output_open(&out, o.out, fmt, false, err, sizeof(err))) {
@@ -247,6 +265,11 @@ int cmd_merge(int argc, char **argv)
 	}
 	sink = out.pf ? perfetto_sink(out.pf) : chrome_writer_sink(out.js);
 	store_replay(&m->st, &sink, 1);
+	if (m->st.error) {
+		say_store_error(m);
+		output_free(&out);
+		goto done;
+	}
 	if (output_close(&out) || output_commit(&out)) {
 		sbt_err("writing '%s' failed: %s", o.out, strerror(out.error));
 		output_free(&out);
@@ -274,9 +297,10 @@ int cmd_merge(int argc, char **argv)
 	output_free(&out);
 	ret = m->damaged; /* written from what could be read; said above */
 done:
-	chrome_close(&torch);
+	merge_input_free(torch);
 	for (int i = 0; i < nours; i++)
-		chrome_close(&ours[i]);
+		merge_input_free(&ours[i]);
+	free(torch);
 	free(fl.v);
 	hm_free(&m->track_of);
 	hm_free(&m->thread_of);

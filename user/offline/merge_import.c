@@ -134,7 +134,7 @@ static void note_record(struct merger *m, const struct sbt_hdr *h)
  * otherData, as a capture's records would give them. */
 void merge_note_our_facts(struct merger *m, const struct chrome_trace *t)
 {
-	const struct json_value *other = json_get(&t->doc.root, "otherData");
+	const struct json_value *other = chrome_other(t);
 	const struct json_value *starts = json_get(other, "process_starts");
 	const struct json_value *ns = json_get(other, "pid_namespaces");
 	uint32_t add = m->hosts[m->cur].pid_add;
@@ -228,13 +228,6 @@ int merge_read_capture(struct merger *m, const char *path)
 
 /* ---- Chrome JSON (kineto's, or ours), into the store -------------------- */
 
-struct names {
-	struct hashmap proc; /* pid key -> name */
-	struct hashmap thread; /* (pid, tid) key -> name */
-	struct hashmap device_pid; /* pid key -> 1: only device work on it (kineto) */
-	struct hashmap cpu_pid; /* pid key -> 1: host work on it */
-};
-
 static uint64_t id_key(const struct chrome_id *id)
 {
 	if (id->is_num)
@@ -248,24 +241,30 @@ static bool device_cat(const char *cat)
 	       !strcmp(cat, "gpu_user_annotation");
 }
 
-static void gather_names(const struct chrome_trace *t, struct names *n)
+void merge_gather_names(void *ctx, const struct chrome_event *e)
 {
-	struct chrome_event e;
+	struct chrome_input *in = ctx;
+	struct chrome_names *n = &in->names;
+	const struct json_value *name;
 
-	for (uint32_t i = 0; i < chrome_count(t); i++) {
-		const struct json_value *name;
+	if (e->ph == 'X' || e->ph == 'i' || e->ph == 'I' || e->ph == 'B')
+		hm_put(device_cat(e->cat) ? &n->device_pid : &n->cpu_pid, id_key(&e->pid), (void *)1);
+	if (e->ph != 'M' || !(name = json_get(e->args, "name")) || name->type != JSON_STRING || !name->s[0])
+		return;
+	/* the event's text is gone after this: the store keeps the name */
+	if (!strcmp(e->name, "process_name"))
+		hm_put(&n->proc, id_key(&e->pid), (void *)store_str(&in->m->st, name->s));
+	else if (!strcmp(e->name, "thread_name"))
+		hm_put(&n->thread, id_key(&e->pid) * 31 + id_key(&e->tid), (void *)store_str(&in->m->st, name->s));
+}
 
-		if (!chrome_event(t, i, &e))
-			continue;
-		if (e.ph == 'X' || e.ph == 'i' || e.ph == 'I' || e.ph == 'B')
-			hm_put(device_cat(e.cat) ? &n->device_pid : &n->cpu_pid, id_key(&e.pid), (void *)1);
-		if (e.ph != 'M' || !(name = json_get(e.args, "name")) || name->type != JSON_STRING || !name->s[0])
-			continue;
-		if (!strcmp(e.name, "process_name"))
-			hm_put(&n->proc, id_key(&e.pid), (void *)name->s);
-		else if (!strcmp(e.name, "thread_name"))
-			hm_put(&n->thread, id_key(&e.pid) * 31 + id_key(&e.tid), (void *)name->s);
-	}
+void merge_input_free(struct chrome_input *in)
+{
+	chrome_close(&in->t);
+	hm_free(&in->names.proc);
+	hm_free(&in->names.thread);
+	hm_free(&in->names.device_pid);
+	hm_free(&in->names.cpu_pid);
 }
 
 /* The store pid of a process the trace calls ns_pid: through the captures'
@@ -300,7 +299,7 @@ uint32_t merge_make_track(struct merger *m, enum model_track_kind kind, uint32_t
 /* The store track of an imported event's (pid, tid): a capture's thread
  * when it is one, else one made for it (a process the captures did not
  * trace, a device, kineto's own pseudo-processes). */
-static uint32_t import_track(struct merger *m, const struct chrome_trace *t, struct names *n,
+static uint32_t import_track(struct merger *m, const struct chrome_trace *t, const struct chrome_names *n,
 			     const struct chrome_event *e, struct hashmap *made)
 {
 	uint64_t pk = id_key(&e->pid), tk = pk * 31 + id_key(&e->tid);
@@ -428,81 +427,101 @@ static int flow_kind(const char *cat)
 	return !strcmp(cat, "ac2g") ? FLOW_AC2G : !strcmp(cat, "fwdbwd") ? FLOW_FWDBWD : FLOW_OTHER;
 }
 
-/* The imported trace's events, in its order; flow ends into fl. */
-void merge_import_chrome(struct merger *m, const struct chrome_trace *t, int64_t ts_add,
-			  uint8_t from, struct flows *fl)
-{
-	struct names n = { 0 };
-	struct hashmap made = { 0 };
+struct import {
+	struct merger *m;
+	struct chrome_input *in;
+	int64_t ts_add;
+	uint8_t from;
+	struct flows *fl;
+	struct hashmap made; /* key -> store track index + 1 */
 	char texts[MODEL_MAX_ARGS * 256];
+};
 
-	gather_names(t, &n);
-	for (uint32_t i = 0; i < chrome_count(t); i++) {
-		struct chrome_event ce;
-		struct model_event e;
-		uint32_t track;
+/* One event of the imported trace into the store; a flow end into fl. */
+static void import_one(void *ctx, const struct chrome_event *ce)
+{
+	struct import *im = ctx;
+	struct merger *m = im->m;
+	const struct chrome_trace *t = &im->in->t;
+	const struct chrome_names *n = &im->in->names;
+	struct flows *fl = im->fl;
+	struct model_event e;
+	uint32_t track;
 
-		if (!chrome_event(t, i, &ce) || !ce.has_ts)
-			continue;
-		memset(&e, 0, sizeof(e));
-		e.ts = (uint64_t)wrap_add(ce.ts_ns, ts_add);
-		e.name = ce.name;
-		e.cat = ce.cat;
-		switch (ce.ph) {
-		case 'X':
-			track = import_track(m, t, &n, &ce, &made);
-			e.kind = EV_SLICE;
-			e.dur = (uint64_t)ce.dur_ns;
-			e.depth = OP_DEPTH;
-			/* ours: calls back under the model's category */
-			if (t->kind == CHROME_OURS && !strcmp(e.cat, "cuda_runtime"))
-				e.cat = "runtime";
-			else if (t->kind == CHROME_KINETO)
-				m->ops++;
-			break;
-		case 'i':
-		case 'I':
-			track = import_track(m, t, &n, &ce, &made);
-			e.kind = EV_INSTANT;
-			e.depth = MODEL_DEPTH_INSTANTS;
-			break;
-		case 'C': {
-			const struct json_value *a = ce.args;
+	if (!ce->has_ts)
+		return;
+	memset(&e, 0, sizeof(e));
+	e.ts = (uint64_t)wrap_add(ce->ts_ns, im->ts_add);
+	e.name = ce->name;
+	e.cat = ce->cat;
+	switch (ce->ph) {
+	case 'X':
+		track = import_track(m, t, n, ce, &im->made);
+		e.kind = EV_SLICE;
+		e.dur = (uint64_t)ce->dur_ns;
+		e.depth = OP_DEPTH;
+		/* ours: calls back under the model's category */
+		if (t->kind == CHROME_OURS && !strcmp(e.cat, "cuda_runtime"))
+			e.cat = "runtime";
+		else if (t->kind == CHROME_KINETO)
+			m->ops++;
+		break;
+	case 'i':
+	case 'I':
+		track = import_track(m, t, n, ce, &im->made);
+		e.kind = EV_INSTANT;
+		e.depth = MODEL_DEPTH_INSTANTS;
+		break;
+	case 'C': {
+		const struct json_value *a = ce->args;
 
-			track = import_track(m, t, &n, &ce, &made);
-			if (m->st.tracks[track].kind == TRACK_THREAD ||
-			    m->st.tracks[track].kind == TRACK_LANE) { /* counters go on the process */
-				uint32_t p = m->st.tracks[track].kind == TRACK_THREAD
-						     ? lookup(&m->process_of, m->st.tracks[track].pid)
-						     : (uint32_t)m->st.tracks[track].parent;
-				if (p)
-					track = p - 1;
-			}
-			track = counter_track(m, track, ce.name, &made);
-			e.kind = EV_COUNTER;
-			if (!a || !a->n || !json_decimal(&a->members[0].v, 0, &e.value))
-				continue;
-			break;
+		track = import_track(m, t, n, ce, &im->made);
+		if (m->st.tracks[track].kind == TRACK_THREAD ||
+		    m->st.tracks[track].kind == TRACK_LANE) { /* counters go on the process */
+			uint32_t p = m->st.tracks[track].kind == TRACK_THREAD
+					     ? lookup(&m->process_of, m->st.tracks[track].pid)
+					     : (uint32_t)m->st.tracks[track].parent;
+			if (p)
+				track = p - 1;
 		}
-		case 's':
-		case 'f':
-			if (!ce.has_id ||
-			    grow(m, (void **)&fl->v, &fl->cap, fl->n, sizeof(*fl->v)))
-				continue;
-			fl->v[fl->n++] = (struct flow_end){
-				MODEL_FLOW_ID(flow_kind(ce.cat), (uint64_t)ce.id),
-				import_track(m, t, &n, &ce, &made), e.ts, ce.ph == 's',
-				ce.ph == 's' || ce.bp_enclosing, from, UINT32_MAX };
-			continue;
-		default: /* M (names, read above), B/E (kineto writes none), t */
-			continue;
-		}
-		import_args(&ce, &e, texts, sizeof(texts));
-		store_event(&m->st, track, &e, from);
+		track = counter_track(m, track, ce->name, &im->made);
+		e.kind = EV_COUNTER;
+		if (!a || !a->n || !json_decimal(&a->members[0].v, 0, &e.value))
+			return;
+		break;
 	}
-	hm_free(&n.proc);
-	hm_free(&n.thread);
-	hm_free(&n.device_pid);
-	hm_free(&n.cpu_pid);
-	hm_free(&made);
+	case 's':
+	case 'f':
+		if (!ce->has_id || grow(m, (void **)&fl->v, &fl->cap, fl->n, sizeof(*fl->v)))
+			return;
+		fl->v[fl->n++] = (struct flow_end){
+			MODEL_FLOW_ID(flow_kind(ce->cat), (uint64_t)ce->id),
+			import_track(m, t, n, ce, &im->made), e.ts, ce->ph == 's',
+			ce->ph == 's' || ce->bp_enclosing, im->from, UINT32_MAX };
+		return;
+	default: /* M (names, read at open), B/E (kineto writes none), t */
+		return;
+	}
+	import_args(ce, &e, im->texts, sizeof(im->texts));
+	store_event(&m->st, track, &e, im->from);
+}
+
+int merge_import_chrome(struct merger *m, struct chrome_input *in, int64_t ts_add, uint8_t from,
+			struct flows *fl)
+{
+	struct import *im = calloc(1, sizeof(*im));
+	char err[512];
+	int ret;
+
+	if (!im) {
+		sbt_err("out of memory");
+		return -1;
+	}
+	*im = (struct import){ .m = m, .in = in, .ts_add = ts_add, .from = from, .fl = fl };
+	ret = chrome_each(&in->t, import_one, im, err, sizeof(err));
+	if (ret)
+		sbt_err("%s", err);
+	hm_free(&im->made);
+	free(im);
+	return ret;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/vec.h"
 #include "offline/merger.h"
 
 /* ---- nesting and links --------------------------------------------------- */
@@ -33,10 +34,10 @@ static int by_start(const void *a, const void *b)
 	return x->ev < y->ev ? -1 : x->ev > y->ev;
 }
 
-static bool is_call(const struct store_event *e, const struct model_track *t)
+static bool is_call(const struct trace_store *s, const struct store_event *e, const struct model_track *t)
 {
-	return e->kind == EV_SLICE && t->kind == TRACK_THREAD && e->from != FROM_TORCH &&
-	       e->cat && !strcmp(e->cat, "runtime");
+	return e->kind == EV_SLICE && t->kind == TRACK_THREAD && e->from != FROM_TORCH && e->cat &&
+	       !strcmp(store_text(s, e->cat), "runtime");
 }
 
 /* The overflow track n (1 up) of a thread. */
@@ -63,13 +64,11 @@ static void lay_out_thread(struct merger *m, uint32_t thread, struct slice_ref *
 			   uint64_t *next_flow)
 {
 	uint32_t cache[MAX_OVERFLOW] = { 0 };
-	struct slice_ref *rest = malloc((n ? n : 1) * sizeof(*rest));
-	uint32_t *stack = malloc((n ? n : 1) * sizeof(*stack)); /* indexes into s */
+	/* both as big as they get: a thread's ops rarely overlap, or nest deep */
+	struct slice_ref *rest = NULL;
+	uint32_t *stack = NULL; /* indexes into s */
+	size_t rest_cap = 0, stack_cap = 0;
 
-	if (!rest || !stack) {
-		m->st.error = ENOMEM;
-		goto out;
-	}
 	for (int level = 0; n && level <= MAX_OVERFLOW; level++) {
 		size_t top = 0, nrest = 0, depth_imported;
 
@@ -79,6 +78,12 @@ static void lay_out_thread(struct merger *m, uint32_t thread, struct slice_ref *
 
 			while (top && s[stack[top - 1]].end <= x->start)
 				top--;
+			/* room for one more on the stack, and in rest */
+			if (vec_reserve((void **)&stack, &stack_cap, top + 1, sizeof(*stack)) ||
+			    vec_reserve((void **)&rest, &rest_cap, nrest + top + 1, sizeof(*rest))) {
+				m->st.error = ENOMEM;
+				goto out;
+			}
 			if (x->imported) {
 				if (top && s[stack[top - 1]].end < x->end && level < MAX_OVERFLOW) {
 					rest[nrest++] = *x; /* crosses the top */
@@ -96,16 +101,15 @@ static void lay_out_thread(struct merger *m, uint32_t thread, struct slice_ref *
 			while (top && s[stack[top - 1]].imported && s[stack[top - 1]].end < x->end) {
 				rest[nrest++] = s[stack[--top]]; /* the op gives way */
 			}
-			if (is_call(&m->st.ev[x->ev], &m->st.tracks[thread])) {
+			if (is_call(&m->st, &m->st.ev[x->ev], &m->st.tracks[thread])) {
 				m->calls++;
 				for (size_t k = top; k-- > 0;) {
 					const struct store_event *op = &m->st.ev[s[stack[k]].ev];
 
 					if (!s[stack[k]].imported)
 						continue;
-					for (int a = 0; a < op->nargs; a++)
-						if (!strcmp(m->st.args[op->args + a].name, "External id"))
-							m->st.ev[x->ev].ext_id = m->st.args[op->args + a].i;
+					if (op->own_ext != STORE_NO_EXT_ID)
+						m->st.ev[x->ev].ext_id = op->own_ext;
 					store_link(&m->st, s[stack[k]].ev, x->ev,
 						   MODEL_FLOW_ID(FLOW_OP_CALL, ++*next_flow));
 					m->calls_linked++;
@@ -116,7 +120,8 @@ static void lay_out_thread(struct merger *m, uint32_t thread, struct slice_ref *
 		}
 		/* what gave way or crossed goes around again, one track further */
 		m->overflowed += nrest;
-		memcpy(s, rest, nrest * sizeof(*s));
+		if (nrest)
+			memcpy(s, rest, nrest * sizeof(*s));
 		n = nrest;
 		if (n && level == MAX_OVERFLOW - 1)
 			sbt_warn("%zu ops on %s overlap too much to lay out; some may nest wrongly", n,
@@ -163,16 +168,14 @@ void merge_link_spawns(struct merger *m, uint64_t *next_flow)
 			const struct store_event *e = &m->st.ev[i];
 			const struct model_track *t = &m->st.tracks[e->track];
 
-			if (is_call(e, t) && t->pid == m->forks[f].child &&
+			if (is_call(&m->st, e, t) && t->pid == m->forks[f].child &&
 			    (first == UINT32_MAX || e->ts < m->st.ev[first].ts))
 				first = (uint32_t)i;
 		}
 		if (first == UINT32_MAX)
 			continue;
-		for (int a = 0; a < m->st.ev[op].nargs; a++)
-			if (!strcmp(m->st.args[m->st.ev[op].args + a].name, "External id") &&
-			    m->st.ev[first].ext_id == STORE_NO_EXT_ID)
-				m->st.ev[first].ext_id = m->st.args[m->st.ev[op].args + a].i;
+		if (m->st.ev[op].own_ext != STORE_NO_EXT_ID && m->st.ev[first].ext_id == STORE_NO_EXT_ID)
+			m->st.ev[first].ext_id = m->st.ev[op].own_ext;
 		store_link(&m->st, op, first, MODEL_FLOW_ID(FLOW_SPAWN, ++*next_flow));
 		m->spawns_linked++;
 	}
@@ -215,7 +218,7 @@ void merge_lay_out(struct merger *m, uint64_t *next_flow)
 		if (has_op[t])
 			lay_out_thread(m, (uint32_t)t, all + at[t], count[t], next_flow);
 	for (size_t i = 0; i < m->st.nev; i++) /* calls on threads with no op */
-		if (!has_op[m->st.ev[i].track] && is_call(&m->st.ev[i], &m->st.tracks[m->st.ev[i].track]))
+		if (!has_op[m->st.ev[i].track] && is_call(&m->st, &m->st.ev[i], &m->st.tracks[m->st.ev[i].track]))
 			m->calls++;
 out:
 	free(count);

@@ -65,6 +65,24 @@ struct merger {
 	int max_overflow;
 };
 
+struct merger;
+
+/* What an imported trace names (its M events) and which of its pids hold
+ * host work: gathered as it is first read, before its events are. */
+struct chrome_names {
+	struct hashmap proc; /* pid key -> name (in the store) */
+	struct hashmap thread; /* (pid, tid) key -> name */
+	struct hashmap device_pid; /* pid key -> 1: only device work on it (kineto) */
+	struct hashmap cpu_pid; /* pid key -> 1: host work on it */
+};
+
+/* A Chrome JSON input: the trace and its names. */
+struct chrome_input {
+	struct chrome_trace t;
+	struct chrome_names names;
+	struct merger *m; /* whose store keeps the names */
+};
+
 /* A flow end of the imported trace, bound to its slice once all are placed. */
 struct flow_end {
 	uint64_t id; /* with its kind */
@@ -120,10 +138,13 @@ int merge_read_capture(struct merger *m, const char *path);
 void merge_note_clock(struct merger *m, struct host *h, const struct sbt_meta_clock *c);
 /* Our Chrome JSON's process starts and namespace ids. */
 void merge_note_our_facts(struct merger *m, const struct chrome_trace *t);
-/* A Chrome JSON trace's events, in its order, times moved by ts_add; its
- * flow ends into fl, bound later. */
-void merge_import_chrome(struct merger *m, const struct chrome_trace *t, int64_t ts_add, uint8_t from,
-			 struct flows *fl);
+/* chrome_open's callback for an input (ctx): its names. */
+void merge_gather_names(void *ctx, const struct chrome_event *e);
+void merge_input_free(struct chrome_input *in);
+/* A Chrome JSON trace's events, read again in its order, times moved by
+ * ts_add; its flow ends into fl, bound later. 0, or -1 (said). */
+int merge_import_chrome(struct merger *m, struct chrome_input *in, int64_t ts_add, uint8_t from,
+			struct flows *fl);
 
 /* merge_layout.c */
 /* Each thread with imported ops: ops nested around the calls, those that

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/spill.h"
 #include "base/vec.h"
 #include "offline/tracestore.h"
 
@@ -15,7 +17,8 @@ void store_free(struct trace_store *s)
 {
 	free(s->tracks);
 	free(s->ev);
-	free(s->args);
+	if (s->args)
+		fclose(s->args);
 	free(s->flows);
 	free(s->links);
 	strtab_free(&s->strs);
@@ -47,6 +50,21 @@ const char *store_str(struct trace_store *s, const char *text)
 	return strtab_str(&s->strs, id);
 }
 
+uint32_t store_str_id(struct trace_store *s, const char *text)
+{
+	bool added;
+	uint64_t id;
+
+	if (!text)
+		return 0;
+	id = strtab_id(&s->strs, text, &added);
+	if (!id || id > UINT32_MAX) {
+		s->error = ENOMEM;
+		return 0;
+	}
+	return (uint32_t)id;
+}
+
 uint32_t store_track(struct trace_store *s, const struct model_track *t)
 {
 	struct model_track *n;
@@ -61,37 +79,65 @@ uint32_t store_track(struct trace_store *s, const struct model_track *t)
 	return (uint32_t)s->ntracks++;
 }
 
+/* An arg on the file: its name (interned: the address stays), its type,
+ * and its value, a string's bytes after their length. */
+struct arg_head {
+	const char *name;
+	uint32_t type, len;
+	uint64_t u;
+};
+
+#define NULL_STR UINT32_MAX
+
+static void write_args(struct trace_store *s, const struct model_event *e)
+{
+	if (!e->nargs)
+		return;
+	if (!s->args && !(s->args = spill_tmpfile())) {
+		s->error = errno;
+		return;
+	}
+	for (int i = 0; i < e->nargs; i++) {
+		const struct model_arg *a = &e->args[i];
+		struct arg_head h = { store_str(s, a->name), a->type, 0, a->u };
+
+		if (a->type == ARG_STR)
+			h.len = a->s ? (uint32_t)strlen(a->s) : NULL_STR;
+		if (fwrite(&h, sizeof(h), 1, s->args) != 1 ||
+		    (a->type == ARG_STR && a->s && h.len && fwrite(a->s, h.len, 1, s->args) != 1)) {
+			s->error = errno ? errno : EIO;
+			return;
+		}
+	}
+}
+
 void store_event(struct trace_store *s, uint32_t track, const struct model_event *e, uint8_t from)
 {
 	struct store_event *se;
 	int nf = e->nflows + e->nterm;
 
 	if (!room(s, (void **)&s->ev, &s->ev_cap, s->nev, 1, sizeof(*se)) ||
-	    !room(s, (void **)&s->args, &s->args_cap, s->nargs, (size_t)e->nargs, sizeof(*s->args)) ||
 	    !room(s, (void **)&s->flows, &s->flows_cap, s->nflows, (size_t)nf, sizeof(*s->flows)))
 		return;
 	se = &s->ev[s->nev++];
 	memset(se, 0, sizeof(*se));
 	se->ts = e->ts;
 	se->dur = e->dur;
-	se->name = store_str(s, e->name);
-	se->cat = store_str(s, e->cat);
+	se->name = store_str_id(s, e->name);
+	se->cat = store_str_id(s, e->cat);
 	se->value = e->value;
-	se->ext_id = STORE_NO_EXT_ID;
+	se->ext_id = se->own_ext = STORE_NO_EXT_ID;
 	se->track = track;
 	se->kind = (uint8_t)e->kind;
 	se->depth = e->depth;
 	se->from = from;
-	se->args = (uint32_t)s->nargs;
 	se->nargs = (uint8_t)e->nargs;
-	for (int i = 0; i < e->nargs; i++) {
-		struct model_arg a = e->args[i];
-
-		a.name = store_str(s, a.name);
-		if (a.type == ARG_STR)
-			a.s = store_str(s, a.s);
-		s->args[s->nargs++] = a;
-	}
+	for (int i = 0; i < e->nargs; i++)
+		if (e->args[i].type == ARG_INT && !strcmp(e->args[i].name, "External id")) {
+			se->own_ext = e->args[i].i;
+			break;
+		}
+	write_args(s, e);
 	se->flows = (uint32_t)s->nflows;
 	se->nflows = (uint8_t)e->nflows;
 	se->nterm = (uint8_t)e->nterm;
@@ -99,6 +145,45 @@ void store_event(struct trace_store *s, uint32_t track, const struct model_event
 		s->flows[s->nflows++] = e->flows[i];
 	for (int i = 0; i < e->nterm; i++)
 		s->flows[s->nflows++] = e->term_flows[i];
+}
+
+/* An event's args back from the file, strings into *buf (grown as
+ * needed). false when the file cannot give them. */
+static bool read_args(struct trace_store *s, struct model_event *e, int nargs, char **buf, size_t *cap)
+{
+	struct arg_head h;
+	size_t at[MODEL_MAX_ARGS], used = 0;
+
+	if (!s->args)
+		return false;
+	/* a string's bytes follow its head: heads and strings interleave */
+	for (int i = 0; i < nargs; i++) {
+		if (fread(&h, sizeof(h), 1, s->args) != 1)
+			return false;
+		e->args[i] = (struct model_arg){ .name = h.name, .type = (enum model_arg_type)h.type, .u = h.u };
+		at[i] = SIZE_MAX;
+		if (h.type != ARG_STR || h.len == NULL_STR)
+			continue;
+		if (used + h.len + 1 > *cap) {
+			size_t c = used + h.len + 1 > 2 * *cap ? used + h.len + 1 : 2 * *cap;
+			char *g = realloc(*buf, c);
+
+			if (!g)
+				return false;
+			*buf = g;
+			*cap = c;
+		}
+		if (h.len && fread(*buf + used, h.len, 1, s->args) != 1)
+			return false;
+		(*buf)[used + h.len] = 0;
+		at[i] = used;
+		used += h.len + 1;
+	}
+	/* pointers once the buffer has stopped moving */
+	for (int i = 0; i < nargs; i++)
+		if (e->args[i].type == ARG_STR)
+			e->args[i].s = at[i] == SIZE_MAX ? NULL : *buf + at[i];
+	return true;
 }
 
 void store_link(struct trace_store *s, uint32_t from, uint32_t to, uint64_t id)
@@ -140,9 +225,13 @@ static int group_links(const struct trace_store *s, bool by_from, struct by_even
 void store_replay(struct trace_store *s, const struct model_sink *sinks, int nsinks)
 {
 	struct by_event out = { 0 }, in = { 0 };
+	char *strs = NULL;
+	size_t strs_cap = 0;
 
 	if (group_links(s, true, &out) || group_links(s, false, &in))
 		s->error = ENOMEM;
+	if (s->args && (fflush(s->args) || fseek(s->args, 0, SEEK_SET)))
+		s->error = errno;
 	for (int k = 0; k < nsinks; k++)
 		for (int c = 0; c < s->nclocks && sinks[k].clock; c++)
 			sinks[k].clock(sinks[k].ctx, &s->clocks[c]);
@@ -158,13 +247,15 @@ void store_replay(struct trace_store *s, const struct model_sink *sinks, int nsi
 		e.track = &s->tracks[se->track];
 		e.ts = se->ts;
 		e.dur = se->dur;
-		e.name = se->name;
-		e.cat = se->cat;
+		e.name = store_text(s, se->name);
+		e.cat = store_text(s, se->cat);
 		e.value = se->value;
 		e.depth = se->depth;
 		e.nargs = se->nargs;
-		if (se->nargs) /* the pools are NULL until a first entry */
-			memcpy(e.args, s->args + se->args, (size_t)se->nargs * sizeof(e.args[0]));
+		if (se->nargs && !read_args(s, &e, se->nargs, &strs, &strs_cap)) {
+			s->error = s->error ? s->error : EIO;
+			e.nargs = 0;
+		}
 		if (se->ext_id != STORE_NO_EXT_ID && e.nargs < MODEL_MAX_ARGS)
 			e.args[e.nargs++] = (struct model_arg){ .name = "External id", .type = ARG_INT,
 								.i = se->ext_id };
@@ -186,6 +277,7 @@ void store_replay(struct trace_store *s, const struct model_sink *sinks, int nsi
 		for (int k = 0; k < nsinks; k++)
 			sinks[k].event(sinks[k].ctx, &e);
 	}
+	free(strs);
 	free(out.at);
 	free(out.ids);
 	free(in.at);
