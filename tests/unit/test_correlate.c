@@ -382,6 +382,54 @@ static void json_values(void **state)
 	free(text);
 }
 
+/* Numbers as printf writes them, at every length: the writer makes their
+ * digits itself, eight at a time. Each value once as an arg and as a ts. */
+static void json_numbers(void **state)
+{
+	char path[] = "/tmp/sbt-json-XXXXXX", err[128], want[64], *text, *at;
+	struct model_track t = { .id = 1, .kind = TRACK_THREAD, .pid = 7, .tid = 8, .name = "t" };
+	struct model_event e = { .kind = EV_SLICE, .track = &t, .name = "x", .cat = "c", .nargs = 1 };
+	uint64_t vals[64];
+	int n = 0, fd = mkstemp(path);
+	struct chrome_writer *w;
+	struct model_sink k;
+	size_t len;
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	for (uint64_t p10 = 1, k10 = 0; k10 < 20; k10++, p10 *= 10) {
+		vals[n++] = p10 - 1;
+		vals[n++] = p10;
+	}
+	vals[n++] = UINT64_MAX;
+	vals[n++] = 100000000ull * 100000000ull - 1;
+	w = chrome_writer_open(path, err, sizeof(err));
+	assert_non_null(w);
+	k = chrome_writer_sink(w);
+	k.track(k.ctx, &t);
+	for (int i = 0; i < n; i++) {
+		e.ts = vals[i];
+		e.args[0] = (struct model_arg){ .name = "u", .type = ARG_UINT, .u = vals[i] };
+		k.event(k.ctx, &e);
+	}
+	assert_int_equal(chrome_writer_close(w), 0);
+	text = slurp(path, &len);
+	unlink(path);
+	assert_non_null(text);
+	at = text;
+	for (int i = 0; i < n; i++) {
+		snprintf(want, sizeof(want), "\"ts\":%llu.%03llu,", (unsigned long long)(vals[i] / 1000),
+			 (unsigned long long)(vals[i] % 1000));
+		if (!(at = strstr(at, want)))
+			fail_msg("ts of %llu: no %s", (unsigned long long)vals[i], want);
+		snprintf(want, sizeof(want), "\"u\":%llu}", (unsigned long long)vals[i]);
+		if (!(at = strstr(at, want)))
+			fail_msg("arg %llu: no %s", (unsigned long long)vals[i], want);
+	}
+	free(text);
+}
+
 static void launch_without_completion(void **state)
 {
 	struct synth s;
@@ -525,6 +573,7 @@ int main(void)
 		cmocka_unit_test(interrupt_completes_job),
 		cmocka_unit_test(driver_level),
 		cmocka_unit_test(json_values),
+		cmocka_unit_test(json_numbers),
 		cmocka_unit_test(launch_without_completion),
 		cmocka_unit_test(launch_cut_short),
 		cmocka_unit_test(pid_reuse),

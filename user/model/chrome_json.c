@@ -56,7 +56,9 @@ static void flush_buf(struct chrome_writer *w)
 	w->len = 0;
 }
 
-static void put(struct chrome_writer *w, const char *s, size_t n)
+/* Room for n more bytes in the buffer: grown (to JSON_BUF) or written
+ * out. false when n does not fit even then. */
+static bool room_slow(struct chrome_writer *w, size_t n)
 {
 	if (w->len + n > w->cap && w->cap < JSON_BUF) {
 		size_t cap = w->cap * 2 > w->len + n ? w->cap * 2 : w->len + n;
@@ -67,30 +69,96 @@ static void put(struct chrome_writer *w, const char *s, size_t n)
 			w->cap = cap < JSON_BUF ? cap : JSON_BUF;
 		}
 	}
-	if (w->len + n > w->cap) {
+	if (w->len + n > w->cap)
 		flush_buf(w);
-		if (n > w->cap) { /* a huge string: straight through */
-			if (!w->error && fwrite(s, 1, n, w->f) != n)
-				w->error = errno ? errno : EIO;
-			w->bytes += n;
-			return;
-		}
+	return w->len + n <= w->cap;
+}
+
+static void put_slow(struct chrome_writer *w, const char *s, size_t n)
+{
+	if (!room_slow(w, n)) { /* a huge string (or no buffer): straight through */
+		if (!w->error && fwrite(s, 1, n, w->f) != n)
+			w->error = errno ? errno : EIO;
+		w->bytes += n;
+		return;
 	}
 	memcpy(w->buf + w->len, s, n);
 	w->len += n;
 }
 
+/* Inline, so that a literal's copy is a few moves, not a call. */
+static inline __attribute__((always_inline)) void put(struct chrome_writer *w, const char *s, size_t n)
+{
+	if (__builtin_expect(w->len + n <= w->cap, 1)) {
+		memcpy(w->buf + w->len, s, n);
+		w->len += n;
+		return;
+	}
+	put_slow(w, s, n);
+}
+
 #define PUT(w, lit) put(w, "" lit, sizeof(lit) - 1) /* literals only */
 
+static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324"
+				     "25262728293031323334353637383940414243444546474849"
+				     "50515253545556575859606162636465666768697071727374"
+				     "75767778798081828384858687888990919293949596979899";
+
+static inline int digits10(uint64_t v)
+{
+	int n = 1;
+
+	for (;;) {
+		if (v < 10)
+			return n;
+		if (v < 100)
+			return n + 1;
+		if (v < 1000)
+			return n + 2;
+		if (v < 10000)
+			return n + 3;
+		v /= 10000;
+		n += 4;
+	}
+}
+
+/* Written in place, two digits a division: numbers here are mostly 10 to
+ * 16 digits long. */
 static void put_u64(struct chrome_writer *w, uint64_t v)
 {
-	char d[20];
-	int i = sizeof(d);
+	int n = digits10(v);
+	char *p;
 
-	do
-		d[--i] = (char)('0' + v % 10);
-	while ((v /= 10));
-	put(w, d + i, sizeof(d) - (size_t)i);
+	if (w->len + (size_t)n > w->cap && !room_slow(w, (size_t)n)) { /* no buffer at all */
+		char d[20];
+
+		for (int i = n; i--; v /= 10)
+			d[i] = (char)('0' + v % 10);
+		put_slow(w, d, (size_t)n);
+		return;
+	}
+	p = w->buf + w->len + n;
+	w->len += (size_t)n;
+	/* eight digits at a time in 32 bits, which divide cheaper */
+	while (v >= 100000000) {
+		uint32_t lo = (uint32_t)(v % 100000000);
+
+		v /= 100000000;
+		for (int i = 0; i < 4; i++, lo /= 100) {
+			p -= 2;
+			memcpy(p, digit_pairs + 2 * (lo % 100), 2);
+		}
+	}
+	for (uint32_t u = (uint32_t)v;; u /= 100) {
+		if (u < 10) {
+			*--p = (char)('0' + u);
+			break;
+		}
+		p -= 2;
+		memcpy(p, digit_pairs + 2 * (u % 100), 2);
+		if (u < 100)
+			break;
+	}
 }
 
 static void put_i64(struct chrome_writer *w, int64_t v)
@@ -114,6 +182,11 @@ static void put_hex(struct chrome_writer *w, uint64_t v)
 	put(w, d + i, sizeof(d) - (size_t)i);
 }
 
+/* Bytes a JSON string takes as they are: printable ASCII but '"' and '\\'. */
+static const bool plain_byte[256] = {
+	[0x20 ... 0x21] = true, [0x23 ... 0x5b] = true, [0x5d ... 0x7e] = true, /* not '"' (0x22), '\\' (0x5c) */
+};
+
 /* A JSON string: runs of plain ASCII copied whole, other characters
  * checked one by one (invalid UTF-8 becomes U+FFFD). */
 static void str(struct chrome_writer *w, const char *s)
@@ -122,8 +195,7 @@ static void str(struct chrome_writer *w, const char *s)
 	while (s && *s) {
 		size_t n = 0;
 
-		while (s[n] && s[n] != '"' && s[n] != '\\' && (unsigned char)s[n] >= 0x20 &&
-		       (unsigned char)s[n] < 0x80)
+		while (plain_byte[(unsigned char)s[n]])
 			n++;
 		put(w, s, n);
 		s += n;
@@ -268,16 +340,16 @@ static void on_track(void *ctx, const struct model_track *t)
 	}
 }
 
-/* ,"key":MICROSECONDS.NNN */
-static void ts_us(struct chrome_writer *w, const char *key, uint64_t ns)
+/* ,"key":MICROSECONDS.NNN, key a literal */
+#define TS_US(w, key, ns) ts_us(w, ",\"" key "\":", sizeof(",\"" key "\":") - 1, ns)
+
+static void ts_us(struct chrome_writer *w, const char *key, size_t keylen, uint64_t ns)
 {
 	unsigned frac = (unsigned)(ns % 1000);
-	char d[4] = { '.', (char)('0' + frac / 100), (char)('0' + frac / 10 % 10),
-		      (char)('0' + frac % 10) };
+	char d[4] = { '.', (char)('0' + frac / 100), digit_pairs[2 * (frac % 100)],
+		      digit_pairs[2 * (frac % 100) + 1] };
 
-	PUT(w, ",");
-	str(w, key);
-	PUT(w, ":");
+	put(w, key, keylen);
 	put_u64(w, ns / 1000);
 	put(w, d, 4);
 }
@@ -333,7 +405,7 @@ static void flow_event(struct chrome_writer *w, bool start, const char *name, co
 	put_u64(w, p->pid);
 	PUT(w, ",\"tid\":");
 	put_u64(w, p->tid);
-	ts_us(w, "ts", ts);
+	TS_US(w, "ts", ts);
 	if (start)
 		PUT(w, "}");
 	else
@@ -399,7 +471,7 @@ static void on_event(void *ctx, const struct model_event *e)
 		str(w, e->name);
 		PUT(w, ",\"pid\":");
 		put_u64(w, p->pid);
-		ts_us(w, "ts", e->ts);
+		TS_US(w, "ts", e->ts);
 		PUT(w, ",\"args\":{\"value\":");
 		put_i64(w, e->value);
 		PUT(w, "}}");
@@ -417,9 +489,9 @@ static void on_event(void *ctx, const struct model_event *e)
 	put_u64(w, p->pid);
 	PUT(w, ",\"tid\":");
 	put_u64(w, p->tid);
-	ts_us(w, "ts", e->ts);
+	TS_US(w, "ts", e->ts);
 	if (e->kind == EV_SLICE)
-		ts_us(w, "dur", e->dur);
+		TS_US(w, "dur", e->dur);
 	else
 		PUT(w, ",\"s\":\"t\"");
 	args(w, e);
