@@ -191,6 +191,11 @@ $(OUT)/bench/gen-capture: bench/gen_capture.c tests/lib/synth.c user/capture/cap
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -g -std=gnu11 $(WARN) -D_GNU_SOURCE -Ibpf -Iuser -Itests/lib $^ -o $@
 
+# the zero-loss ceiling's producer: VFIO-numbered ioctls at a set rate
+$(OUT)/bench/ioctl-load: bench/ioctl_load.c | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -std=gnu11 $(WARN) -D_GNU_SOURCE $< -o $@ -lpthread
+
 # the floor of a probe's cost: empty (or counting) programs on the same sites
 $(OUT)/bench/floor.bpf.o: bench/floor.bpf.c $(VMLINUX_H) | $(OUT)/bench
 	$(call msg,BPF,$<)
@@ -203,15 +208,17 @@ $(OUT)/bench/bench-floor: bench/floor.c | $(OUT)/bench
 $(OUT)/bench:
 	$(Q)mkdir -p $@
 
-# make bench: the cost to a traced process (vs bpftrace), the converter, merge, the daemon
+# make bench: the cost to a traced process (vs bpftrace), the converter, merge, the
+# zero-loss ceiling of recording, the daemon
 bench:
 	@scripts/deps.sh
 	@$(MAKE) --no-print-directory all $(OUT)/bench/gen-capture $(OUT)/bench/bench-floor \
-		$(OUT)/bench/floor.bpf.o
+		$(OUT)/bench/floor.bpf.o $(OUT)/bench/ioctl-load
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/overhead.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/runtime_probes.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/convert.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/merge.py
+	@SBT_BUILD=$(abspath $(OUT)) python3 bench/ceiling.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/daemon.py
 	@SBT_BUILD=$(abspath $(OUT)) SBT_SOAK_SECONDS=600 python3 tests/e2e/run.py daemon_soak
 
