@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
 """make bench, converter part: records per second from a capture to a
-Perfetto trace on one core, and output bytes per event for Perfetto and for
-Chrome JSON, on a synthetic capture of realistic Spyre job records.
+Perfetto trace on one core, output bytes per event for Perfetto and for
+Chrome JSON, on a synthetic capture of realistic Spyre job records, and
+both writers' instructions per record (callgrind, when valgrind is there).
 
 Usage: bench/convert.py [--records N] [--runs R]
 """
 import argparse
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -25,6 +28,37 @@ def timed(cmd):
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - t0
+
+
+CALLGRIND_RECORDS = 500_000
+GOALS = {".pftrace": 400, ".json": 2094}  # #22: Perfetto 400, Chrome JSON half of 4,187
+
+
+def instructions_per_record(tmp):
+    """Instructions per record of the whole convert process for each
+    writer, by valgrind's callgrind on a fixed synthetic capture: the same
+    on any machine. None when valgrind is not installed."""
+    if not shutil.which("valgrind"):
+        print("  instructions per record: valgrind not installed, not counted (apt-get install valgrind)")
+        return None
+    cap = os.path.join(tmp, "callgrind.sbt")
+    out = subprocess.run([GEN, cap, str(CALLGRIND_RECORDS)], check=True, capture_output=True, text=True)
+    records = int(out.stdout.split()[0])
+    got = {}
+    for ext in (".pftrace", ".json"):
+        cg = os.path.join(tmp, "callgrind.out")
+        r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}", TOOL, "convert", cap,
+                            "-o", os.path.join(tmp, "cg" + ext)], capture_output=True, text=True)
+        m = re.search(r"Collected : (\d+)", r.stderr)
+        if r.returncode or not m:
+            sys.exit(f"bench: callgrind of convert to {ext} failed:\n{r.stderr[-2000:]}")
+        got[ext] = int(m.group(1)) / records
+        print(f"  {ext[1:]:8} {got[ext]:7.0f} instructions/record, whole convert process "
+              f"(callgrind, {records} records; goal <= {GOALS[ext]})")
+        for p in (cg, os.path.join(tmp, "cg" + ext)):
+            os.unlink(p)
+    os.unlink(cap)
+    return got
 
 
 def main():
@@ -53,13 +87,16 @@ def main():
     print(f"  convert to Chrome JSON, one core: {json_secs:.2f} s")
     print(f"  Perfetto {pf_bytes / records:.1f} bytes/record, Chrome JSON {js_bytes / records:.1f} "
           f"bytes/record: Perfetto is {pf_bytes / js_bytes:.2f} of JSON (goal <= 0.25)")
+    instr = instructions_per_record(tmp)
     with open(os.path.join(BUILD, "bench-convert.json"), "w") as f:
         json.dump({"records": records, "seconds": secs, "records_per_s": rate,
+                   "instructions_per_record": instr,
                    "perfetto_bytes_per_record": pf_bytes / records,
                    "json_bytes_per_record": js_bytes / records,
                    "perfetto_over_json": pf_bytes / js_bytes}, f, indent=1)
     for p in (cap, pf, js):
         os.unlink(p)
+    os.rmdir(tmp)
     return 0
 
 
