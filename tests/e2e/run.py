@@ -2313,6 +2313,62 @@ def run_daemon_window_newcomers(tmp):
                 p.wait()
 
 
+def run_daemon_window_container_root(tmp):
+    """A job in a mount namespace of its own (as a container's), whose
+    runtime lies at a path that on the host is a FIFO named libflex.so: the
+    daemon reads the runtime the job really mapped (/proc/PID/map_files)
+    and its LD_LIBRARY_PATH inside its root, never the host's file of that
+    name (which it would have hung on, or refused, and traced nothing). The
+    first job, found at its first VFIO ioctl, is traced from then on; the
+    second, in the same window, whole: every call the simulator logged,
+    through uprobes on the file the daemon holds open."""
+    if not shutil.which("unshare"):
+        raise Skip("no unshare")
+    decoy, real = os.path.join(tmp, "decoy"), os.path.join(tmp, "real")
+    os.makedirs(decoy)
+    os.makedirs(real)
+    for n in ("libflex.so", "libsenlib.so"):
+        os.mkfifo(os.path.join(decoy, n))
+        shutil.copy(os.path.join(BUILD, "sim", n), real)
+    daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers", "-v")
+    try:
+        def jobs():
+            sims = []
+            for i in range(2):
+                js = os.path.join(tmp, f"s{i}.json")
+                job = " ".join(shlex.quote(x) for x in [SIM, "--mock-dir", os.path.join(tmp, f"m{i}"), "--threads",
+                                                         "2", "--jobs", "30", "--json", js])
+                r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                                    f"mount --bind {shlex.quote(real)} {shlex.quote(decoy)} && exec {job}"],
+                                   stdout=subprocess.DEVNULL, env=dict(os.environ, LD_LIBRARY_PATH=decoy), timeout=120)
+                assert r.returncode == 0, f"job {i} in its namespace failed"
+                sims.append(json.load(open(js)))
+                if i == 0:
+                    wait_for(lambda: f"library    -> {decoy}/libflex.so" in open(os.path.join(tmp, "daemon.log")).read(),
+                             20, "the daemon to read the job's runtime")
+                    time.sleep(0.5)  # its probes go on just after
+            return sims
+        out = os.path.join(tmp, "ns.sbt")
+        sims, man = record_window_during(ctl, out, 6, jobs)
+        events, _ = parse_dump(out, outputs=False)
+        win, traced = window_of(man)
+        for k, sim in enumerate(sims):
+            assert sim["pid"] in traced, f"job {k} (PID {sim['pid']}) not in the window: {win}"
+        calls = lambda sim: [e for e in events if e["type"] in ("call_enter", "call_exit") and e["tgid"] == sim["pid"]]
+        check_calls_match_sim(calls(sims[0]), sims[0], partial=True)
+        assert traced[sims[1]["pid"]]["calls_may_be_missing_ns"] == 0, traced[sims[1]["pid"]]
+        check_calls_match_sim(calls(sims[1]), sims[1])
+        log = open(os.path.join(tmp, "daemon.log")).read()
+        assert "not a regular file" not in log, log[-3000:]
+        print(f"  job 1: {len(calls(sims[1])) // 2} calls, all the simulator's, from the runtime of its own namespace")
+        daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(timeout=20) == 0
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+
+
 def daemon_up(tmp, *args):
     """A daemon with its control socket and state in tmp, the simulator's
     mock files below tmp counted as VFIO files; (process, ctl argv, port)."""
@@ -3082,6 +3138,7 @@ TESTS = [
     ("daemon_prometheus_matches_sim", run_daemon_prometheus),
     ("daemon_window_and_snapshot", run_daemon_window),
     ("daemon_window_newcomers_from_first_call", run_daemon_window_newcomers),
+    ("daemon_window_container_root", run_daemon_window_container_root),
     ("daemon_sampling_and_triggers", run_daemon_sampling_triggers),
     ("daemon_bad_requests_and_sigkill", run_daemon_bad_requests),
     ("daemon_kubelet_allocations", run_daemon_kubelet_allocations),

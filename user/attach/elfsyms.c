@@ -123,38 +123,69 @@ refuse:
 	return -EPERM;
 }
 
-int elf_for_each_function(const char *path, elf_sym_cb cb, void *ctx, char *err,
-			  size_t errlen)
+static bool sane_library(int fd, struct stat *st)
+{
+	return !fstat(fd, st) && S_ISREG(st->st_mode) && (uint64_t)st->st_size <= MAX_LIB_BYTES;
+}
+
+int elf_open_library_at(int path_fd, const char *name, char *err, size_t errlen)
+{
+	struct stat before, after;
+	char fn[64];
+	int fd;
+
+	if (!sane_library(path_fd, &before)) {
+		snprintf(err, errlen, "%s: not a regular file of at most 1 GiB; not read", name);
+		return -EPERM;
+	}
+	/* reopened through our own fd: the file it names, looked up nowhere */
+	snprintf(fn, sizeof(fn), "/proc/self/fd/%d", path_fd);
+	fd = open(fn, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", name, strerror(errno));
+		return -errno;
+	}
+	if (sane_library(fd, &after) && after.st_dev == before.st_dev && after.st_ino == before.st_ino)
+		return fd;
+	close(fd);
+	snprintf(err, errlen, "%s: changed as it was opened; not read", name);
+	return -EPERM;
+}
+
+int elf_for_each_function_fd(int fd, const char *name, elf_sym_cb cb, void *ctx, char *err,
+			     size_t errlen)
 {
 	Elf_Scn *scn = NULL;
-	int fd, ret = 0;
+	struct stat st;
+	int ret = 0;
 	Elf *elf;
 
 	if (elf_version(EV_CURRENT) == EV_NONE) {
 		snprintf(err, errlen, "libelf: %s", elf_errmsg(-1));
 		return -EINVAL;
 	}
-	fd = open_library(path, err, errlen);
-	if (fd < 0)
-		return fd;
+	if (!sane_library(fd, &st)) {
+		snprintf(err, errlen, "%s: not a regular file of at most 1 GiB; not read", name);
+		return -EPERM;
+	}
 	/* read, not mapped: a file cut while we look is a short read, not a
 	 * SIGBUS */
 	elf = elf_begin(fd, ELF_C_READ, NULL);
 	/* the whole file in memory at once, every section read from there */
 	if (elf && elf_cntl(elf, ELF_C_FDREAD)) {
-		snprintf(err, errlen, "%s: cannot read it: %s", path, elf_errmsg(-1));
+		snprintf(err, errlen, "%s: cannot read it: %s", name, elf_errmsg(-1));
 		ret = -EIO;
 		goto out;
 	}
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		snprintf(err, errlen, "%s: not an ELF file", path);
+		snprintf(err, errlen, "%s: not an ELF file", name);
 		ret = -ENOEXEC;
 		goto out;
 	}
 	GElf_Ehdr eh;
 
 	if (!gelf_getehdr(elf, &eh)) {
-		snprintf(err, errlen, "%s: no ELF header", path);
+		snprintf(err, errlen, "%s: no ELF header", name);
 		ret = -ENOEXEC;
 		goto out;
 	}
@@ -171,6 +202,17 @@ int elf_for_each_function(const char *path, elf_sym_cb cb, void *ctx, char *err,
 out:
 	if (elf)
 		elf_end(elf);
+	return ret;
+}
+
+int elf_for_each_function(const char *path, elf_sym_cb cb, void *ctx, char *err,
+			  size_t errlen)
+{
+	int fd = open_library(path, err, errlen), ret;
+
+	if (fd < 0)
+		return fd;
+	ret = elf_for_each_function_fd(fd, path, cb, ctx, err, errlen);
 	close(fd);
 	return ret;
 }

@@ -30,5 +30,13 @@ typedef int (*elf_sym_cb)(const struct elf_func *f, void *ctx);
  * mapped. 0, or -errno with err filled. */
 int elf_for_each_function(const char *path, elf_sym_cb cb, void *ctx, char *err,
 			  size_t errlen);
+/* The same on a file already open (the caller's: left open), checked the
+ * same way; name says which in err. */
+int elf_for_each_function_fd(int fd, const char *name, elf_sym_cb cb, void *ctx, char *err,
+			     size_t errlen);
+/* A library found as an O_PATH fd (proc_resolve_in_root): opened for
+ * reading through it if it is a regular file of at most 1 GiB, and
+ * checked again once open. The read fd, or -errno with err filled. */
+int elf_open_library_at(int path_fd, const char *name, char *err, size_t errlen);
 
 #endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "attach/libresolve.h"
+#include "base/procfs.h"
 
 /* Run argv with stdout into a stream; env: extra NAME=value or NULL. */
 static FILE *run_reading(char *const argv[], const char *env, pid_t *pid)
@@ -97,6 +98,30 @@ static void walk_dir(const char *dir, int depth, const char *why, lib_found_cb c
 		}
 	}
 	closedir(d);
+}
+
+void libs_in_dirs_of(pid_t pid, const char *list, const char *why, lib_found_cb cb, void *ctx)
+{
+	char *copy = strdup(list ? list : ""), *save = NULL, path[4096];
+
+	for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir;
+	     dir = strtok_r(NULL, ":", &save)) {
+		int fd = dir[0] == '/' ? proc_open_in_root(pid, dir, O_RDONLY | O_DIRECTORY | O_NONBLOCK) : -1;
+		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+		struct dirent *e;
+
+		if (!d) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.' && e->d_type != DT_DIR &&
+			    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) < sizeof(path))
+				cb(path, why, ctx);
+		closedir(d);
+	}
+	free(copy);
 }
 
 void libs_in_dirs(const char *list, int depth, const char *why, lib_found_cb cb, void *ctx)

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 typedef void (*lib_found_cb)(const char *path, const char *why, void *ctx);
 
@@ -27,6 +28,11 @@ bool sbt_which(const char *cmd, char *path, size_t len);
 void libs_of_command(char *const argv[], lib_found_cb cb, void *ctx);
 /* Files in each directory of a ':' list, and depth levels below. */
 void libs_in_dirs(const char *list, int depth, const char *why, lib_found_cb cb, void *ctx);
+/* The same for a process's own list (its LD_LIBRARY_PATH), each directory
+ * looked up inside its root (proc_open_in_root): the paths passed are as
+ * the process sees them, to be resolved inside its root too. Relative
+ * entries (the process's working directory) are skipped. */
+void libs_in_dirs_of(pid_t pid, const char *list, const char *why, lib_found_cb cb, void *ctx);
 /* The ld.so cache (ldconfig -p). */
 void libs_in_ldcache(lib_found_cb cb, void *ctx);
 /* The Spyre install tree. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "attach/demangle.h"
 #include "attach/elfsyms.h"
@@ -124,18 +125,21 @@ bool probe_spec_wants_lib(const struct probe_spec *s, const char *libpath)
 	return !fnmatch(s->lib, unversioned, 0);
 }
 
-bool probe_set_has_lib(const struct probe_set *ps, const char *libpath)
+bool probe_set_has_lib(const struct probe_set *ps, const char *libpath, const struct stat *st)
 {
 	struct stat want, have;
-	bool known = !stat(libpath, &want);
+	bool known = st || !stat(libpath, &want);
 
+	if (st)
+		want = *st;
 	for (size_t i = 0; i < ps->nlibs; i++) {
 		if (ps->libs[i].stale)
 			continue;
-		if (!strcmp(ps->libs[i].path, libpath))
+		/* a path names one file only in our own root */
+		if (!st && ps->libs[i].fd < 0 && !strcmp(ps->libs[i].path, libpath))
 			return true;
 		/* the same file by another path (a bind mount, a container's root) */
-		if (known && !stat(ps->libs[i].path, &have) && have.st_dev == want.st_dev &&
+		if (known && !stat(ps->libs[i].attach, &have) && have.st_dev == want.st_dev &&
 		    have.st_ino == want.st_ino)
 			return true;
 	}
@@ -155,7 +159,7 @@ bool probe_lib_unchanged(const struct probe_lib *l)
 	struct probe_lib now = *l;
 	struct stat st;
 
-	if (stat(l->path, &st))
+	if (stat(l->attach, &st))
 		return false;
 	lib_identity(&now, &st);
 	return now.dev == l->dev && now.ino == l->ino && now.size == l->size && now.mtime_ns == l->mtime_ns;
@@ -171,7 +175,8 @@ struct scan_ctx {
 	struct probe_set *ps;
 	const struct probe_spec *specs;
 	size_t nspecs;
-	const char *lib;
+	const char *lib; /* as found: what specs match */
+	const char *attach; /* which file: what sites are told apart by */
 	int added, error;
 	struct cold_part *cold;
 	size_t ncold;
@@ -213,10 +218,10 @@ static const struct elf_func *cold_part_of(const struct scan_ctx *c, const char 
 	return NULL;
 }
 
-static bool site_exists(const struct probe_set *ps, const char *lib, uint64_t off)
+static bool site_exists(const struct probe_set *ps, const char *attach, uint64_t off)
 {
 	for (size_t i = 0; i < ps->n; i++)
-		if (ps->sites[i].offset == off && !strcmp(ps->sites[i].lib, lib))
+		if (ps->sites[i].offset == off && !strcmp(ps->sites[i].attach, attach))
 			return true;
 	return false;
 }
@@ -296,6 +301,7 @@ static int add_site(struct scan_ctx *c, const struct probe_spec *s, const struct
 				     .bytes_arg = r->bytes_arg, .pattern = s->pattern,
 				     .offset = f->offset, .size = f->size };
 	site->lib = strdup(c->lib);
+	site->attach = c->attach;
 	site->name = strdup(name);
 	site->symbol = strdup(f->name);
 	err = !site->lib || !site->name || !site->symbol ? -ENOMEM : find_returns(c, site, f);
@@ -314,7 +320,7 @@ static int scan_sym(const struct elf_func *f, void *ctx)
 	char *plain = NULL, *full = NULL;
 
 	/* a cold part is no function of its own: it is decoded with its function */
-	if (site_exists(c->ps, c->lib, f->offset) || strstr(f->name, ".cold"))
+	if (site_exists(c->ps, c->attach, f->offset) || strstr(f->name, ".cold"))
 		return 0;
 	for (size_t i = 0; i < c->nspecs && !c->error; i++) {
 		const struct probe_spec *s = &c->specs[i];
@@ -341,29 +347,49 @@ static int scan_sym(const struct elf_func *f, void *ctx)
 	return c->error;
 }
 
-int probe_set_scan_lib(struct probe_set *ps, const struct probe_spec *specs,
-		       size_t nspecs, const char *libpath, char *err, size_t errlen)
+/* The library's entry in the set; fd (kept) -1 for a path. NULL when out
+ * of memory (fd closed). */
+static struct probe_lib *add_lib(struct probe_set *ps, const char *libpath, int fd)
 {
-	struct scan_ctx c = { ps, specs, nspecs, libpath, 0, 0 };
 	struct probe_lib *libs, *l;
 	struct stat st;
-	int ret;
 
 	libs = realloc(ps->libs, (ps->nlibs + 1) * sizeof(*libs));
-	if (!libs)
-		return -ENOMEM;
+	if (!libs) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
 	ps->libs = libs;
 	l = &ps->libs[ps->nlibs];
-	*l = (struct probe_lib){ .path = strdup(libpath) };
-	if (!l->path)
-		return -ENOMEM;
+	*l = (struct probe_lib){ .path = strdup(libpath), .fd = fd };
+	if (fd >= 0 ? asprintf(&l->attach, "/proc/self/fd/%d", fd) < 0 : !(l->attach = strdup(libpath)))
+		l->attach = NULL;
+	if (!l->path || !l->attach) {
+		free(l->path);
+		free(l->attach);
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
 	/* which file, before it is read: a change while reading shows next time */
-	if (!stat(libpath, &st))
+	if (fd >= 0 ? !fstat(fd, &st) : !stat(libpath, &st))
 		lib_identity(l, &st);
 	ps->nlibs++;
-	ret = elf_for_each_function(libpath, collect_cold, &c, err, errlen);
+	return l;
+}
+
+static int scan(struct probe_set *ps, const struct probe_spec *specs, size_t nspecs,
+		const struct probe_lib *l, char *err, size_t errlen)
+{
+	struct scan_ctx c = { ps, specs, nspecs, l->path, l->attach, 0, 0 };
+	int ret;
+
+	ret = l->fd >= 0 ? elf_for_each_function_fd(l->fd, l->path, collect_cold, &c, err, errlen)
+			 : elf_for_each_function(l->path, collect_cold, &c, err, errlen);
 	if (!ret && !c.error)
-		ret = elf_for_each_function(libpath, scan_sym, &c, err, errlen);
+		ret = l->fd >= 0 ? elf_for_each_function_fd(l->fd, l->path, scan_sym, &c, err, errlen)
+				 : elf_for_each_function(l->path, scan_sym, &c, err, errlen);
 	for (size_t i = 0; i < c.ncold; i++) {
 		free(c.cold[i].name);
 		free((void *)c.cold[i].f.code);
@@ -372,18 +398,38 @@ int probe_set_scan_lib(struct probe_set *ps, const struct probe_spec *specs,
 	if (ret)
 		return ret;
 	if (c.error) {
-		snprintf(err, errlen, "%s: %s", libpath, strerror(-c.error));
+		snprintf(err, errlen, "%s: %s", l->path, strerror(-c.error));
 		return c.error;
 	}
 	return c.added;
+}
+
+int probe_set_scan_lib(struct probe_set *ps, const struct probe_spec *specs,
+		       size_t nspecs, const char *libpath, char *err, size_t errlen)
+{
+	struct probe_lib *l = add_lib(ps, libpath, -1);
+
+	return l ? scan(ps, specs, nspecs, l, err, errlen) : -ENOMEM;
+}
+
+int probe_set_scan_lib_fd(struct probe_set *ps, const struct probe_spec *specs, size_t nspecs,
+			  const char *libpath, int fd, char *err, size_t errlen)
+{
+	struct probe_lib *l = add_lib(ps, libpath, fd);
+
+	return l ? scan(ps, specs, nspecs, l, err, errlen) : -ENOMEM;
 }
 
 void probe_set_free(struct probe_set *ps)
 {
 	for (size_t i = 0; i < ps->n; i++)
 		site_free(&ps->sites[i]);
-	for (size_t i = 0; i < ps->nlibs; i++)
+	for (size_t i = 0; i < ps->nlibs; i++) {
 		free(ps->libs[i].path);
+		free(ps->libs[i].attach);
+		if (ps->libs[i].fd >= 0)
+			close(ps->libs[i].fd);
+	}
 	free(ps->sites);
 	free(ps->libs);
 	memset(ps, 0, sizeof(*ps));

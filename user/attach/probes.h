@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 struct probe_spec {
 	const char *lib;
@@ -32,7 +33,8 @@ struct ret_site;
 struct probe_site {
 	uint32_t id;
 	int role, bytes_arg;
-	char *lib; /* path as found */
+	char *lib; /* path as found (the process's, for a file of another root) */
+	const char *attach; /* the path the kernel is given: its library's */
 	char *name; /* demangled, without parameters */
 	char *symbol; /* as in the ELF file */
 	const char *pattern; /* the spec's pattern */
@@ -46,7 +48,11 @@ struct probe_site {
 /* A library scanned, and which file it was then: a file changed since
  * must not get the old offsets. */
 struct probe_lib {
-	char *path;
+	char *path; /* as found */
+	/* what the kernel opens for its uprobes: the path, or /proc/self/fd/N
+	 * for a file read from an fd we keep (another root's) */
+	char *attach;
+	int fd; /* that kept fd, or -1 */
 	uint64_t dev, ino, size, mtime_ns;
 	bool stale; /* changed since: its sites refused, the path free to be read again */
 };
@@ -73,7 +79,8 @@ void probe_spec_free(struct probe_spec *s);
  * or -1. */
 struct probe_spec *probe_specs_table(const struct probe_spec *user, int n, char **real, int *bad);
 bool probe_spec_wants_lib(const struct probe_spec *s, const char *libpath);
-bool probe_set_has_lib(const struct probe_set *ps, const char *libpath);
+/* Scanned already: the same path, or the same file (st, or the path's). */
+bool probe_set_has_lib(const struct probe_set *ps, const char *libpath, const struct stat *st);
 /* Is the file at l->path still the one scanned? */
 bool probe_lib_unchanged(const struct probe_lib *l);
 /* Match the specs that want this library against its symbols and add the
@@ -82,6 +89,11 @@ bool probe_lib_unchanged(const struct probe_lib *l);
  * filled. */
 int probe_set_scan_lib(struct probe_set *ps, const struct probe_spec *specs,
 		       size_t nspecs, const char *libpath, char *err, size_t errlen);
+/* The same for a file open as fd (the set keeps it, until freed, even on
+ * failure), found as libpath: read from the fd, attached through
+ * /proc/self/fd/N, whose target the kernel opens. */
+int probe_set_scan_lib_fd(struct probe_set *ps, const struct probe_spec *specs, size_t nspecs,
+			  const char *libpath, int fd, char *err, size_t errlen);
 void probe_set_free(struct probe_set *ps);
 
 #endif

@@ -6,12 +6,16 @@
  */
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "attach/attach.h"
+#include "attach/elfsyms.h"
 #include "attach/libresolve.h"
 #include "attach/retsites.h"
 #include "base/clock.h"
@@ -51,13 +55,13 @@ static int attach_function(struct attacher *a, struct attached_proc *ap, struct 
 
 		at = r->offset;
 		err = link_keep(&ap->links,
-				uprobe(a->skel->progs.call_return, ap->pid, s->lib, r->offset,
+				uprobe(a->skel->progs.call_return, ap->pid, s->attach, r->offset,
 				       SBT_COOKIE(s->id, r->kind, r->reg, s->size)));
 	}
 	if (!err) {
 		at = s->offset;
 		err = link_keep(&ap->links,
-				uprobe(a->skel->progs.call_enter, ap->pid, s->lib, s->offset,
+				uprobe(a->skel->progs.call_enter, ap->pid, s->attach, s->offset,
 				       SBT_COOKIE(s->id, SBT_SITE_ENTRY, 0, 0)));
 	}
 	if (!err)
@@ -131,29 +135,23 @@ static bool wanted(const struct attacher *a, const char *path)
 	return false;
 }
 
-int attach_library(struct attacher *a, const char *path, const char *why)
+/* A library's functions read (from fd when it is one: kept) and probed on
+ * every traced process: the end of finding one by path or by fd. */
+static int take_library(struct attacher *a, const char *shown, int fd, const char *why)
 {
-	char real[PATH_MAX], err[512];
+	char err[512];
 	size_t first = a->probes.n;
+	uint64_t t0 = sbt_now_boottime(), t1;
 	int ret;
 
-	/* by name first: most files seen are not runtime libraries; and the
-	 * file a name leads to must be named like one too (a libflex.so that
-	 * is a symlink to /etc/shadow is not looked at) */
-	if (!wanted(a, path) || !realpath(path, real) || !wanted(a, real))
-		return 0;
-	/* one inode, one set of probes, whatever path led to it */
-	if (probe_set_has_lib(&a->probes, real))
-		return 0;
-	uint64_t t0 = sbt_now_boottime(), t1;
-
-	ret = probe_set_scan_lib(&a->probes, a->specs, a->nspecs, real, err, sizeof(err));
+	ret = fd >= 0 ? probe_set_scan_lib_fd(&a->probes, a->specs, a->nspecs, shown, fd, err, sizeof(err))
+		      : probe_set_scan_lib(&a->probes, a->specs, a->nspecs, shown, err, sizeof(err));
 	t1 = sbt_now_boottime();
 	if (ret < 0) {
 		sbt_warn("cannot read symbols: %s", err);
 		return 0;
 	}
-	sbt_info(1, "  library    -> %s (%s): %d function%s\n", real, why, ret, ret == 1 ? "" : "s");
+	sbt_info(1, "  library    -> %s (%s): %d function%s\n", shown, why, ret, ret == 1 ? "" : "s");
 	for (size_t k = first; k < a->probes.n; k++) {
 		struct probe_site *s = &a->probes.sites[k];
 
@@ -175,8 +173,67 @@ int attach_library(struct attacher *a, const char *path, const char *why)
 			return err2;
 	}
 	sbt_info(2, "  library    -> %s: symbols and return sites in %.2f ms, attached in %.2f ms\n",
-		 real, (double)(t1 - t0) / 1e6, (double)(sbt_now_boottime() - t1) / 1e6);
+		 shown, (double)(t1 - t0) / 1e6, (double)(sbt_now_boottime() - t1) / 1e6);
 	return ret;
+}
+
+int attach_library(struct attacher *a, const char *path, const char *why)
+{
+	char real[PATH_MAX];
+
+	/* by name first: most files seen are not runtime libraries; and the
+	 * file a name leads to must be named like one too (a libflex.so that
+	 * is a symlink to /etc/shadow is not looked at) */
+	if (!wanted(a, path) || !realpath(path, real) || !wanted(a, real))
+		return 0;
+	/* one inode, one set of probes, whatever path led to it */
+	if (probe_set_has_lib(&a->probes, real, NULL))
+		return 0;
+	return take_library(a, real, -1, why);
+}
+
+/* A library open as fd (taken), found as shown: read from the fd, probed
+ * through it. */
+static int attach_library_fd(struct attacher *a, int fd, const char *shown, const char *why)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) || probe_set_has_lib(&a->probes, shown, &st)) {
+		close(fd);
+		return 0;
+	}
+	return take_library(a, shown, fd, why);
+}
+
+/* A path as PID sees it: resolved inside its root without opening (a FIFO
+ * or a device never is), taken only if what it resolves to is named like a
+ * runtime library too and is a regular file; read from an fd. */
+static int attach_library_in_root(struct attacher *a, pid_t pid, const char *path, const char *why)
+{
+	char err[512], fn[64], target[PATH_MAX];
+	int pfd, fd;
+	ssize_t n;
+
+	if (!wanted(a, path))
+		return 0;
+	if ((pfd = proc_open_in_root(pid, path, O_PATH)) < 0)
+		return 0; /* not there: nothing to probe */
+	snprintf(fn, sizeof(fn), "/proc/self/fd/%d", pfd);
+	n = readlink(fn, target, sizeof(target) - 1);
+	target[n > 0 ? n : 0] = '\0';
+	if (n <= 0 || !wanted(a, target)) {
+		sbt_info(1, "  skipped    -> %s in PID %d's root: it is %s, not a runtime library\n", path, pid,
+			 n > 0 ? target : "unknown");
+		close(pfd);
+		return 0;
+	}
+	fd = elf_open_library_at(pfd, path, err, sizeof(err));
+	close(pfd);
+	if (fd < 0) {
+		sbt_warn("PID %d: %s", pid, err);
+		return 0;
+	}
+	return attach_library_fd(a, fd, path, why);
 }
 
 static void found_cb(const char *path, const char *why, void *ctx)
@@ -187,13 +244,37 @@ static void found_cb(const char *path, const char *why, void *ctx)
 		attach_library(a, path, why);
 }
 
+struct in_root {
+	struct attacher *a;
+	pid_t pid;
+};
+
+static void found_in_root_cb(const char *path, const char *why, void *ctx)
+{
+	struct in_root *r = ctx;
+
+	if (!stop_now(r->a))
+		attach_library_in_root(r->a, r->pid, path, why);
+}
+
+/* What the process has mapped: the very files, through /proc/PID/map_files
+ * (whatever its root), else the path resolved inside its root. */
 int attach_find_mapped_libraries(struct attacher *a, pid_t pid)
 {
 	char **maps;
 	int n = proc_mapped_files(pid, &maps);
 
-	for (int i = 0; i < n; i++)
-		found_cb(maps[i], "mapped by the process", a);
+	for (int i = 0; i < n && !stop_now(a); i++) {
+		int fd;
+
+		if (!wanted(a, maps[i]))
+			continue;
+		fd = proc_open_mapped(pid, maps[i]);
+		if (fd >= 0)
+			attach_library_fd(a, fd, maps[i], "mapped by the process");
+		else
+			attach_library_in_root(a, pid, maps[i], "mapped by the process");
+	}
 	if (n > 0)
 		proc_free_paths(maps, n);
 	return a->interrupted ? -EINTR : 0;
@@ -214,7 +295,10 @@ int attach_find_libraries(struct attacher *a, pid_t pid, char *const *command)
 		libs_in_dirs(getenv("LD_LIBRARY_PATH"), 0, "LD_LIBRARY_PATH", found_cb, a);
 		libs_in_python_env(command, found_cb, a);
 	} else if (pid > 0 && !proc_getenv(pid, "LD_LIBRARY_PATH", env, sizeof(env))) {
-		libs_in_dirs(env, 0, "the process's LD_LIBRARY_PATH", found_cb, a);
+		struct in_root r = { a, pid };
+
+		/* its directories as it sees them: inside its root */
+		libs_in_dirs_of(pid, env, "the process's LD_LIBRARY_PATH", found_in_root_cb, &r);
 	}
 	libs_in_ldcache(found_cb, a);
 	libs_in_install_tree(found_cb, a);
@@ -226,7 +310,7 @@ size_t attach_drop_changed_libraries(struct attacher *a)
 	size_t changed = 0;
 
 	for (size_t i = 0; i < a->probes.nlibs; i++) {
-		const char *lib = a->probes.libs[i].path;
+		const char *lib = a->probes.libs[i].path, *file = a->probes.libs[i].attach;
 
 		if (a->probes.libs[i].stale || probe_lib_unchanged(&a->probes.libs[i]))
 			continue;
@@ -237,7 +321,7 @@ size_t attach_drop_changed_libraries(struct attacher *a)
 		for (size_t k = 0; k < a->probes.n; k++) {
 			struct probe_site *s = &a->probes.sites[k];
 
-			if (!s->refused && !strcmp(s->lib, lib)) {
+			if (!s->refused && !strcmp(s->attach, file)) {
 				s->refused = strdup("the file changed after it was read");
 				a->refused++;
 			}

@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <linux/openat2.h>
 
 #include "base/procfs.h"
 
@@ -109,6 +112,52 @@ int proc_mapped_files(pid_t pid, char ***paths)
 	fclose(f);
 	*paths = out;
 	return n;
+}
+
+int proc_open_mapped(pid_t pid, const char *path)
+{
+	char fn[128], line[4608], range[80];
+	FILE *f;
+	int fd = -ENOENT;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", pid);
+	if (!(f = fopen(fn, "re")))
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char perms[8], *p, *nl;
+
+		if (sscanf(line, "%79s %7s", range, perms) != 2 || perms[2] != 'x' || !(p = strchr(line, '/')))
+			continue;
+		if ((nl = strchr(p, '\n')))
+			*nl = '\0';
+		if (strcmp(p, path))
+			continue;
+		snprintf(fn, sizeof(fn), "/proc/%d/map_files/%s", pid, range);
+		/* a magic link the kernel made to the mapped file: followed */
+		fd = open(fn, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		if (fd < 0)
+			fd = -errno;
+		break;
+	}
+	fclose(f);
+	return fd;
+}
+
+int proc_open_in_root(pid_t pid, const char *path, int flags)
+{
+	struct open_how how = { .flags = (uint64_t)(flags | O_CLOEXEC),
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	char fn[64];
+	int root, fd;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/root", pid);
+	if ((root = open(fn, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -errno;
+	fd = (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
+	if (fd < 0)
+		fd = -errno;
+	close(root);
+	return fd;
 }
 
 void proc_free_paths(char **paths, int n)

@@ -20,6 +20,17 @@ uint64_t proc_start_boottime(pid_t pid);
  * (paths malloc'd into *paths), or -errno. */
 int proc_mapped_files(pid_t pid, char ***paths);
 void proc_free_paths(char **paths, int n);
+/* The file the process has mapped executable at `path` (as its maps
+ * say), opened through /proc/PID/map_files: the very inode it mapped,
+ * whatever its root or mount namespace, no path looked up anywhere.
+ * Read-only, non-blocking, close-on-exec. An fd, or -errno. */
+int proc_open_mapped(pid_t pid, const char *path);
+/* A path as the process sees it, resolved inside its root (/proc/PID/root,
+ * RESOLVE_IN_ROOT: symlinks cannot leave it, no magic links) and opened
+ * with flags (O_CLOEXEC added): O_PATH opens nothing for reading, so a
+ * FIFO cannot block; O_RDONLY | O_DIRECTORY a directory only. An fd, or
+ * -errno. */
+int proc_open_in_root(pid_t pid, const char *path, int flags);
 /* comm of a thread; "" when gone */
 void proc_comm(pid_t pid, pid_t tid, char *buf, size_t len);
 /* The thread's process and thread ids in its innermost pid namespace

@@ -95,6 +95,33 @@ static struct window_proc *take(struct detail_window *w, struct attacher *a, str
 	return p;
 }
 
+/* Looking for a process's libraries (reading ELF, finding return sites)
+ * runs on the main loop: each look has this long, then stops, says so, and
+ * the rest waits for the next window or join. ctl and /metrics stay live. */
+#define DISCOVERY_BUDGET_NS (2 * 1000000000ull)
+
+static void budget_start(struct attacher *a)
+{
+	a->deadline_ns = sbt_now_boottime() + DISCOVERY_BUDGET_NS;
+}
+
+/* The budget lifted; true when it ran out (not when the daemon stops). */
+static bool budget_end(struct attacher *a, pid_t pid)
+{
+	bool out = a->interrupted && !(a->stop && *a->stop);
+	char who[32] = "";
+
+	a->deadline_ns = 0;
+	if (out) {
+		a->interrupted = false;
+		if (pid)
+			snprintf(who, sizeof(who), " for PID %d", pid);
+		sbt_warn("window: library discovery%s stopped after its %llu s; a library not read by "
+			 "then is probed from the next window on", who, DISCOVERY_BUDGET_NS / 1000000000ull);
+	}
+	return out;
+}
+
 int window_open(struct detail_window *w, struct attacher *a, struct meta_writer *mw,
 		enum window_reason why, const pid_t *pids, int n, uint64_t now, uint64_t until)
 {
@@ -119,11 +146,13 @@ int window_open(struct detail_window *w, struct attacher *a, struct meta_writer 
 	if ((err = attach_runtime(a, ATTACH_EVERY_PROCESS)) < 0)
 		sbt_info(1, "window: runtime probes: %s\n", strerror(-err));
 	/* then what these processes can load (each found goes on at once) */
+	budget_start(a);
 	for (int i = 0; i < w->nprocs && !a->interrupted; i++)
 		if ((err = attach_find_libraries(a, w->procs[i].pid, NULL)) < 0 && err != -EINTR)
 			sbt_info(1, "window: PID %d: libraries: %s\n", w->procs[i].pid, strerror(-err));
 	if (!w->nprocs)
 		attach_find_libraries(a, 0, NULL);
+	budget_end(a, 0);
 	ready = sbt_now_boottime();
 	for (int i = 0; i < w->nprocs; i++)
 		w->procs[i].traced_from = ready;
@@ -143,9 +172,11 @@ int window_join(struct detail_window *w, struct attacher *a, struct meta_writer 
 	w->joined++;
 	/* a first call means its library is probed already: only what else it
 	 * maps; one that took a card first may use a runtime not read yet */
+	budget_start(a);
 	err = how == JOIN_FIRST_CALL ? attach_find_mapped_libraries(a, pid) : attach_find_libraries(a, pid, NULL);
 	if (err < 0 && err != -EINTR)
 		sbt_info(1, "window: PID %d: libraries: %s\n", pid, strerror(-err));
+	budget_end(a, pid);
 	if (a->probes.nlibs != libs)
 		w->libs_ready = sbt_now_boottime();
 	/* its calls are all there from its first call, or from when the last
