@@ -165,12 +165,30 @@ static __always_inline bool daemon_in_mock_dir(struct file *file)
 	return false;
 }
 
+/* What a file was found to be, by its struct file: looked at once, not at
+ * each ioctl. Valid while the file still has the inode it had then (a
+ * struct file freed and reused for another file has another). */
+struct daemon_file_kind {
+	__u64 inode, ino;
+	__u32 kind, group;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64); /* struct file * */
+	__type(value, struct daemon_file_kind);
+} daemon_file_kinds SEC(".maps") __weak;
+
+static __always_inline __u32 daemon_file_kind(struct file *file, __u32 *group);
+
 /*
  * Which VFIO file an fd is: by the kernel's own word, the handler its
  * ioctls go to (daemon_vfio_fns); or, for a file below a --vfio-path
  * directory, by its name. Anything else is no VFIO file, whatever ioctl
- * numbers it is sent (SBT_FD_NONE). Read at each ioctl, not remembered:
- * an fd number is reused, and the daemon does not watch close.
+ * numbers it is sent (SBT_FD_NONE). The fd is read at each ioctl (its
+ * number is reused, and the daemon does not watch close); what its file
+ * is, once per file (daemon_file_kinds).
  */
 static __always_inline __u32 daemon_fd_kind(int fd, __u32 *group)
 {
@@ -178,12 +196,38 @@ static __always_inline __u32 daemon_fd_kind(int fd, __u32 *group)
 	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
 	struct file **fds = BPF_CORE_READ(fdt, fd), *file = NULL;
 	unsigned int max = BPF_CORE_READ(fdt, max_fds);
-	__u64 fn;
+	struct daemon_file_kind *seen, now = {};
+	__u64 key;
+	__u32 zero = 0;
+	__u64 *vfio;
 
 	*group = 0;
 	if (fd < 0 || (unsigned int)fd >= max ||
 	    bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
 		return SBT_FD_NONE;
+	key = (__u64)file;
+	now.inode = (__u64)BPF_CORE_READ(file, f_inode);
+	now.ino = BPF_CORE_READ(file, f_inode, i_ino);
+	seen = bpf_map_lookup_elem(&daemon_file_kinds, &key);
+	if (seen && seen->inode == now.inode && seen->ino == now.ino) {
+		*group = seen->group;
+		return seen->kind;
+	}
+	now.kind = daemon_file_kind(file, group);
+	now.group = *group;
+	/* "not VFIO's" is final only once vfio's handlers are known: a file
+	 * opened as vfio loads, before the daemon read their addresses, is
+	 * looked at again */
+	vfio = bpf_map_lookup_elem(&daemon_vfio_fns, &zero);
+	if (now.kind != SBT_FD_NONE || (vfio && *vfio))
+		bpf_map_update_elem(&daemon_file_kinds, &key, &now, BPF_ANY);
+	return now.kind;
+}
+
+static __always_inline __u32 daemon_file_kind(struct file *file, __u32 *group)
+{
+	__u64 fn;
+
 	fn = (__u64)BPF_CORE_READ(file, f_op, unlocked_ioctl);
 	for (__u32 i = 0; fn && i < 3; i++) {
 		__u32 k = i; /* a copy for the lookup, as in classify_path */

@@ -2811,7 +2811,7 @@ def run_daemon_fake_vfio_ignored(tmp):
     series changes, nobody holds a card, no window opens, no trigger fires,
     nothing of it is in the flight recorder. The simulator's mock files
     below --vfio-path are still counted exactly; the same files elsewhere
-    are not."""
+    are not; a mock file's fd reused for /dev/null counts for nothing."""
     os.makedirs(os.path.join(tmp, "mock"))
     daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--trigger-errors", "25", "--trigger-every", "1s")
     elsewhere = tempfile.mkdtemp(prefix="sbt-not-vfio-")
@@ -2843,6 +2843,22 @@ def run_daemon_fake_vfio_ignored(tmp):
         for i in json.load(open(os.path.join(tmp, "in.json")))["ioctls"]:
             want[i["cmd"]] = want.get(i["cmd"], 0) + 1
         wait_for(lambda: ioctls_by_cmd(port) == want, 10, f"the mock ioctls counted: {want}")
+        # what a file is, is remembered per struct file: a mock file closed
+        # and its fd (and likely its struct file) reused for /dev/null, 200
+        # times over, counts the mock file's ioctls only
+        mock = os.path.join(tmp, "mock", "reused")
+        open(mock, "w").close()
+        code = ("import fcntl, os, sys\n"
+                "for _ in range(200):\n"
+                "    for path in (sys.argv[1], '/dev/null'):\n"
+                "        fd = os.open(path, os.O_RDONLY)\n"
+                "        for _ in range(10):\n"
+                "            try: fcntl.ioctl(fd, 0x3b64)\n"
+                "            except OSError: pass\n"
+                "        os.close(fd)\n")
+        subprocess.run([sys.executable, "-c", code, mock], check=True, timeout=60)
+        want["VFIO_GET_API_VERSION"] = want.get("VFIO_GET_API_VERSION", 0) + 2000
+        wait_for(lambda: ioctls_by_cmd(port) == want, 10, f"only the mock file's ioctls counted: {want}")
     finally:
         shutil.rmtree(elsewhere, ignore_errors=True)
         daemon.kill()
