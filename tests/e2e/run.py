@@ -2022,17 +2022,54 @@ def run_guest_daemon(tmp):
     each ioctl, the bytes mapped for each card (by the container the mapping
     went to) and each card's interrupts, as the simulator counted them, and
     vfio's own functions as its driver-level programs counted them: fentry
-    (what it chooses there), then kprobes (what it falls back to)."""
+    (what it chooses there), then kprobes (what it falls back to). A
+    detail window of a one-card job correlates as record would."""
     phase = ("build/spyre-bpftrace daemon -v --device 1234:11e8 --listen 127.0.0.1:946{n} --no-sampling "
              "--state-dir /tmp/state{n} --runtime-dir /tmp/run{n} --driver-probes {mode} 2> /out/daemon{n}.log & D=$!; "
              "for i in $(seq 120); do wget -q -O /dev/null http://127.0.0.1:946{n}/healthz && break; sleep 1; done; "
              "build/spyre-sim-run --backend vfio --threads 2 --jobs 3 --bytes 16384 --container-per-card "
              "--json /out/sim{n}.json; "
-             "wget -q -O /out/metrics{n}.txt http://127.0.0.1:946{n}/metrics; kill $D; wait $D; ")
-    cmd = "ip link set lo up; " + phase.format(n=1, mode="auto") + phase.format(n=2, mode="kprobe")
+             "wget -q -O /out/metrics{n}.txt http://127.0.0.1:946{n}/metrics; {window}kill $D; wait $D; ")
+    # then a window with a one-card job in it, its interrupts and the
+    # wake-ups they cause as they come: the recorder must hold them in
+    # the order they happened, as record does
+    window = ("build/spyre-bpftrace ctl --runtime-dir /tmp/run1 record --seconds 8 -o /out/win1.sbt > /out/win1.txt & "
+              "R=$!; sleep 2; build/spyre-sim-run --backend vfio --card 0000:00:03.0 --threads 1 --jobs 5 "
+              "--bytes 16384 --json /out/one1.json > /dev/null; wait $R; ")
+    cmd = ("ip link set lo up; " + phase.format(n=1, mode="auto", window=window) +
+           phase.format(n=2, mode="kprobe", window=""))
     out, _ = run_in_guest(tmp, 2, cmd, 300)
     check_guest_daemon(out, 1, "fentry/fexit")
     check_guest_daemon(out, 2, "kprobe/kretprobe")
+    check_guest_window(out)
+
+
+def check_guest_window(out):
+    """A detail window of a one-card job in the guest: every job the
+    simulator ran is on its card, per engine, each ended by the card's
+    interrupt, no interrupt without a job: the snapshot correlates as a
+    record of the run does (the recorder puts records in order)."""
+    assert open(os.path.join(out, "win1.txt")).read().startswith("ok /out/win1.sbt"), \
+        open(os.path.join(out, "win1.txt")).read() + open(os.path.join(out, "daemon1.log")).read()[-3000:]
+    sim = json.load(open(os.path.join(out, "one1.json")))
+    assert sim["job_failures"] == 0 and len(sim["devices"]) == 1, sim
+    d = sim["devices"][0]
+    cap = os.path.join(out, "win1.sbt")
+    report = subprocess.run([TOOL, "report", cap], capture_output=True, text=True)
+    assert report.returncode == 0, report.stderr
+    section = report.stdout.split(f"# PCI {d['bdf']}")[1].split("\n# ")[0]
+    for engine, key in (("H2D DMA", "h2d"), ("Compute", "compute"), ("D2H DMA", "d2h")):
+        row = [ln.split() for ln in section.splitlines() if ln.strip().startswith(engine)]
+        jobs = int(row[0][len(engine.split())]) if row else 0
+        assert jobs == d[key], f"window: {d['bdf']} {engine}: {jobs} jobs, the simulator ran {d[key]}\n{report.stdout}"
+    assert "unmatched" not in report.stdout or " 0 interrupts with no job" in report.stdout, report.stdout
+    js = os.path.join(out, "win1.json")
+    r = subprocess.run([TOOL, "convert", cap, "-o", js], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    jobs = [e for e in json.load(open(js))["traceEvents"]
+            if e["ph"] == "X" and e["name"] in ("Memcpy (HtoD)", "Memcpy (DtoH)", "Compute")]
+    assert len(jobs) == d["h2d"] + d["compute"] + d["d2h"], f"{len(jobs)} jobs in the window's trace"
+    assert all(e["args"]["completed_by"] == "interrupt" for e in jobs), "a job in the window not ended by its interrupt"
 
 
 def run_guest_daemon_no_syscall_tax(tmp):
@@ -2193,6 +2230,16 @@ def window_of(man):
     return wins[0], {t["pid"]: t for t in wins[0]["traced"]}
 
 
+def check_in_time_order(events):
+    """The daemon's kernel records in the order things happened (its
+    recorder takes them through the reorder step, as record does): their
+    times never go back. Descriptions the daemon writes itself are not
+    checked."""
+    ts = [e["ts"] for e in events if e["type"] in ("call_enter", "call_exit", "ioctl")]
+    back = [i for i in range(1, len(ts)) if ts[i] < ts[i - 1]]
+    assert not back, f"{len(back)} of {len(ts)} records out of time order, the first: {ts[back[0] - 1]} then {ts[back[0]]}"
+
+
 def record_window_during(ctl, out, seconds, during):
     """ctl record of seconds to out; during() runs once the window is open.
     Returns what during() returned and the manifest."""
@@ -2236,6 +2283,7 @@ def run_daemon_window_newcomers(tmp):
 
         def check(out, sims, man, first_complete=True):
             events, _ = parse_dump(out)
+            check_in_time_order(events)
             win, traced = window_of(man)
             names = {e["pid"]: e.get("comm") for e in events if e["type"] == "process"}
             for k, sim in enumerate(sims):

@@ -34,6 +34,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/thread.h"
+#include "capture/reorder.h"
 #include "commands.h"
 #include "daemon/control.h"
 #include "daemon/counters.h"
@@ -71,6 +72,9 @@ struct daemon {
 	uint64_t drained; /* passes over rb the drainer finished */
 	bool draining;
 	pthread_mutex_t rec_lock; /* rec, between the drainer and the main loop */
+	/* the drainer's: kernel records held REORDER_WINDOW_NS and handed to
+	 * the recorder in the order things happened, as record does */
+	struct reorder held;
 	struct flight_recorder rec;
 	struct meta_writer mw; /* what the windows say of their processes, into the recorder */
 	struct detail_window win;
@@ -218,15 +222,40 @@ static void on_meta(void *ctx, const struct sbt_hdr *h)
 	pthread_mutex_unlock(&d->rec_lock);
 }
 
+/* A kernel record: held to be put in order (as it came, out of memory);
+ * who it is about is news at once. */
 static int on_record(void *ctx, void *data, size_t size)
 {
+	struct daemon *d = ctx;
 	const struct sbt_hdr *h = data;
 
 	if (size >= sizeof(*h) && sizeof(*h) + h->size <= size) {
-		on_meta(ctx, h);
-		newcomers_note(&((struct daemon *)ctx)->news, h);
+		if (reorder_add(&d->held, h))
+			on_meta(ctx, h);
+		newcomers_note(&d->news, h);
 	}
 	return 0;
+}
+
+static void to_recorder(void *ctx, const struct sbt_hdr *h)
+{
+	struct daemon *d = ctx;
+
+	recorder_add(&d->rec, h, sbt_now_boottime());
+}
+
+/* Into the recorder, in order, what began long enough ago that nothing
+ * earlier can still come (all: everything held). */
+static void release_held(struct daemon *d, bool all)
+{
+	uint64_t now = sbt_now_boottime();
+
+	if (!d->held.n)
+		return;
+	pthread_mutex_lock(&d->rec_lock);
+	reorder_release(&d->held, all ? UINT64_MAX : now > REORDER_WINDOW_NS ? now - REORDER_WINDOW_NS : 0,
+			to_recorder, d);
+	pthread_mutex_unlock(&d->rec_lock);
 }
 
 /* The ring buffer, drained by a thread of its own: a window's attach or a
@@ -240,16 +269,24 @@ static void *drain(void *arg)
 		/* the kernel wakes us only past wakeup_bytes: read what is there anyway */
 		ring_buffer__poll(d->rb, __atomic_load_n(&d->win.open, __ATOMIC_RELAXED) ? 50 : 200);
 		ring_buffer__consume(d->rb);
+		release_held(d, false);
 		__atomic_add_fetch(&d->drained, 1, __ATOMIC_RELEASE);
 	}
+	ring_buffer__consume(d->rb);
+	release_held(d, true);
 	return NULL;
 }
 
 /* Waits (a little) for a whole pass of the drainer that started after
- * now: what the kernel wrote before now is in the recorder. */
+ * now and past the reorder window: what the kernel wrote before now is in
+ * the recorder. */
 static void catch_up(struct daemon *d)
 {
-	uint64_t seen = __atomic_load_n(&d->drained, __ATOMIC_ACQUIRE);
+	uint64_t seen;
+
+	/* a pass that starts past the reorder window hands on all of now */
+	usleep(REORDER_WINDOW_NS / 1000);
+	seen = __atomic_load_n(&d->drained, __ATOMIC_ACQUIRE);
 
 	for (int i = 0; i < 100 && __atomic_load_n(&d->drained, __ATOMIC_ACQUIRE) < seen + 2; i++)
 		usleep(5000);
@@ -869,6 +906,7 @@ int cmd_daemon(int argc, char **argv)
 		__atomic_store_n(&d->draining, false, __ATOMIC_RELEASE);
 		pthread_join(d->drainer, NULL);
 	}
+	reorder_free(&d->held);
 	if (d->rb)
 		snapq_stop(&d->q);
 	control_close(d->control_fd, o.runtime_dir);

@@ -67,10 +67,37 @@ static void clear(struct flight_recorder *r, struct recorder_segment *s)
 	s->first_ts = s->last_ts = 0;
 }
 
+/* An interrupt's name, kept beside the ring: the latest for its number. */
+static void keep_irq_name(struct flight_recorder *r, const struct sbt_hdr *h)
+{
+	const struct sbt_meta_irq *m = (const void *)h;
+	int i;
+
+	if (sizeof(*h) + h->size < sizeof(*m))
+		return;
+	for (i = 0; i < r->nirq_names && r->irq_names[i].irq != m->irq; i++)
+		;
+	if (i == RECORDER_IRQ_NAMES)
+		return;
+	r->irq_names[i] = *m;
+	if (i == r->nirq_names)
+		r->nirq_names++;
+}
+
+void recorder_irq_names(const struct flight_recorder *r, void (*fn)(void *ctx, const struct sbt_hdr *h),
+			void *ctx)
+{
+	for (int i = 0; i < r->nirq_names; i++)
+		fn(ctx, &r->irq_names[i].h);
+}
+
 void recorder_add(struct flight_recorder *r, const struct sbt_hdr *h, uint64_t now)
 {
 	size_t len = sbt_record_len(h);
 	struct recorder_segment *s = &r->seg[r->head];
+
+	if (h->type == SBT_META_IRQ)
+		keep_irq_name(r, h);
 
 	if (len > RECORDER_SEGMENT)
 		return;

@@ -22,6 +22,7 @@
 #include "events.h"
 
 #define RECORDER_SEGMENT (1u << 20)
+#define RECORDER_IRQ_NAMES 64
 
 struct recorder_segment {
 	uint8_t *data; /* RECORDER_SEGMENT bytes, NULL until used */
@@ -40,6 +41,11 @@ struct flight_recorder {
 	struct hashmap held; /* tgid -> its bytes in the recorder (as a pointer-sized count) */
 	uint64_t over_share; /* records dropped because their process was over its share */
 	uint32_t over_share_pid; /* the last process they were dropped of */
+	/* each interrupt's name, as the kernel last gave it: it comes once, at
+	 * the interrupt's first record ever, and a snapshot long after needs
+	 * it to put the interrupts on their card */
+	struct sbt_meta_irq irq_names[RECORDER_IRQ_NAMES];
+	int nirq_names;
 };
 
 /* 0, or -ENOMEM. mib >= 1, seconds > 0; share_pct: a process's share of
@@ -54,6 +60,9 @@ void recorder_add(struct flight_recorder *r, const struct sbt_hdr *h, uint64_t n
 uint64_t recorder_each(const struct flight_recorder *r, uint64_t from, uint64_t to,
 		       void (*fn)(void *ctx, const struct sbt_hdr *h), void *ctx, uint64_t *oldest);
 size_t recorder_bytes(const struct flight_recorder *r); /* allocated */
+/* Calls fn for each interrupt's name kept (SBT_META_IRQ records). */
+void recorder_irq_names(const struct flight_recorder *r, void (*fn)(void *ctx, const struct sbt_hdr *h),
+			void *ctx);
 /* What a process holds in the recorder now, in bytes. */
 uint64_t recorder_held(const struct flight_recorder *r, uint32_t tgid);
 

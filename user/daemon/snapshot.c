@@ -75,6 +75,8 @@ struct snapshot_job *snapshot_collect(const struct flight_recorder *r, struct sn
 	for (size_t i = 0; probes && i < probes->n; i++)
 		if (!probes->sites[i].refused)
 			metaw_probe(&mw, &probes->sites[i]);
+	/* the interrupts' names, which put them on their cards */
+	recorder_irq_names(r, job_add, j);
 	j->records = recorder_each(r, w->from_boot, w->to_boot, job_add, j, &j->w.oldest_boot) - j->left_out;
 	j->window_records = j->records;
 	w->oldest_boot = j->w.oldest_boot;
