@@ -430,6 +430,32 @@ static void json_numbers(void **state)
 	free(text);
 }
 
+/* A thread's record over a second before its newest cannot be true and
+ * is dropped, whichever threads' records came between; another thread
+ * half a second back is its own and kept. */
+static void thread_going_back(void **state)
+{
+	const uint64_t s1 = 1000000000ull;
+	struct synth s;
+	struct result r;
+
+	(void)state;
+	begin(&s);
+	synth_thread_name(&s, PID, PID + 1, "infer-2");
+	synth_enter(&s, T0 + 3 * s1, PID, PID, 7, 0, 0, 0, 0);
+	synth_exit(&s, T0 + 3 * s1 + 1000, PID, PID, 7, 0, T0 + 3 * s1, 0);
+	synth_enter(&s, T0 + 3 * s1 + 2000, PID, PID + 1, 7, 0, 0, 0, 0);
+	synth_exit(&s, T0 + 3 * s1 + 3000, PID, PID + 1, 7, 0, T0 + 3 * s1 + 2000, 0);
+	synth_enter(&s, T0 + s1, PID, PID, 7, 0, 0, 0, 0); /* two seconds back */
+	synth_enter(&s, T0 + 3 * s1 - s1 / 2, PID, PID + 1, 7, 0, 0, 0, 0); /* half a second */
+	synth_end(&s, T0 + 4 * s1);
+	r = run("thread_going_back", &s);
+	assert_int_equal(r.st.implausible, 1);
+	assert_int_equal(r.st.calls, 2);
+	free(r.report);
+	synth_free(&s);
+}
+
 static void launch_without_completion(void **state)
 {
 	struct synth s;
@@ -574,6 +600,7 @@ int main(void)
 		cmocka_unit_test(driver_level),
 		cmocka_unit_test(json_values),
 		cmocka_unit_test(json_numbers),
+		cmocka_unit_test(thread_going_back),
 		cmocka_unit_test(launch_without_completion),
 		cmocka_unit_test(launch_cut_short),
 		cmocka_unit_test(pid_reuse),

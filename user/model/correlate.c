@@ -84,6 +84,11 @@ struct correlator {
 	struct correlate_stats st;
 	struct hashmap procs, threads, jobs, devices_by_irq;
 	struct hashmap thread_ts; /* tid -> 1 + its newest record's ts, for the sanity checks */
+	/* the thread_ts entry of the thread being read, held here: records of
+	 * one thread come in runs, the map is touched when the thread changes */
+	uint32_t ts_tid;
+	uint64_t ts_newest; /* 1 + ts, 0: none yet */
+	bool ts_held;
 	uint64_t newest_ts; /* of any record so far */
 	struct thread *last_thread; /* records of one thread come in runs */
 	struct device **devices;
@@ -946,11 +951,19 @@ static bool implausible(struct correlator *c, const struct sbt_hdr *h)
 		return true; /* ends before it begins, or an hour after */
 	/* the thread's own records (an interrupt's tid is whom it interrupted) */
 	if (h->type < SBT_META_CLOCK && h->type != SBT_IRQ && h->type != SBT_DRV) {
-		prev = (uint64_t)(uintptr_t)hm_get(&c->thread_ts, h->tid);
+		if (!c->ts_held || c->ts_tid != h->tid) {
+			/* out of memory putting it back: check less, drop nothing */
+			if (c->ts_held && c->ts_newest)
+				hm_put(&c->thread_ts, c->ts_tid, (void *)(uintptr_t)c->ts_newest);
+			c->ts_tid = h->tid;
+			c->ts_newest = (uint64_t)(uintptr_t)hm_get(&c->thread_ts, h->tid);
+			c->ts_held = true;
+		}
+		prev = c->ts_newest;
 		if (prev && h->ts + MAX_BACK_NS < prev - 1)
 			return true;
-		if (h->ts + 1 > prev && hm_put(&c->thread_ts, h->tid, (void *)(uintptr_t)(h->ts + 1)))
-			return false; /* out of memory: check less, drop nothing */
+		if (h->ts + 1 > prev)
+			c->ts_newest = h->ts + 1;
 	}
 	return false;
 }
