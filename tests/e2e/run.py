@@ -1837,6 +1837,9 @@ def check_deploy_files(metrics_text, tmp):
         assert not bad, f"systemd-analyze verify: {bad}"
     served = {re.sub(r"_(bucket|sum|count)$", "", l.split("{")[0].split()[0])
               for l in metrics_text.splitlines() if l.startswith("spyre_")}
+    # a family declared with no series yet (the sampled device metrics
+    # before any window had a job) is served too
+    served |= set(re.findall(r"^# TYPE (spyre_[a-z_]+) ", metrics_text, re.M))
     used = set(re.findall(r"spyre_[a-z_]+", open(os.path.join(dep, "prometheus", "spyre-alerts.yml")).read()))
     dash = json.load(open(os.path.join(dep, "grafana", "spyre-bpftrace.json")))
     for panel in dash["panels"]:
@@ -2035,7 +2038,8 @@ def run_guest_daemon(tmp):
     # the order they happened, as record does
     window = ("build/spyre-bpftrace ctl --runtime-dir /tmp/run1 record --seconds 8 -o /out/win1.sbt > /out/win1.txt & "
               "R=$!; sleep 2; build/spyre-sim-run --backend vfio --card 0000:00:03.0 --threads 1 --jobs 5 "
-              "--bytes 16384 --json /out/one1.json > /dev/null; wait $R; ")
+              "--bytes 16384 --json /out/one1.json > /dev/null; wait $R; "
+              "wget -q -O /out/metrics1w.txt http://127.0.0.1:9461/metrics; ")
     cmd = ("ip link set lo up; " + phase.format(n=1, mode="auto", window=window) +
            phase.format(n=2, mode="kprobe", window=""))
     out, _ = run_in_guest(tmp, 2, cmd, 300)
@@ -2048,7 +2052,8 @@ def check_guest_window(out):
     """A detail window of a one-card job in the guest: every job the
     simulator ran is on its card, per engine, each ended by the card's
     interrupt, no interrupt without a job: the snapshot correlates as a
-    record of the run does (the recorder puts records in order)."""
+    record of the run does (the recorder puts records in order). The
+    sampled device metrics count the same jobs per card and engine."""
     assert open(os.path.join(out, "win1.txt")).read().startswith("ok /out/win1.sbt"), \
         open(os.path.join(out, "win1.txt")).read() + open(os.path.join(out, "daemon1.log")).read()[-3000:]
     sim = json.load(open(os.path.join(out, "one1.json")))
@@ -2070,6 +2075,16 @@ def check_guest_window(out):
             if e["ph"] == "X" and e["name"] in ("Memcpy (HtoD)", "Memcpy (DtoH)", "Compute")]
     assert len(jobs) == d["h2d"] + d["compute"] + d["d2h"], f"{len(jobs)} jobs in the window's trace"
     assert all(e["args"]["completed_by"] == "interrupt" for e in jobs), "a job in the window not ended by its interrupt"
+    # the sampled device metrics: the window's jobs per card and engine
+    m = parse_metrics(open(os.path.join(out, "metrics1w.txt")).read())
+    for engine, key in (("h2d", "h2d"), ("compute", "compute"), ("d2h", "d2h")):
+        got = m.get(("spyre_device_job_duration_seconds_count", frozenset({("card", d["bdf"]), ("engine", engine)})))
+        assert got == d[key], f"spyre_device_job_duration_seconds_count{{card={d['bdf']},engine={engine}}} {got}, " \
+            f"the simulator ran {d[key]}"
+        busy = m.get(("spyre_device_busy_seconds_total", frozenset({("card", d["bdf"]), ("engine", engine)})))
+        assert busy and 0 < busy <= 8, f"busy seconds of {engine}: {busy}"
+    secs = m.get(("spyre_bpftrace_detail_window_seconds_total", frozenset()))
+    assert secs and 7.5 <= secs <= 12, f"detail window seconds {secs}"
 
 
 def run_guest_daemon_no_syscall_tax(tmp):
@@ -2124,7 +2139,8 @@ def run_daemon_window(tmp):
     other: a process that loaded the runtime but holds no card is not
     traced. ctl snapshot: a job that ran and ended is in the flight
     recorder, every ioctl, with its manifest; a window from before it is
-    empty of it. ctl status answers."""
+    empty of it. ctl status answers. The window's jobs are in the sampled
+    device metrics, as many per engine as its trace has."""
     os.makedirs(os.path.join(tmp, "mock"))
     run_dir = os.path.join(tmp, "run")
     port = free_port()
@@ -2154,6 +2170,21 @@ def run_daemon_window(tmp):
         calls = [e for e in events if e["type"] == "call_enter" and e["tgid"] == job.pid]
         assert len(calls) > 50, f"{len(calls)} runtime calls of the job in a 2 s window"
         assert not [e for e in events if e["tgid"] == idle.pid], "the idle process was traced"
+        # the sampled device metrics: the window's jobs (the mock has no
+        # card: they are unattributed), and its seconds
+        js = os.path.join(tmp, "window.json")
+        r = subprocess.run([TOOL, "convert", out, "-o", js], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        names = {"Memcpy (HtoD)": "h2d", "Compute": "compute", "Memcpy (DtoH)": "d2h"}
+        want_jobs = {}
+        for e in json.load(open(js))["traceEvents"]:
+            if e["ph"] == "X" and e["name"] in names:
+                want_jobs[names[e["name"]]] = want_jobs.get(names[e["name"]], 0) + 1
+        m = parse_metrics(http_get(f"http://127.0.0.1:{port}/metrics")[1])
+        got_jobs = {dict(k[1])["engine"]: int(v) for k, v in m.items()
+                    if k[0] == "spyre_device_job_duration_seconds_count" and dict(k[1])["card"] == "unattributed"}
+        assert want_jobs and got_jobs == want_jobs, f"sampled jobs {got_jobs}, the window's trace has {want_jobs}"
+        assert 2 <= m[("spyre_bpftrace_detail_window_seconds_total", frozenset())] < 4, m
         # without -o: into the spool, its path in the answer
         r = subprocess.run(ctl + ["record", "--seconds", "1"], capture_output=True, text=True, timeout=60)
         spooled = r.stdout.split("\n")[0][3:]

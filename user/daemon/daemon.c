@@ -38,6 +38,7 @@
 #include "commands.h"
 #include "daemon/control.h"
 #include "daemon/counters.h"
+#include "daemon/devstats.h"
 #include "daemon/http.h"
 #include "daemon/kubelet.h"
 #include "daemon/metrics.h"
@@ -98,6 +99,7 @@ struct daemon {
 	struct allocations alloc; /* the kubelet's, under lock */
 	char kubelet_said[256]; /* its last error, said once */
 	struct metrics_self self;
+	struct devstats devstats; /* the detail windows' jobs; written by the main loop, under lock */
 	bool vfio_found, vfio_looked; /* vfio's handlers known to BPF; looked once */
 	uint64_t over_share_said; /* records dropped over a process's share, as last logged */
 	struct control_request request; /* the one being served: its path is long */
@@ -172,6 +174,7 @@ static char *page(void *ctx, const char *url, unsigned *status, const char **typ
 	bpf_run_time(d);
 	d->self.scrapes++;
 	d->self.alloc = &d->alloc;
+	d->self.devstats = &d->devstats;
 	body = metrics_render(&d->counters, c, &d->self, len);
 	pthread_mutex_unlock(&d->lock);
 	free(c);
@@ -559,15 +562,48 @@ static void open_window(struct daemon *d, enum window_reason why, double seconds
 
 /* The window's time is up (or the daemon stops): the uprobes go, and the
  * snapshots waiting for its end are written. */
+/* The jobs each card ran in the window just closed, into the sampled
+ * device metrics: its records through the correlator (off the metrics'
+ * lock; only the main loop writes them). */
+static void sample_devices(struct daemon *d, uint64_t from, uint64_t to)
+{
+	struct snapshot_window w = { 0, 0, from, to, 0, 0, 0 };
+	struct snapshot_leave_out leave[SNAPSHOT_LEAVE_OUT];
+	struct snapshot_job *j;
+	struct devstats *next;
+	int nleave;
+
+	if (!d->rb || !(next = malloc(sizeof(*next))))
+		return;
+	catch_up(d);
+	pthread_mutex_lock(&d->rec_lock);
+	nleave = window_leave_out(&d->win, from, to, leave, SNAPSHOT_LEAVE_OUT);
+	j = snapshot_collect(&d->rec, &w, &d->at.probes, leave, nleave);
+	pthread_mutex_unlock(&d->rec_lock);
+	*next = d->devstats;
+	if (!j || devstats_add_window(next, j->buf, j->len, (double)(to - from) / 1e9)) {
+		sbt_warn("window: its device metrics are not counted: out of memory");
+	} else {
+		pthread_mutex_lock(&d->lock);
+		d->devstats = *next;
+		pthread_mutex_unlock(&d->lock);
+	}
+	snapshot_job_free(j);
+	free(next);
+}
+
 static void close_window(struct daemon *d)
 {
 	uint64_t now = sbt_now_boottime();
 	enum window_reason why = d->win.reason;
 	int procs = d->win.nprocs, joined = d->win.joined;
 
+	uint64_t from = d->win.from;
+
 	newcomers_stop(&d->news);
 	window_close(&d->win, &d->at, &d->mw, now);
 	window_gauges(d);
+	sample_devices(d, from, now);
 	sbt_note("window (%s) closed: %d process%s traced, %d of them joined while it was open%s",
 		 window_reason_name(why), procs, procs == 1 ? "" : "es", joined,
 		 d->win.turned_away ? " (some turned away: too many)" : "");

@@ -269,6 +269,45 @@ static void self_metrics(struct page *p, const struct metrics_self *s)
 	self_process(p);
 }
 
+/* The cards' jobs in detail windows: sampled, with the windows' seconds
+ * to divide by. */
+static void device_metrics(struct page *p, const struct devstats *s)
+{
+	head(p, "spyre_bpftrace_detail_window_seconds_total", "counter",
+	     "Seconds detail windows were open: the time the spyre_device_* metrics sample.");
+	put(p, "spyre_bpftrace_detail_window_seconds_total %.6f\n", s ? s->window_s : 0.0);
+	/* the families are declared before any window has had a job */
+	head(p, "spyre_device_job_duration_seconds", "histogram",
+	     "Device jobs that ran while a detail window was open (sampled: see "
+	     "spyre_bpftrace_detail_window_seconds_total), launch to completion, per card and engine.");
+	for (int i = 0; s && i < s->ncards; i++)
+		for (int e = 0; e < DEVSTATS_ENGINES; e++) {
+			const struct devstats_engine *g = &s->cards[i].eng[e];
+			const char *card = s->cards[i].card, *eng = devstats_engine_names[e];
+			uint64_t below = 0;
+
+			if (!g->jobs)
+				continue;
+			for (int b = 0; b < DEVSTATS_LE; b++) {
+				below += g->bucket[b];
+				put(p, "spyre_device_job_duration_seconds_bucket{card=\"%s\",engine=\"%s\",le=\"%g\"} %llu\n",
+				    card, eng, devstats_le[b], (unsigned long long)below);
+			}
+			put(p, "spyre_device_job_duration_seconds_bucket{card=\"%s\",engine=\"%s\",le=\"+Inf\"} %llu\n",
+			    card, eng, (unsigned long long)g->jobs);
+			put(p, "spyre_device_job_duration_seconds_sum{card=\"%s\",engine=\"%s\"} %.9f\n", card, eng, g->sum_s);
+			put(p, "spyre_device_job_duration_seconds_count{card=\"%s\",engine=\"%s\"} %llu\n", card, eng,
+			    (unsigned long long)g->jobs);
+		}
+	head(p, "spyre_device_busy_seconds_total", "counter",
+	     "Time an engine of a card had a job in flight while a detail window was open (sampled).");
+	for (int i = 0; s && i < s->ncards; i++)
+		for (int e = 0; e < DEVSTATS_ENGINES; e++)
+			if (s->cards[i].eng[e].jobs)
+				put(p, "spyre_device_busy_seconds_total{card=\"%s\",engine=\"%s\"} %.9f\n", s->cards[i].card,
+				    devstats_engine_names[e], s->cards[i].eng[e].busy_s);
+}
+
 char *metrics_render(const struct daemon_counters *f, const struct daemon_counts *c,
 		     const struct metrics_self *self, size_t *len)
 {
@@ -277,6 +316,7 @@ char *metrics_render(const struct daemon_counters *f, const struct daemon_counts
 	ioctls(&p, c);
 	cards(&p, f, c);
 	allocations(&p, self->alloc);
+	device_metrics(&p, self->devstats);
 	self_metrics(&p, self);
 	if (p.oom) {
 		free(p.buf);

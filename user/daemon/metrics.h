@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "daemon/counters.h"
+#include "daemon/devstats.h"
 #include "daemon/kubelet.h"
 #include "daemon/snapshot.h"
 #include "daemon/window.h"
@@ -36,6 +37,7 @@ struct metrics_self {
 	const char *ioctl_hook; /* how VFIO ioctls are seen: fentry, kprobe, tracepoint */
 	uint64_t recorder_over_share, recorder_aged; /* records dropped: a process over its share; to make room or by age */
 	const struct allocations *alloc; /* the kubelet's; v NULL: never answered */
+	const struct devstats *devstats; /* the detail windows' jobs, sampled */
 };
 
 /* The page for /metrics: malloc'd, NUL ended, its length in *len; NULL
