@@ -196,6 +196,11 @@ $(OUT)/bench/ioctl-load: bench/ioctl_load.c | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -g -std=gnu11 $(WARN) -D_GNU_SOURCE $< -o $@ -lpthread
 
+# a wake-up-heavy program: what the sched_waking hook costs everybody
+$(OUT)/bench/pingpong: bench/pingpong.c | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -std=gnu11 $(WARN) -D_GNU_SOURCE $< -o $@
+
 # the floor of a probe's cost: empty (or counting) programs on the same sites
 $(OUT)/bench/floor.bpf.o: bench/floor.bpf.c $(VMLINUX_H) | $(OUT)/bench
 	$(call msg,BPF,$<)
@@ -213,12 +218,13 @@ $(OUT)/bench:
 bench:
 	@scripts/deps.sh
 	@$(MAKE) --no-print-directory all $(OUT)/bench/gen-capture $(OUT)/bench/bench-floor \
-		$(OUT)/bench/floor.bpf.o $(OUT)/bench/ioctl-load
+		$(OUT)/bench/floor.bpf.o $(OUT)/bench/ioctl-load $(OUT)/bench/pingpong
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/overhead.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/runtime_probes.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/convert.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/merge.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/ceiling.py
+	@SBT_BUILD=$(abspath $(OUT)) python3 bench/wake_cost.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/daemon.py
 	@SBT_BUILD=$(abspath $(OUT)) SBT_SOAK_SECONDS=600 python3 tests/e2e/run.py daemon_soak
 

@@ -36,6 +36,7 @@ enum sbt_type {
 	SBT_TASK_EXIT = 11, /* a traced thread exited */
 	SBT_DRV = 12, /* a vfio driver function returned (driver-level probes) */
 	SBT_LIB_OPEN = 13, /* a traced process opened a shared object (x.so, x.so.1) */
+	SBT_WAKE = 14, /* a card's interrupt woke a traced thread (directly, or through one it woke) */
 
 	SBT_META_CLOCK = 64, /* clock snapshot */
 	SBT_META_HOST = 65, /* host name, kernel release, tool version */
@@ -366,6 +367,20 @@ struct sbt_irq {
 	__u64 start_ts;
 	__s32 irq;
 	__s32 ret; /* irqreturn_t: 0 none, 1 handled, 2 wake thread */
+};
+
+/* A card's interrupt woke a thread of a traced process: in its handler
+ * (hop 0: vfio signals the eventfd the thread waits on), or a thread that
+ * interrupt woke then woke this one (hop 1: a completion thread handing
+ * the news to the thread waiting on its stream). tgid/tid: the woken
+ * thread; ts: the wake-up. */
+struct sbt_wake {
+	struct sbt_hdr h;
+	__u64 irq_start_ts; /* the interrupt's handler entry */
+	__s32 irq;
+	__u32 waker_tid; /* hop 1: the thread that passed it on; hop 0: 0 */
+	__u32 hop;
+	__u32 pad;
 };
 
 struct sbt_drv {

@@ -62,7 +62,9 @@ static __always_inline void name_irq_once(int irq, struct irqaction *action, __u
 	m = sbt_reserve(sizeof(*m), SBT_META_IRQ);
 	if (!m)
 		return;
-	m->h.ts = ts; /* before the interrupt's own record */
+	/* before the interrupt's own record, and before the wake-ups it
+	 * caused (reorder puts those just before the interrupt) */
+	m->h.ts = ts - 2;
 	m->irq = key;
 	m->pad = 0;
 	if (bpf_probe_read_kernel_str(m->name, sizeof(m->name), BPF_CORE_READ(action, name)) < 0)
@@ -123,5 +125,83 @@ int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 	r->irq = irq;
 	r->ret = ret;
 	sbt_submit(r);
+	return 0;
+}
+
+/* Threads a card's interrupt woke, for their next wake-up of another
+ * thread (one hop): tid -> the interrupt. */
+struct irq_woken {
+	__u64 start_ts;
+	__s32 irq;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct irq_woken);
+} irq_woken SEC(".maps");
+
+/* How many threads in irq_woken have news to pass on: 0 nearly always,
+ * and then a wake-up elsewhere on the host costs one per-CPU look and
+ * this load (an entry the LRU evicts leaves it high: slower, not wrong). */
+__u64 irq_woken_pending = 0;
+
+/*
+ * Which thread a card's interrupt woke: a wake-up while one of the
+ * traced interrupts' handlers runs on this CPU is that interrupt's (vfio
+ * signals the eventfd a thread waits on); a wake-up by a thread an
+ * interrupt woke is the interrupt's too, once (a completion thread passing
+ * the news on). Recorded for traced processes only.
+ */
+SEC("raw_tp/sched_waking")
+int BPF_PROG(irq_wake, struct task_struct *p)
+{
+	__u32 zero = 0, me, tid, tgid, hop = 0, waker = 0;
+	struct irq_start *s = bpf_map_lookup_elem(&irq_starts, &zero);
+	struct irq_woken by, *seen;
+	struct sbt_wake *w;
+
+	if (daemon_mode)
+		return 0;
+	if (s && s->active) {
+		tgid = BPF_CORE_READ(p, tgid);
+		if (!sbt_is_traced(tgid))
+			return 0;
+		tid = BPF_CORE_READ(p, pid);
+		by = (struct irq_woken){ s->ts, s->irq, 0 };
+		if (!bpf_map_update_elem(&irq_woken, &tid, &by, BPF_NOEXIST))
+			__sync_fetch_and_add(&irq_woken_pending, 1);
+		else
+			bpf_map_update_elem(&irq_woken, &tid, &by, BPF_EXIST);
+	} else {
+		if (!irq_woken_pending)
+			return 0;
+		me = (__u32)bpf_get_current_pid_tgid();
+		seen = bpf_map_lookup_elem(&irq_woken, &me);
+		if (!seen)
+			return 0;
+		by = *seen;
+		if (!bpf_map_delete_elem(&irq_woken, &me))
+			__sync_fetch_and_add(&irq_woken_pending, -1);
+		hop = 1;
+		waker = me;
+		tgid = BPF_CORE_READ(p, tgid);
+		if (!sbt_is_traced(tgid))
+			return 0;
+		tid = BPF_CORE_READ(p, pid);
+	}
+	w = sbt_reserve(sizeof(*w), SBT_WAKE);
+	if (!w)
+		return 0;
+	w->h.tgid = tgid;
+	w->h.tid = tid;
+	w->irq_start_ts = by.start_ts;
+	w->irq = by.irq;
+	w->waker_tid = waker;
+	w->hop = hop;
+	w->pad = 0;
+	sbt_submit(w);
 	return 0;
 }

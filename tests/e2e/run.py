@@ -1171,7 +1171,33 @@ def guest_vfio(tmp, cards, sim_args="", runs=(("auto", "fentry/fexit"),), extra=
         assert per_card == want, f"interrupts per card {per_card}, simulator raised {want}"
         assert all(d["irqs"] == d["h2d"] + d["compute"] + d["d2h"] for d in sim["devices"])
         assert [e for e in events if e["type"] == "end"][0]["lost"] == "0"
+        check_jobs_on_cards(os.path.join(out, f"{mode}.sbt"), sim)
     return out
+
+
+JOB_ENGINES = {"Memcpy (HtoD)": "h2d", "Compute": "compute", "Memcpy (DtoH)": "d2h"}
+
+
+def check_jobs_on_cards(cap, sim):
+    """Every job the simulator ran is on the card that ran it, per engine,
+    ended by that card's interrupt, and no interrupt finds no job: one
+    process driving several cards included (its streams put on their cards
+    by the interrupts that woke their waits)."""
+    js = cap[:-4] + "-cards.json"
+    r = subprocess.run([TOOL, "convert", cap, "-o", js], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    trace = json.load(open(js))["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in trace if e.get("ph") == "M" and e.get("name") == "process_name"}
+    got = {}
+    for e in trace:
+        if e["ph"] == "X" and e["name"] in JOB_ENGINES:
+            key = (names.get(e["pid"], "?"), JOB_ENGINES[e["name"]])
+            got[key] = got.get(key, 0) + 1
+            assert e["args"]["completed_by"] == "interrupt", f"a job not ended by its card's interrupt: {e}"
+    want = {(f"PCI {d['bdf']}", k): d[k] for d in sim["devices"] for k in ("h2d", "compute", "d2h") if d[k]}
+    assert got == want, f"jobs per card and engine: trace {got}, simulator {want}"
+    report = subprocess.run([TOOL, "report", cap], capture_output=True, text=True).stdout
+    assert "unmatched" not in report or " 0 interrupts with no job" in report, report[-1500:]
 
 
 def run_guest_vfio_one_card(tmp):

@@ -119,6 +119,25 @@ void synth_enter(struct synth *s, uint64_t ts, uint32_t pid, uint32_t tid, uint3
 	synth_rec(s, &e.h);
 }
 
+void synth_enter_on(struct synth *s, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t probe,
+		    uint32_t depth, uint64_t self, uint64_t a1, uint64_t a2, uint64_t a3)
+{
+	struct sbt_call_enter e = { .probe_id = probe, .depth = depth,
+				    .args = { self, a1, a2, a3, 0, 0 } };
+
+	e.h = HDR(SBT_CALL_ENTER, e, ts, pid, tid);
+	synth_rec(s, &e.h);
+}
+
+void synth_wake(struct synth *s, uint64_t ts, uint32_t pid, uint32_t tid, int irq, uint64_t irq_start,
+		uint32_t hop, uint32_t waker)
+{
+	struct sbt_wake w = { .irq_start_ts = irq_start, .irq = irq, .waker_tid = waker, .hop = hop };
+
+	w.h = HDR(SBT_WAKE, w, ts, pid, tid);
+	synth_rec(s, &w.h);
+}
+
 void synth_exit(struct synth *s, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t probe,
 		uint32_t depth, uint64_t entry_ts, int64_t ret)
 {

@@ -26,6 +26,12 @@ void synth_probe(struct synth *s, uint32_t id, const char *name, int role, int b
 void synth_thread_name(struct synth *s, uint32_t pid, uint32_t tid, const char *comm);
 void synth_enter(struct synth *s, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t probe,
 		 uint32_t depth, uint64_t a1, uint64_t a2, uint64_t a3);
+/* The same on a given object (the runtime's this: a stream) */
+void synth_enter_on(struct synth *s, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t probe,
+		    uint32_t depth, uint64_t self, uint64_t a1, uint64_t a2, uint64_t a3);
+/* A card's interrupt (irq, its handler entered at irq_start) woke tid */
+void synth_wake(struct synth *s, uint64_t ts, uint32_t pid, uint32_t tid, int irq, uint64_t irq_start,
+		uint32_t hop, uint32_t waker);
 void synth_exit(struct synth *s, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t probe,
 		uint32_t depth, uint64_t entry_ts, int64_t ret);
 void synth_ioctl(struct synth *s, uint64_t start, uint64_t end, uint32_t pid, uint32_t tid,

@@ -542,6 +542,58 @@ static void two_devices(void **state)
 	synth_free(&s);
 }
 
+/* One process, two cards, a stream each: a job goes to the card whose
+ * interrupt woke the wait on its stream (through the card's completion
+ * thread), even though it was launched before that was known, and that
+ * card's interrupt completes it; a wake-up of a thread in no wait says
+ * nothing; a stream that never waited keeps its job on the process's
+ * own device. The wake-ups come just before their interrupts, as the
+ * loader's reorder puts them. */
+static void streams_on_cards(void **state)
+{
+	const uint64_t sa = 0xa000, sb = 0xb000, sc = 0xc000;
+	const uint32_t h2d = 2, sync = 7; /* synth_spyre_probes: launchH2D, synchronize */
+	struct synth s;
+	struct result r;
+
+	(void)state;
+	begin(&s);
+	synth_thread_name(&s, PID, PID + 1, "infer-b");
+	synth_device(&s, PID, "0000:3a:00.0");
+	synth_device(&s, PID, "0000:3b:00.0");
+	synth_irq_info(&s, 40, "vfio-msi[0](0000:3a:00.0)");
+	synth_irq_info(&s, 41, "vfio-msi[0](0000:3b:00.0)");
+	synth_enter_on(&s, T0 + 100, PID, PID, h2d, 0, sa, 0, 0, 4096);
+	synth_exit(&s, T0 + 500, PID, PID, h2d, 0, T0 + 100, 0);
+	synth_enter_on(&s, T0 + 200, PID, PID + 1, h2d, 0, sb, 0, 0, 8192);
+	synth_exit(&s, T0 + 600, PID, PID + 1, h2d, 0, T0 + 200, 0);
+	synth_enter_on(&s, T0 + 700, PID, PID, sync, 0, sa, 0, 0, 0);
+	synth_enter_on(&s, T0 + 800, PID, PID + 1, sync, 0, sb, 0, 0, 0);
+	/* the second card finishes first: its completion thread, then B */
+	synth_wake(&s, T0 + 3050, PID, PID + 2, 41, T0 + 3000, 0, 0);
+	synth_wake(&s, T0 + 3200, PID, PID + 1, 41, T0 + 3000, 1, PID + 2);
+	synth_irq(&s, T0 + 3000, T0 + 3100, 41);
+	synth_exit(&s, T0 + 3300, PID, PID + 1, sync, 0, T0 + 800, 0);
+	synth_wake(&s, T0 + 4050, PID, PID + 3, 40, T0 + 4000, 0, 0);
+	synth_wake(&s, T0 + 4150, PID, PID, 40, T0 + 4000, 1, PID + 3);
+	synth_irq(&s, T0 + 4000, T0 + 4100, 40);
+	synth_exit(&s, T0 + 4200, PID, PID, sync, 0, T0 + 700, 0);
+	/* a stream that never waits: no card known for it */
+	synth_enter_on(&s, T0 + 4500, PID, PID + 4, h2d, 0, sc, 0, 0, 1024);
+	synth_exit(&s, T0 + 4600, PID, PID + 4, h2d, 0, T0 + 4500, 0);
+	synth_end(&s, T0 + 5000);
+	r = run("streams_on_cards", &s);
+	assert_int_equal(r.st.jobs, 3);
+	assert_int_equal(r.st.streams_on_cards, 2);
+	assert_int_equal(r.st.unmatched_completions, 0);
+	assert_int_equal(r.st.jobs_without_card, 0);
+	assert_int_equal(r.st.unfinished_jobs, 1);
+	assert_non_null(strstr(r.report, "# PCI 0000:3a:00.0"));
+	assert_non_null(strstr(r.report, "# PCI 0000:3b:00.0"));
+	free(r.report);
+	synth_free(&s);
+}
+
 static void overlapping_jobs(void **state)
 {
 	struct synth s;
@@ -601,6 +653,7 @@ int main(void)
 		cmocka_unit_test(json_values),
 		cmocka_unit_test(json_numbers),
 		cmocka_unit_test(thread_going_back),
+		cmocka_unit_test(streams_on_cards),
 		cmocka_unit_test(launch_without_completion),
 		cmocka_unit_test(launch_cut_short),
 		cmocka_unit_test(pid_reuse),

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "attach/attach.h"
+#include "base/procfs.h"
 #include "attach/devfilter.h"
 #include "attach/plan.h"
 #include "base/log.h"
@@ -169,6 +170,18 @@ static int configure(struct attacher *a)
 	plan_add(&a->plan, "fd-track", "tracepoint syscalls:sys_*_openat,close", "learns accelerator fds");
 
 	plan_add(&a->plan, "irq", "raw_tp irq_handler_entry,exit", "vfio-pci's, of --device cards; and --irq");
+	char vfio_card[1][16];
+
+	/* every wake-up of the host runs the hook: only where a card's
+	 * interrupt can be the cause */
+	if (a->o->no_wake_hook || (!a->o->nirqs && pci_vfio_devices(vfio_card, 1) <= 0)) {
+		bpf_program__set_autoload(s->progs.irq_wake, false);
+		plan_add(&a->plan, "wake", "-", "%s: jobs of a process that drives several cards stay on its own "
+			 "device track", a->o->no_wake_hook ? "--no-wake-hook" : "no device on vfio-pci, no --irq");
+	} else {
+		plan_add(&a->plan, "wake", "raw_tp sched_waking", "the traced thread a card's interrupt woke, or the "
+			 "one it woke next: which card a stream's jobs run on");
+	}
 
 	if (sbt_tracepoint_exists("iommu", "map")) {
 		plan_add(&a->plan, "iommu", "tracepoint iommu:map,unmap", "in traced tasks");

@@ -59,6 +59,7 @@ static void payload_swap(struct sbt_hdr *h, uint8_t *end, bool foreign)
 	}
 	case SBT_CALL_EXIT: swap_fields(p, end, "448844"); break;
 	case SBT_LIB_OPEN: swap_fields(p, end, "44"); break;
+	case SBT_WAKE: swap_fields(p, end, "84444"); break;
 	case SBT_IOCTL: {
 		struct sbt_ioctl *r = (struct sbt_ioctl *)h;
 		uint16_t decoded;

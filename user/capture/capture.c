@@ -110,6 +110,7 @@ size_t sbt_min_payload(uint16_t type)
 	case SBT_META_NSPID: return P(sbt_meta_nspid);
 	case SBT_DRV: return P(sbt_drv);
 	case SBT_LIB_OPEN: return P(sbt_lib_open) - SBT_LIB_PATH_LEN;
+	case SBT_WAKE: return P(sbt_wake);
 	default: return 0;
 	}
 #undef P

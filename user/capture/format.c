@@ -319,6 +319,14 @@ int sbt_format_record(const struct sbt_hdr *h, const struct capture_meta *m, cha
 		    (unsigned long long)q->size, q->dir);
 		break;
 	}
+	case SBT_WAKE: {
+		const struct sbt_wake *w = (const void *)h;
+
+		put(&o, " irq=%d irq_start=%llu.%09llu hop=%u waker=%u", w->irq,
+		    (unsigned long long)(w->irq_start_ts / 1000000000ull),
+		    (unsigned long long)(w->irq_start_ts % 1000000000ull), w->hop, w->waker_tid);
+		break;
+	}
 	case SBT_LIB_OPEN: {
 		const struct sbt_lib_open *l = (const void *)h;
 		size_t room = h->size - (sizeof(*l) - sizeof(*h) - sizeof(l->path));

@@ -35,7 +35,7 @@ const char *sbt_type_name(uint16_t type)
 		[SBT_THREAD_NAME] = "thread_name", [SBT_LOST] = "lost",
 		[SBT_META_END] = "end", [SBT_META_DEVICE] = "device",
 		[SBT_META_NSPID] = "nspid",
-		[SBT_DRV] = "driver", [SBT_LIB_OPEN] = "lib_open",
+		[SBT_DRV] = "driver", [SBT_LIB_OPEN] = "lib_open", [SBT_WAKE] = "wake",
 	};
 
 	return type < SBT_TYPE_MAX && names[type] ? names[type] : "unknown";

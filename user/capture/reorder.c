@@ -10,6 +10,11 @@ static uint64_t began(const struct sbt_hdr *h)
 {
 	if (h->type == SBT_IRQ && h->size + sizeof(*h) >= sizeof(struct sbt_irq))
 		return ((const struct sbt_irq *)h)->start_ts;
+	/* a wake-up an interrupt caused: just before that interrupt, so that
+	 * whose it was is known when the interrupt is read */
+	if (h->type == SBT_WAKE && h->size + sizeof(*h) >= sizeof(struct sbt_wake) &&
+	    ((const struct sbt_wake *)h)->irq_start_ts)
+		return ((const struct sbt_wake *)h)->irq_start_ts - 1;
 	if (h->type == SBT_DRV && h->size + sizeof(*h) >= sizeof(struct sbt_drv) &&
 	    ((const struct sbt_drv *)h)->func == SBT_DRV_MSI)
 		return ((const struct sbt_drv *)h)->start_ts;

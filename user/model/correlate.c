@@ -23,6 +23,7 @@ static const char *const job_cats[ENGINE_MAX] = { "gpu_memcpy", "kernel", "gpu_m
 
 struct job {
 	uint64_t id, start, bytes;
+	uint64_t stream; /* the launch's stream (its this), 0 when not known */
 	int engine;
 	uint32_t pid, tid;
 	struct device *dev;
@@ -83,6 +84,7 @@ struct correlator {
 	struct capture_meta meta;
 	struct correlate_stats st;
 	struct hashmap procs, threads, jobs, devices_by_irq;
+	struct hashmap streams; /* stream_key(pid, stream) -> the card its jobs run on */
 	struct hashmap thread_ts; /* tid -> 1 + its newest record's ts, for the sanity checks */
 	/* the thread_ts entry of the thread being read, held here: records of
 	 * one thread come in runs, the map is touched when the thread changes */
@@ -351,23 +353,45 @@ static void inflight(struct correlator *c, struct device *d, int engine, uint64_
 	counter(c, &d->inflight_track[engine], ts, d->inflight[engine]);
 }
 
-static struct job *start_job(struct correlator *c, struct process *p, uint32_t tid, int engine,
-			     uint64_t ts, uint64_t bytes)
+static uint64_t stream_key(uint32_t pid, uint64_t stream)
 {
-	struct device *d = p ? device_of(c, p) : NULL;
-	struct job *j = d ? calloc(1, sizeof(*j)) : NULL;
+	return stream * 0x9e3779b97f4a7c15ull ^ pid;
+}
 
+/* Onto a device's queue of jobs in flight, by start. */
+static void enqueue(struct device *d, struct job *j)
+{
+	struct job **pp = &d->head, *prev = NULL;
+
+	while (*pp && (*pp)->start <= j->start) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	j->next = *pp;
+	*pp = j;
+	if (d->tail == prev)
+		d->tail = j;
+	j->dev = d;
+}
+
+/* A job launched on a stream: on the card the stream is known to run on,
+ * else the process's (one card, or its own device track). */
+static struct job *start_job(struct correlator *c, struct process *p, uint32_t tid, int engine,
+			     uint64_t ts, uint64_t bytes, uint64_t stream)
+{
+	struct device *d = p && stream ? hm_get(&c->streams, stream_key(p->pid, stream)) : NULL;
+	struct job *j;
+
+	if (!d && p)
+		d = device_of(c, p);
+	j = d ? calloc(1, sizeof(*j)) : NULL;
 	if (!j || hm_put(&c->jobs, ++c->next_job, j)) {
 		free(j);
 		return NULL;
 	}
-	*j = (struct job){ .id = c->next_job, .start = ts, .bytes = bytes, .engine = engine,
-			   .pid = p->pid, .tid = tid, .dev = d };
-	if (d->tail)
-		d->tail->next = j;
-	else
-		d->head = j;
-	d->tail = j;
+	*j = (struct job){ .id = c->next_job, .start = ts, .bytes = bytes, .stream = stream,
+			   .engine = engine, .pid = p->pid, .tid = tid };
+	enqueue(d, j);
 	inflight(c, d, engine, ts, +1);
 	c->st.jobs++;
 	return j;
@@ -406,6 +430,8 @@ static void complete_job(struct correlator *c, struct job *j, uint64_t ts, const
 
 	unlink_job(j);
 	hm_del(&c->jobs, j->id);
+	if (strncmp(j->dev->name, "PCI ", 4))
+		c->st.jobs_without_card++;
 	event_init(&e, EV_SLICE, lane_track(c, j->dev, j->engine, j->start, ts), j->start,
 		   job_names[j->engine], job_cats[j->engine], 0);
 	e.dur = ts > j->start ? ts - j->start : 0;
@@ -494,8 +520,9 @@ static void on_call_enter(struct correlator *c, const struct sbt_call_enter *r)
 	}
 	if (!nested_launch) {
 		uint64_t bytes = p->bytes_arg >= 0 && p->bytes_arg < SBT_MAX_ARGS ? r->args[p->bytes_arg] : 0;
+		/* the runtime's stream methods: the stream is their this */
 		struct job *j = start_job(c, process_of(c, r->h.tgid, false), r->h.tid,
-					  engine_of(p->role), r->h.ts, bytes);
+					  engine_of(p->role), r->h.ts, bytes, r->args[0]);
 
 		if (j) {
 			f->job = j->id;
@@ -751,6 +778,59 @@ static struct device *irq_device(struct correlator *c, int irq)
 	if (d)
 		hm_put(&c->devices_by_irq, (uint64_t)irq, d);
 	return d;
+}
+
+/* A stream's jobs run on card d: those in flight elsewhere move to its
+ * queue (they were launched before it was known), by start; the
+ * in-flight counters move at ts, when it became known. */
+static void put_stream(struct correlator *c, uint32_t pid, uint64_t stream, struct device *d, uint64_t ts)
+{
+	uint64_t key = stream_key(pid, stream);
+
+	if (hm_get(&c->streams, key) == d || hm_put(&c->streams, key, d))
+		return;
+	c->st.streams_on_cards++;
+	for (int i = 0; i < c->ndevices; i++) {
+		struct device *from = c->devices[i];
+
+		if (from == d)
+			continue;
+		for (struct job *j = from->head, *next; j; j = next) {
+			next = j->next;
+			if (j->pid != pid || j->stream != stream)
+				continue;
+			unlink_job(j);
+			inflight(c, from, j->engine, ts, -1);
+			enqueue(d, j);
+			inflight(c, d, j->engine, ts, +1);
+		}
+	}
+}
+
+/* A card's interrupt woke a thread (or the thread it woke): a thread
+ * waiting on a stream (the outermost wait open on it, whose this is the
+ * stream) learns that stream's card. */
+static void on_wake(struct correlator *c, const struct sbt_wake *w)
+{
+	struct thread *t = hm_get(&c->threads, w->h.tid);
+	const char *name = irq_name(c, w->irq);
+	char bdf[16];
+	uint64_t stream = 0;
+
+	if (!t || t->pid != w->h.tgid || !bdf_of(name, bdf, sizeof(bdf)))
+		return;
+	for (uint32_t open = t->open_mask; open && !stream; open &= open - 1) {
+		const struct frame *f = &t->frames[__builtin_ctz(open)];
+		const struct meta_probe *mp = meta_probe(&c->meta, f->probe);
+
+		if (mp && mp->role == SBT_ROLE_WAIT)
+			stream = f->args[0];
+	}
+	/* the moment: where the loader put the record, just before the
+	 * interrupt */
+	if (stream)
+		put_stream(c, w->h.tgid, stream, pci_device(c, bdf),
+			   w->irq_start_ts ? w->irq_start_ts - 1 : w->h.ts);
 }
 
 static void on_irq(struct correlator *c, const struct sbt_irq *r)
@@ -1047,6 +1127,7 @@ int correlator_add(struct correlator *c, const struct sbt_hdr *h)
 	case SBT_IOCTL: on_ioctl(c, (const void *)h); break;
 	case SBT_DRV: on_drv(c, (const void *)h); break;
 	case SBT_IRQ: on_irq(c, (const void *)h); break;
+	case SBT_WAKE: on_wake(c, (const void *)h); break;
 	case SBT_IOMMU_MAP:
 	case SBT_IOMMU_UNMAP:
 	case SBT_DMA_MAP:
@@ -1148,6 +1229,7 @@ void correlator_free(struct correlator *c)
 	hm_free_values(&c->threads);
 	hm_free_values(&c->jobs);
 	hm_free(&c->devices_by_irq);
+	hm_free(&c->streams);
 	hm_free(&c->thread_ts);
 	strtab_free(&c->names);
 	for (int i = 0; i < c->ndevices; i++)

@@ -29,6 +29,9 @@ struct correlate_stats {
 	uint64_t unfinished_calls, unfinished_jobs; /* open at the end */
 	uint64_t unpaired_returns; /* a return whose entry was not seen */
 	uint64_t unmatched_completions; /* an interrupt with no job in flight */
+	/* streams put on a card by the interrupt that woke their wait (a
+	 * process that drives several cards); jobs left on no card */
+	uint64_t streams_on_cards, jobs_without_card;
 	uint64_t lost;
 	uint64_t implausible; /* records dropped: they could not be true (a damaged capture) */
 	uint64_t first_ts, last_ts;

@@ -275,6 +275,10 @@ void report_print(FILE *out, const struct report *r, const struct correlate_stat
 			(unsigned long long)st->unfinished_calls, (unsigned long long)st->unfinished_jobs,
 			(unsigned long long)st->unpaired_returns,
 			(unsigned long long)st->unmatched_completions);
+	if (st->streams_on_cards)
+		fprintf(out, "\n# cards: streams put on their card by the interrupt that woke their wait: %llu; "
+			     "jobs on no card: %llu\n", (unsigned long long)st->streams_on_cards,
+			(unsigned long long)st->jobs_without_card);
 	if (st->lost)
 		fprintf(out, "\n# WARNING: %llu records lost; hint: if the ring buffer filled, "
 			     "--buffer-size 64M\n", (unsigned long long)st->lost);

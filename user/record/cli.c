@@ -53,12 +53,16 @@ static const char doc[] =
 	"See spyre-bpftrace(1) and docs/usage.md.";
 
 enum { OPT_PROBE = 1000, OPT_VFIO_PATH, OPT_IRQ, OPT_BUFFER, OPT_FORMAT, OPT_DEVICE, OPT_DRIVER,
-       OPT_MAX_PROBES, OPT_KEEP_COMMAND };
+       OPT_MAX_PROBES, OPT_KEEP_COMMAND, OPT_NO_WAKE_HOOK };
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process (repeatable; a thread id means its process)", 0 },
 	{ "command", 'c', "CMD", 0, "Run CMD (split like a shell, no shell) and trace it", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long", 0 },
+	{ "no-wake-hook", OPT_NO_WAKE_HOOK, NULL, 0,
+	  "Do not watch wake-ups (sched_waking) for the thread a card's interrupt woke: every "
+	  "wake-up on the host then costs nothing, and the jobs of a process that drives several "
+	  "cards stay on its own device track", 0 },
 	{ "keep-command", OPT_KEEP_COMMAND, NULL, 0,
 	  "When tracing ends before the -c command (-d, Ctrl-C, the tracer killed), leave it "
 	  "running untraced (default: it gets SIGTERM)", 0 },
@@ -190,6 +194,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (arg_parse_size(arg, &o->buffer_size) || o->buffer_size < 4096 ||
 		    o->buffer_size > (1ul << 30))
 			return fail(state, c, "invalid --buffer-size '%s'; hint: 4K to 1G, e.g. 64M", arg);
+		break;
+	case OPT_NO_WAKE_HOOK:
+		o->no_wake_hook = true;
 		break;
 	case OPT_KEEP_COMMAND:
 		o->keep_command = true;
