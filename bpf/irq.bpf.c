@@ -163,7 +163,8 @@ int BPF_PROG(irq_wake, struct task_struct *p)
 	struct irq_woken by, *seen;
 	struct sbt_wake *w;
 
-	if (daemon_mode)
+	/* the daemon attaches it in detail windows only, for its recorder */
+	if (daemon_mode && !daemon_record)
 		return 0;
 	if (s && s->active) {
 		tgid = BPF_CORE_READ(p, tgid);

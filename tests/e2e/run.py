@@ -2065,7 +2065,11 @@ def run_guest_daemon(tmp):
     window = ("build/spyre-bpftrace ctl --runtime-dir /tmp/run1 record --seconds 8 -o /out/win1.sbt > /out/win1.txt & "
               "R=$!; sleep 2; build/spyre-sim-run --backend vfio --card 0000:00:03.0 --threads 1 --jobs 5 "
               "--bytes 16384 --json /out/one1.json > /dev/null; wait $R; "
-              "wget -q -O /out/metrics1w.txt http://127.0.0.1:9461/metrics; ")
+              "wget -q -O /out/metrics1w.txt http://127.0.0.1:9461/metrics; "
+              # and one process driving both cards, a container each
+              "build/spyre-bpftrace ctl --runtime-dir /tmp/run1 record --seconds 8 -o /out/win2.sbt > /out/win2.txt & "
+              "R=$!; sleep 2; build/spyre-sim-run --backend vfio --threads 2 --jobs 3 --bytes 16384 "
+              "--container-per-card --json /out/two1.json > /dev/null; wait $R; ")
     cmd = ("ip link set lo up; " + phase.format(n=1, mode="auto", window=window) +
            phase.format(n=2, mode="kprobe", window=""))
     out, _ = run_in_guest(tmp, 2, cmd, 300)
@@ -2079,7 +2083,8 @@ def check_guest_window(out):
     simulator ran is on its card, per engine, each ended by the card's
     interrupt, no interrupt without a job: the snapshot correlates as a
     record of the run does (the recorder puts records in order). The
-    sampled device metrics count the same jobs per card and engine."""
+    sampled device metrics count the same jobs per card and engine. A
+    window of one process driving two cards: every job on its card."""
     assert open(os.path.join(out, "win1.txt")).read().startswith("ok /out/win1.sbt"), \
         open(os.path.join(out, "win1.txt")).read() + open(os.path.join(out, "daemon1.log")).read()[-3000:]
     sim = json.load(open(os.path.join(out, "one1.json")))
@@ -2111,6 +2116,13 @@ def check_guest_window(out):
         assert busy and 0 < busy <= 8, f"busy seconds of {engine}: {busy}"
     secs = m.get(("spyre_bpftrace_detail_window_seconds_total", frozenset()))
     assert secs and 7.5 <= secs <= 12, f"detail window seconds {secs}"
+    # a window of one process driving two cards: each job on its card, as
+    # record puts them (the daemon watches wake-ups while a window is open)
+    assert open(os.path.join(out, "win2.txt")).read().startswith("ok /out/win2.sbt"), \
+        open(os.path.join(out, "win2.txt")).read()
+    two = json.load(open(os.path.join(out, "two1.json")))
+    assert two["job_failures"] == 0 and len(two["devices"]) == 2, two
+    check_jobs_on_cards(os.path.join(out, "win2.sbt"), two)
 
 
 def run_guest_daemon_no_syscall_tax(tmp):

@@ -548,7 +548,8 @@ static void two_devices(void **state)
  * card's interrupt completes it; a wake-up of a thread in no wait says
  * nothing; a stream that never waited keeps its job on the process's
  * own device. The wake-ups come just before their interrupts, as the
- * loader's reorder puts them. */
+ * loader's reorder puts them; the second card becomes known after the
+ * first jobs were launched (the daemon describes cards as it learns). */
 static void streams_on_cards(void **state)
 {
 	const uint64_t sa = 0xa000, sb = 0xb000, sc = 0xc000;
@@ -560,13 +561,15 @@ static void streams_on_cards(void **state)
 	begin(&s);
 	synth_thread_name(&s, PID, PID + 1, "infer-b");
 	synth_device(&s, PID, "0000:3a:00.0");
-	synth_device(&s, PID, "0000:3b:00.0");
 	synth_irq_info(&s, 40, "vfio-msi[0](0000:3a:00.0)");
 	synth_irq_info(&s, 41, "vfio-msi[0](0000:3b:00.0)");
 	synth_enter_on(&s, T0 + 100, PID, PID, h2d, 0, sa, 0, 0, 4096);
 	synth_exit(&s, T0 + 500, PID, PID, h2d, 0, T0 + 100, 0);
 	synth_enter_on(&s, T0 + 200, PID, PID + 1, h2d, 0, sb, 0, 0, 8192);
 	synth_exit(&s, T0 + 600, PID, PID + 1, h2d, 0, T0 + 200, 0);
+	/* its second card is known only now: the jobs it launched on "its
+	 * card" go back to its own device until their streams' cards are */
+	synth_device(&s, PID, "0000:3b:00.0");
 	synth_enter_on(&s, T0 + 700, PID, PID, sync, 0, sa, 0, 0, 0);
 	synth_enter_on(&s, T0 + 800, PID, PID + 1, sync, 0, sb, 0, 0, 0);
 	/* the second card finishes first: its completion thread, then B */

@@ -146,7 +146,31 @@ bool attach_any_traced(struct attacher *a)
 
 bool attach_is_runtime_prog(const struct attacher *a, const struct bpf_program *p)
 {
-	return p == a->skel->progs.call_enter || p == a->skel->progs.call_return;
+	return p == a->skel->progs.call_enter || p == a->skel->progs.call_return ||
+	       (a->o->daemon && p == a->skel->progs.irq_wake); /* the daemon's: in windows */
+}
+
+int attach_window_hooks(struct attacher *a, bool on)
+{
+	struct bpf_program *p = a->skel->progs.irq_wake;
+	int err;
+
+	if (!on || !bpf_program__autoload(p)) {
+		bpf_link__destroy(a->wake_link);
+		a->wake_link = NULL;
+		return 0;
+	}
+	if (a->wake_link)
+		return 0;
+	a->wake_link = bpf_program__attach(p);
+	err = libbpf_get_error(a->wake_link);
+	if (err) {
+		a->wake_link = NULL;
+		sbt_warn("window: cannot attach the wake-up hook (sched_waking): %s; the jobs of a process "
+			 "that drives several cards stay unattributed", strerror(-err));
+		return err;
+	}
+	return 0;
 }
 
 /* Every program the object loads is attached here, but the runtime ones
@@ -231,6 +255,7 @@ void attach_close(struct attacher *a)
 {
 	while (a->nprocs)
 		attach_forget(a, a->procs[0].pid);
+	bpf_link__destroy(a->wake_link);
 	free(a->procs);
 	link_free(&a->links);
 	spyre_bpf__destroy(a->skel);

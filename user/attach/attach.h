@@ -55,6 +55,7 @@ struct attacher {
 	bool interrupted;
 	size_t refused; /* functions refused */
 	const char *ioctl_hook; /* the daemon's: "fentry", "kprobe" (vfio's handlers) or "tracepoint" */
+	struct bpf_link *wake_link; /* the daemon's wake-up hook, attached while a window is open */
 };
 
 /* Open and configure (before load): the attach plan is decided here
@@ -111,6 +112,11 @@ uint64_t attach_read_lost(struct attacher *a);
 uint64_t attach_read_missed(struct attacher *a); /* probe runs the kernel skipped */
 uint64_t attach_read_untraced_runs(struct attacher *a);
 bool attach_any_traced(struct attacher *a);
+
+/* The daemon's detail windows: the wake-up hook (which card's interrupt
+ * woke the wait on a stream) on while one is open, off after. 0, or
+ * -errno (said). Nothing when the hook is not loaded. */
+int attach_window_hooks(struct attacher *a, bool on);
 
 void attach_close(struct attacher *a);
 

@@ -78,6 +78,8 @@ static void daemon_trim(struct attacher *a)
 			bpf_program__set_autoload(p, false);
 	}
 	plan_add(&a->plan, "irq", "raw_tp irq_handler_entry,exit", "vfio-pci's, of --device cards, counted per card");
+	plan_add(&a->plan, "wake", "raw_tp sched_waking", "in detail windows only: the thread a card's interrupt "
+		 "woke, or the one it woke next: which card a stream's jobs run on");
 	plan_add(&a->plan, "exit", "tracepoint sched_process_exit", "forgets a process's card");
 }
 

@@ -136,6 +136,8 @@ int window_open(struct detail_window *w, struct attacher *a, struct meta_writer 
 	w->joined = 0;
 	w->opened[why]++;
 	mw->ngroups = 0; /* each window says its processes' cards again */
+	/* which card's interrupt woke a stream's wait: while it is open */
+	attach_window_hooks(a, true);
 	for (int i = 0; i < n; i++)
 		if (!window_has(w, pids[i]))
 			take(w, a, mw, pids[i], JOIN_AT_OPEN, now);
@@ -214,6 +216,7 @@ void window_close(struct detail_window *w, struct attacher *a, struct meta_write
 	for (int i = 0; i < w->nprocs; i++)
 		if (proc_exists(w->procs[i].pid))
 			metaw_thread_names(mw, &w->procs[i].pid, 1);
+	attach_window_hooks(a, false);
 	/* untraced first: the uprobes, until they are gone, record nothing */
 	attach_untrace_all(a);
 	attach_forget(a, ATTACH_EVERY_PROCESS);

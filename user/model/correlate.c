@@ -1079,11 +1079,31 @@ static void on_irq_name(struct correlator *c, const struct sbt_meta_irq *q)
 static void on_card(struct correlator *c, const struct sbt_meta_device *m)
 {
 	struct process *p = process_of(c, m->pid, false);
+	struct device *card, *own;
 
-	if (p && m->bdf[0] && ++p->ncards == 1)
+	if (!p || !m->bdf[0])
+		return;
+	if (++p->ncards == 1) {
 		p->dev = pci_device(c, m->bdf);
-	else if (p && p->ncards == 2)
-		p->dev = NULL; /* device_of makes the process's own */
+		return;
+	}
+	if (p->ncards != 2)
+		return;
+	/* several cards: its jobs in flight were on the first only because it
+	 * had one; back to its own device, from where the wake-ups put each
+	 * stream's on its card */
+	card = p->dev;
+	p->dev = NULL;
+	own = device_of(c, p);
+	for (struct job *j = card ? card->head : NULL, *next; j && own; j = next) {
+		next = j->next;
+		if (j->pid != p->pid || (j->stream && hm_get(&c->streams, stream_key(p->pid, j->stream))))
+			continue;
+		unlink_job(j);
+		inflight(c, card, j->engine, c->newest_ts, -1);
+		enqueue(own, j);
+		inflight(c, own, j->engine, c->newest_ts, +1);
+	}
 }
 
 /* A process started (for merge's arrows from the op that started it), or
