@@ -246,9 +246,11 @@ static int first_read(struct chrome_trace *t, struct first_read *r, char *err, s
 					if (!strcmp(key, "baseTimeNanoseconds") && !r->has_base)
 						r->has_base = json_int(&doc.root, &t->base_ns);
 					if (!strcmp(key, "otherData") && !t->other_text) {
-						if (!(t->other_text = malloc(len)) ||
-						    (memcpy(t->other_text, text, len),
-						     json_parse(&t->other, t->other_text, len))) {
+						/* kept: its text outlives the stream's buffer */
+						t->other_text = malloc(len);
+						if (t->other_text)
+							memcpy(t->other_text, text, len);
+						if (!t->other_text || json_parse(&t->other, t->other_text, len)) {
 							snprintf(err, errlen, "out of memory reading '%s'", t->path);
 							goto out;
 						}
