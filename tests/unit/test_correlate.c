@@ -597,6 +597,45 @@ static void streams_on_cards(void **state)
 	synth_free(&s);
 }
 
+/* A stream whose wait the other card's interrupt wakes is that card's from
+ * then on (the newest evidence wins: a runtime may move a stream), its job
+ * in flight with it; what the first card completed stays there. */
+static void stream_changes_card(void **state)
+{
+	const uint64_t sa = 0xa000;
+	const uint32_t h2d = 2, sync = 7; /* synth_spyre_probes: launchH2D, synchronize */
+	struct synth s;
+	struct result r;
+
+	(void)state;
+	begin(&s);
+	synth_device(&s, PID, "0000:3a:00.0");
+	synth_device(&s, PID, "0000:3b:00.0");
+	synth_irq_info(&s, 40, "vfio-msi[0](0000:3a:00.0)");
+	synth_irq_info(&s, 41, "vfio-msi[0](0000:3b:00.0)");
+	synth_enter_on(&s, T0 + 100, PID, PID, h2d, 0, sa, 0, 0, 4096);
+	synth_exit(&s, T0 + 200, PID, PID, h2d, 0, T0 + 100, 0);
+	synth_enter_on(&s, T0 + 300, PID, PID, sync, 0, sa, 0, 0, 0);
+	synth_wake(&s, T0 + 1050, PID, PID, 40, T0 + 1000, 0, 0);
+	synth_irq(&s, T0 + 1000, T0 + 1100, 40);
+	synth_exit(&s, T0 + 1200, PID, PID, sync, 0, T0 + 300, 0);
+	synth_enter_on(&s, T0 + 2000, PID, PID, h2d, 0, sa, 0, 0, 8192);
+	synth_exit(&s, T0 + 2100, PID, PID, h2d, 0, T0 + 2000, 0);
+	synth_enter_on(&s, T0 + 2200, PID, PID, sync, 0, sa, 0, 0, 0);
+	synth_wake(&s, T0 + 3050, PID, PID, 41, T0 + 3000, 0, 0);
+	synth_irq(&s, T0 + 3000, T0 + 3100, 41);
+	synth_exit(&s, T0 + 3200, PID, PID, sync, 0, T0 + 2200, 0);
+	synth_end(&s, T0 + 5000);
+	r = run("stream_changes_card", &s);
+	assert_int_equal(r.st.jobs, 2);
+	assert_int_equal(r.st.streams_on_cards, 2);
+	assert_int_equal(r.st.unmatched_completions + r.st.unfinished_jobs + r.st.jobs_without_card, 0);
+	assert_non_null(strstr(r.report, "# PCI 0000:3a:00.0"));
+	assert_non_null(strstr(r.report, "# PCI 0000:3b:00.0"));
+	free(r.report);
+	synth_free(&s);
+}
+
 static void overlapping_jobs(void **state)
 {
 	struct synth s;
@@ -657,6 +696,7 @@ int main(void)
 		cmocka_unit_test(json_numbers),
 		cmocka_unit_test(thread_going_back),
 		cmocka_unit_test(streams_on_cards),
+		cmocka_unit_test(stream_changes_card),
 		cmocka_unit_test(launch_without_completion),
 		cmocka_unit_test(launch_cut_short),
 		cmocka_unit_test(pid_reuse),

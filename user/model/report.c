@@ -34,6 +34,7 @@ struct report {
 		char name[64];
 		struct engine_stats eng[ENGINE_MAX];
 		uint64_t irqs;
+		uint64_t by_irq, by_wait; /* its jobs, by what ended them */
 	} devs[MAX_DEVS];
 	int ndevs;
 	struct strtab errs; /* "CMD ERRNO" */
@@ -152,8 +153,14 @@ static void on_event(void *ctx, const struct model_event *e)
 		const struct model_arg *b = arg(e, "bytes");
 		struct engine_stats *s = &r->devs[dev].eng[ti->engine];
 
+		const struct model_arg *how = arg(e, "completed_by");
+
 		s->jobs++;
 		s->bytes += b ? b->u : 0;
+		if (how && how->type == ARG_STR && !strcmp(how->s, "interrupt"))
+			r->devs[dev].by_irq++;
+		else
+			r->devs[dev].by_wait++;
 	} else if (dev >= 0 && !strcmp(e->cat, "irq")) {
 		r->devs[dev].irqs++;
 	} else if (e->cat[0] == 'i' && !strcmp(e->cat, "ioctl")) {
@@ -258,6 +265,11 @@ void report_print(FILE *out, const struct report *r, const struct correlate_stat
 		}
 		if (r->devs[d].irqs)
 			fprintf(out, "  %-54s %7llu\n", "interrupts", (unsigned long long)r->devs[d].irqs);
+		/* a card: were its jobs seen ending by its interrupts? */
+		if (!strncmp(r->devs[d].name, "PCI ", 4) && r->devs[d].by_irq + r->devs[d].by_wait)
+			fprintf(out, "  %-54s %7llu\n  %-54s %7llu\n", "jobs ended by its interrupt",
+				(unsigned long long)r->devs[d].by_irq, "jobs ended by a wait (no interrupt seen)",
+				(unsigned long long)r->devs[d].by_wait);
 	}
 	if (r->errs.n)
 		fprintf(out, "\n# %-54s %7s\n", "ioctl errors", "count");
