@@ -358,11 +358,16 @@ static uint64_t stream_key(uint32_t pid, uint64_t stream)
 	return stream * 0x9e3779b97f4a7c15ull ^ pid;
 }
 
-/* Onto a device's queue of jobs in flight, by start. */
+/* Onto a device's queue of jobs in flight, by start (at the tail, nearly
+ * always: jobs start in order). */
 static void enqueue(struct device *d, struct job *j)
 {
 	struct job **pp = &d->head, *prev = NULL;
 
+	if (d->tail && d->tail->start <= j->start) {
+		prev = d->tail;
+		pp = &prev->next;
+	}
 	while (*pp && (*pp)->start <= j->start) {
 		prev = *pp;
 		pp = &(*pp)->next;
@@ -1094,11 +1099,14 @@ static void on_card(struct correlator *c, const struct sbt_meta_device *m)
 	 * stream's on its card */
 	card = p->dev;
 	p->dev = NULL;
-	own = device_of(c, p);
-	for (struct job *j = card ? card->head : NULL, *next; j && own; j = next) {
+	own = NULL;
+	for (struct job *j = card ? card->head : NULL, *next; j; j = next) {
 		next = j->next;
 		if (j->pid != p->pid || (j->stream && hm_get(&c->streams, stream_key(p->pid, j->stream))))
 			continue;
+		/* made only for a job to hold: no empty track */
+		if (!own && !(own = device_of(c, p)))
+			return;
 		unlink_job(j);
 		inflight(c, card, j->engine, c->newest_ts, -1);
 		enqueue(own, j);
