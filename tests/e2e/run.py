@@ -2453,8 +2453,10 @@ def run_daemon_window_container_root(tmp):
             sims = []
             for i in range(2):
                 js = os.path.join(tmp, f"s{i}.json")
+                # the first runs long enough for the daemon to read its
+                # runtime while it runs, on a loaded machine too
                 job = " ".join(shlex.quote(x) for x in [SIM, "--mock-dir", os.path.join(tmp, f"m{i}"), "--threads",
-                                                         "2", "--jobs", "30", "--json", js])
+                                                         "2", "--jobs", "400" if i == 0 else "30", "--json", js])
                 r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
                                     f"mount --bind {shlex.quote(real)} {shlex.quote(decoy)} && exec {job}"],
                                    stdout=subprocess.DEVNULL, env=dict(os.environ, LD_LIBRARY_PATH=decoy), timeout=120)
