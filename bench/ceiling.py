@@ -27,33 +27,17 @@ import sys
 import tempfile
 import time
 
+from kernel_count import bpf_stats, proc_cpu, programs
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("SBT_BUILD", os.path.join(ROOT, "build"))
 TOOL = os.path.join(BUILD, "spyre-bpftrace")
 LOAD = os.path.join(BUILD, "bench", "ioctl-load")
-STATS = "/proc/sys/kernel/bpf_stats_enabled"
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid):
-    """utime + stime of pid's own threads (not its children)."""
-    try:
-        f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-        return (int(f[11]) + int(f[12])) / TICK
-    except (OSError, IndexError):
-        return None
-
-
-def prog_ids():
-    out = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True).stdout
-    return {p["id"]: p for p in json.loads(out or "[]")}
-
-
 def bpf_runtime(before):
     """(run_time_ns, run_cnt) summed over the programs loaded since `before`
     (the tracer's: nothing else loads programs while a step runs)."""
     ns = cnt = 0
-    for i, p in prog_ids().items():
+    for i, p in programs().items():
         if i not in before:
             ns += p.get("run_time_ns", 0)
             cnt += p.get("run_cnt", 0)
@@ -68,21 +52,21 @@ def step(tmp, rate, secs, threads, cpus, out_ext, buf):
     cmd = ["taskset", "-c", "0", TOOL, "-c",
            f"taskset -c {cpus} {LOAD} {mock}/vfio {rate} {secs} {threads}",
            "--vfio-path", f"{mock}/*", "--buffer-size", buf, "-o", out]
-    before = prog_ids()
+    before = programs()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # the producer starts once the tracer has attached (a 1G ring buffer
     # takes a while): then two samples inside its steady state
     deadline = time.monotonic() + 60
-    while len(prog_ids()) == len(before) and p.poll() is None:
+    while len(programs()) == len(before) and p.poll() is None:
         if time.monotonic() > deadline:
             p.kill()
             sys.exit("ceiling: the tracer loaded no program in 60 s")
         time.sleep(0.05)
     attached = time.monotonic()
     time.sleep(0.7)
-    c0, b0, t0 = cpu_seconds(p.pid), bpf_runtime(before), time.monotonic()
+    c0, b0, t0 = proc_cpu(p.pid), bpf_runtime(before), time.monotonic()
     time.sleep(max(0.3, attached + secs - 0.3 - time.monotonic()))
-    c1, b1, t1 = cpu_seconds(p.pid), bpf_runtime(before), time.monotonic()
+    c1, b1, t1 = proc_cpu(p.pid), bpf_runtime(before), time.monotonic()
     stdout, stderr = p.communicate(timeout=secs * 10 + 60)
     if p.returncode:
         sys.exit(f"ceiling: the tracer failed ({p.returncode}): {stderr[-2000:]}")
@@ -111,10 +95,8 @@ def main():
         sys.exit("ceiling: needs two CPUs or more: one for the loader, the rest for the producer")
     cpus, threads = f"1-{ncpu - 1}", max(1, ncpu - 1)
     tmp = tempfile.mkdtemp(prefix="sbt-bench-ceiling-")
-    old = open(STATS).read().strip()
-    open(STATS, "w").write("1")
     results = []
-    try:
+    with bpf_stats():
         for ext, buf in ((".sbt", "8M"), (".sbt", "1G"), (".pftrace", "8M"), (".pftrace", "1G")):
             best, rate, why = None, 250_000, None
             while rate <= a.max_rate:
@@ -142,8 +124,6 @@ def main():
             results.append({"output": ext, "buffer": buf, "best": best, "stopped_by": why})
             print(f"  {ext} with a {buf} ring buffer: {best['rate'] / 1e6 if best else 0:.2f} M records/s with 0 "
                   f"lost; limited by {why}", flush=True)
-    finally:
-        open(STATS, "w").write(old)
     with open(os.path.join(BUILD, "bench-ceiling.json"), "w") as f:
         json.dump(results, f, indent=1)
     subprocess.run(["rm", "-rf", tmp])

@@ -33,6 +33,8 @@ import tempfile
 import time
 import urllib.request
 
+from kernel_count import proc_cpu
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("SBT_BUILD", os.path.join(ROOT, "build"))
 TOOL = os.path.join(BUILD, "spyre-bpftrace")
@@ -192,12 +194,6 @@ def ioctl_cost(tmp, n=200000):
         d.terminate()
         d.wait(timeout=30)
     return res
-
-
-def proc_cpu(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mib(pid):

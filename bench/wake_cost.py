@@ -21,18 +21,12 @@ import sys
 import tempfile
 import time
 
+from kernel_count import bpf_stats, programs
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("SBT_BUILD", os.path.join(ROOT, "build"))
 TOOL = os.path.join(BUILD, "spyre-bpftrace")
 PINGPONG = os.path.join(BUILD, "bench", "pingpong")
-STATS = "/proc/sys/kernel/bpf_stats_enabled"
-
-
-def progs():
-    out = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True).stdout
-    return {p["id"]: p for p in json.loads(out or "[]")}
-
-
 def pingpong(n):
     return float(subprocess.run(["taskset", "-c", "1", PINGPONG, str(n)], capture_output=True, text=True,
                                 check=True).stdout)
@@ -41,26 +35,26 @@ def pingpong(n):
 def beside_record(tmp, rounds, extra):
     """A round trip's ns beside a running record (tracer on CPU 0), and the
     irq_wake program's (run_cnt, run_time_ns) over it (None: not loaded)."""
-    before = progs()
+    before = programs()
     # --irq: the hook is loaded where a card's interrupt can cause a
     # wake-up (a device on vfio-pci, or an --irq), here maybe neither
-    rec = subprocess.Popen(["taskset", "-c", "0", TOOL, "-q", "-v", "--irq", "1", *extra, "-c", "sleep 600", "-o",
-                            os.path.join(tmp, "r.sbt")], stderr=subprocess.PIPE, text=True)
+    rec = subprocess.Popen(["taskset", "-c", "0", TOOL, "-q", "--irq", "1", *extra, "-c", "sleep 600", "-o",
+                            os.path.join(tmp, "r.sbt")], stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     mine = {}
     while time.monotonic() < deadline and rec.poll() is None:
-        mine = {i: p for i, p in progs().items() if i not in before}
+        mine = {i: p for i, p in programs().items() if i not in before}
         if any(p.get("name") == "task_rename" for p in mine.values()):  # the object's last
             break
         time.sleep(0.1)
     time.sleep(0.5)  # the rest of the object loaded and attached
-    mine = {i: p for i, p in progs().items() if i not in before}
+    mine = {i: p for i, p in programs().items() if i not in before}
     hook = next((i for i, p in mine.items() if p.get("name") == "irq_wake"), None)
-    p0 = progs().get(hook) if hook else None
+    p0 = programs().get(hook) if hook else None
     ns = pingpong(rounds)
-    p1 = progs().get(hook) if hook else None
+    p1 = programs().get(hook) if hook else None
     rec.send_signal(signal.SIGINT)
-    rec.communicate(timeout=60)
+    rec.wait(timeout=60)
     if not p0 or not p1:
         return ns, None
     return ns, (p1.get("run_cnt", 0) - p0.get("run_cnt", 0), p1.get("run_time_ns", 0) - p0.get("run_time_ns", 0))
@@ -76,7 +70,6 @@ def main():
     if (os.cpu_count() or 1) < 2:
         sys.exit("wake_cost: needs two CPUs: the tracer on one, the ping-pong on the other")
     tmp = tempfile.mkdtemp(prefix="sbt-bench-wake-")
-    old = open(STATS).read().strip()
     alone, hooked, unhooked, per_run, runs_per_trip = [], [], [], [], []
     try:
         pingpong(a.rounds // 10)  # warm
@@ -87,15 +80,14 @@ def main():
             ns, _ = beside_record(tmp, a.rounds, [])
             hooked.append(ns)
         # the kernel's count, in a run of its own (the count costs time too)
-        open(STATS, "w").write("1")
-        for _ in range(3):
-            _, stats = beside_record(tmp, a.rounds, [])
-            if not stats:
-                sys.exit("wake_cost: the tracer loaded no irq_wake program")
-            per_run.append(stats[1] / max(stats[0], 1))
-            runs_per_trip.append(stats[0] / a.rounds)
+        with bpf_stats():
+            for _ in range(3):
+                _, stats = beside_record(tmp, a.rounds, [])
+                if not stats:
+                    sys.exit("wake_cost: the tracer loaded no irq_wake program")
+                per_run.append(stats[1] / max(stats[0], 1))
+                runs_per_trip.append(stats[0] / a.rounds)
     finally:
-        open(STATS, "w").write(old)
         subprocess.run(["rm", "-rf", tmp])
     med = statistics.median
     ratio = med(hooked) / med(unhooked)
