@@ -71,76 +71,98 @@ uint64_t proc_start_boottime(pid_t pid)
 	return (uint64_t)start * (1000000000ull / (uint64_t)hz);
 }
 
-int proc_mapped_files(pid_t pid, char ***paths)
+/* Each executable file mapping of the process, in its maps' order: its
+ * address range and path. cb returns non-zero to stop (returned). -errno
+ * when the maps cannot be read. */
+static int each_exec_mapping(pid_t pid, int (*cb)(const char *range, const char *path, void *ctx),
+			     void *ctx)
 {
-	char fn[64], line[4608];
-	char **out = NULL;
-	int n = 0;
+	char fn[64], line[4608], range[80];
+	int ret = 0;
 	FILE *f;
 
 	snprintf(fn, sizeof(fn), "/proc/%d/maps", pid);
 	f = fopen(fn, "re");
 	if (!f)
 		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char perms[8], *path = NULL, *nl;
-		int dup = 0;
+	while (!ret && fgets(line, sizeof(line), f)) {
+		char perms[8], *path, *nl;
 
 		/* addr perms offset dev inode path */
-		if (sscanf(line, "%*s %7s %*s %*s %*s", perms) != 1 || perms[2] != 'x')
-			continue;
-		path = strchr(line, '/');
-		if (!path)
+		if (sscanf(line, "%79s %7s", range, perms) != 2 || perms[2] != 'x' || !(path = strchr(line, '/')))
 			continue;
 		if ((nl = strchr(path, '\n')))
 			*nl = '\0';
-		for (int i = 0; i < n && !dup; i++)
-			dup = !strcmp(out[i], path);
-		if (dup)
-			continue;
-		char **grown = realloc(out, (n + 1) * sizeof(*out));
-
-		if (!grown || !(grown[n] = strdup(path))) {
-			out = grown ? grown : out;
-			proc_free_paths(out, n);
-			fclose(f);
-			return -ENOMEM;
-		}
-		out = grown;
-		n++;
+		ret = cb(range, path, ctx);
 	}
 	fclose(f);
-	*paths = out;
-	return n;
+	return ret;
+}
+
+struct mapped_files {
+	char **out;
+	int n;
+};
+
+static int add_mapped(const char *range, const char *path, void *ctx)
+{
+	struct mapped_files *m = ctx;
+	char **grown;
+
+	(void)range;
+	for (int i = 0; i < m->n; i++)
+		if (!strcmp(m->out[i], path))
+			return 0;
+	grown = realloc(m->out, (m->n + 1) * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	m->out = grown;
+	if (!(m->out[m->n] = strdup(path)))
+		return -ENOMEM;
+	m->n++;
+	return 0;
+}
+
+int proc_mapped_files(pid_t pid, char ***paths)
+{
+	struct mapped_files m = { 0 };
+	int ret = each_exec_mapping(pid, add_mapped, &m);
+
+	if (ret) {
+		proc_free_paths(m.out, m.n);
+		return ret;
+	}
+	*paths = m.out;
+	return m.n;
+}
+
+struct open_mapped {
+	pid_t pid;
+	const char *path;
+	int fd;
+};
+
+static int open_if_it(const char *range, const char *path, void *ctx)
+{
+	struct open_mapped *o = ctx;
+	char fn[128];
+
+	if (strcmp(path, o->path))
+		return 0;
+	snprintf(fn, sizeof(fn), "/proc/%d/map_files/%s", o->pid, range);
+	/* a magic link the kernel made to the mapped file: followed */
+	o->fd = open(fn, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (o->fd < 0)
+		o->fd = -errno;
+	return 1;
 }
 
 int proc_open_mapped(pid_t pid, const char *path)
 {
-	char fn[128], line[4608], range[80];
-	FILE *f;
-	int fd = -ENOENT;
+	struct open_mapped o = { pid, path, -ENOENT };
+	int ret = each_exec_mapping(pid, open_if_it, &o);
 
-	snprintf(fn, sizeof(fn), "/proc/%d/maps", pid);
-	if (!(f = fopen(fn, "re")))
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char perms[8], *p, *nl;
-
-		if (sscanf(line, "%79s %7s", range, perms) != 2 || perms[2] != 'x' || !(p = strchr(line, '/')))
-			continue;
-		if ((nl = strchr(p, '\n')))
-			*nl = '\0';
-		if (strcmp(p, path))
-			continue;
-		snprintf(fn, sizeof(fn), "/proc/%d/map_files/%s", pid, range);
-		/* a magic link the kernel made to the mapped file: followed */
-		fd = open(fn, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-		if (fd < 0)
-			fd = -errno;
-		break;
-	}
-	fclose(f);
-	return fd;
+	return ret < 0 ? ret : o.fd;
 }
 
 int proc_open_in_root(pid_t pid, const char *path, int flags)
