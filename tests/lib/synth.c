@@ -248,7 +248,6 @@ void synth_end(struct synth *s, uint64_t ts)
 	synth_rec(s, &e.h);
 }
 
-enum { P_ALLOC, P_MAP, P_H2D, P_SUBMIT, P_COMPUTE, P_OP, P_D2H, P_SYNC, P_RECV, P_FREE, P_UNMAP };
 
 void synth_spyre_probes(struct synth *s)
 {

@@ -51,11 +51,14 @@ void synth_task(struct synth *s, uint16_t type, uint64_t ts, uint32_t pid, uint3
 void synth_lost(struct synth *s, uint64_t ts, uint64_t count, uint64_t total);
 void synth_end(struct synth *s, uint64_t ts);
 
+/* The probe ids synth_spyre_probes gives the runtime's functions */
+enum { P_ALLOC, P_MAP, P_H2D, P_SUBMIT, P_COMPUTE, P_OP, P_D2H, P_SYNC, P_RECV, P_FREE, P_UNMAP };
+
+void synth_spyre_probes(struct synth *s);
 /* A realistic job stream: per job, on thread tid of process pid, allocate
  * (map, MAP_DMA), H2D, compute, D2H launches (each submitting), synchronize
  * (receiving), free (unmap, UNMAP_DMA). Needs synth_spyre_probes first.
  * Returns the time after the job. */
-void synth_spyre_probes(struct synth *s);
 uint64_t synth_job(struct synth *s, uint64_t t, uint32_t pid, uint32_t tid, uint64_t bytes,
 		   uint64_t iova);
 

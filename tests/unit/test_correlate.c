@@ -553,7 +553,6 @@ static void two_devices(void **state)
 static void streams_on_cards(void **state)
 {
 	const uint64_t sa = 0xa000, sb = 0xb000, sc = 0xc000;
-	const uint32_t h2d = 2, sync = 7; /* synth_spyre_probes: launchH2D, synchronize */
 	struct synth s;
 	struct result r;
 
@@ -563,27 +562,27 @@ static void streams_on_cards(void **state)
 	synth_device(&s, PID, "0000:3a:00.0");
 	synth_irq_info(&s, 40, "vfio-msi[0](0000:3a:00.0)");
 	synth_irq_info(&s, 41, "vfio-msi[0](0000:3b:00.0)");
-	synth_enter_on(&s, T0 + 100, PID, PID, h2d, 0, sa, 0, 0, 4096);
-	synth_exit(&s, T0 + 500, PID, PID, h2d, 0, T0 + 100, 0);
-	synth_enter_on(&s, T0 + 200, PID, PID + 1, h2d, 0, sb, 0, 0, 8192);
-	synth_exit(&s, T0 + 600, PID, PID + 1, h2d, 0, T0 + 200, 0);
+	synth_enter_on(&s, T0 + 100, PID, PID, P_H2D, 0, sa, 0, 0, 4096);
+	synth_exit(&s, T0 + 500, PID, PID, P_H2D, 0, T0 + 100, 0);
+	synth_enter_on(&s, T0 + 200, PID, PID + 1, P_H2D, 0, sb, 0, 0, 8192);
+	synth_exit(&s, T0 + 600, PID, PID + 1, P_H2D, 0, T0 + 200, 0);
 	/* its second card is known only now: the jobs it launched on "its
 	 * card" go back to its own device until their streams' cards are */
 	synth_device(&s, PID, "0000:3b:00.0");
-	synth_enter_on(&s, T0 + 700, PID, PID, sync, 0, sa, 0, 0, 0);
-	synth_enter_on(&s, T0 + 800, PID, PID + 1, sync, 0, sb, 0, 0, 0);
+	synth_enter_on(&s, T0 + 700, PID, PID, P_SYNC, 0, sa, 0, 0, 0);
+	synth_enter_on(&s, T0 + 800, PID, PID + 1, P_SYNC, 0, sb, 0, 0, 0);
 	/* the second card finishes first: its completion thread, then B */
 	synth_wake(&s, T0 + 3050, PID, PID + 2, 41, T0 + 3000, 0, 0);
 	synth_wake(&s, T0 + 3200, PID, PID + 1, 41, T0 + 3000, 1, PID + 2);
 	synth_irq(&s, T0 + 3000, T0 + 3100, 41);
-	synth_exit(&s, T0 + 3300, PID, PID + 1, sync, 0, T0 + 800, 0);
+	synth_exit(&s, T0 + 3300, PID, PID + 1, P_SYNC, 0, T0 + 800, 0);
 	synth_wake(&s, T0 + 4050, PID, PID + 3, 40, T0 + 4000, 0, 0);
 	synth_wake(&s, T0 + 4150, PID, PID, 40, T0 + 4000, 1, PID + 3);
 	synth_irq(&s, T0 + 4000, T0 + 4100, 40);
-	synth_exit(&s, T0 + 4200, PID, PID, sync, 0, T0 + 700, 0);
+	synth_exit(&s, T0 + 4200, PID, PID, P_SYNC, 0, T0 + 700, 0);
 	/* a stream that never waits: no card known for it */
-	synth_enter_on(&s, T0 + 4500, PID, PID + 4, h2d, 0, sc, 0, 0, 1024);
-	synth_exit(&s, T0 + 4600, PID, PID + 4, h2d, 0, T0 + 4500, 0);
+	synth_enter_on(&s, T0 + 4500, PID, PID + 4, P_H2D, 0, sc, 0, 0, 1024);
+	synth_exit(&s, T0 + 4600, PID, PID + 4, P_H2D, 0, T0 + 4500, 0);
 	synth_end(&s, T0 + 5000);
 	r = run("streams_on_cards", &s);
 	assert_int_equal(r.st.jobs, 3);
@@ -603,7 +602,6 @@ static void streams_on_cards(void **state)
 static void stream_changes_card(void **state)
 {
 	const uint64_t sa = 0xa000;
-	const uint32_t h2d = 2, sync = 7; /* synth_spyre_probes: launchH2D, synchronize */
 	struct synth s;
 	struct result r;
 
@@ -613,18 +611,18 @@ static void stream_changes_card(void **state)
 	synth_device(&s, PID, "0000:3b:00.0");
 	synth_irq_info(&s, 40, "vfio-msi[0](0000:3a:00.0)");
 	synth_irq_info(&s, 41, "vfio-msi[0](0000:3b:00.0)");
-	synth_enter_on(&s, T0 + 100, PID, PID, h2d, 0, sa, 0, 0, 4096);
-	synth_exit(&s, T0 + 200, PID, PID, h2d, 0, T0 + 100, 0);
-	synth_enter_on(&s, T0 + 300, PID, PID, sync, 0, sa, 0, 0, 0);
+	synth_enter_on(&s, T0 + 100, PID, PID, P_H2D, 0, sa, 0, 0, 4096);
+	synth_exit(&s, T0 + 200, PID, PID, P_H2D, 0, T0 + 100, 0);
+	synth_enter_on(&s, T0 + 300, PID, PID, P_SYNC, 0, sa, 0, 0, 0);
 	synth_wake(&s, T0 + 1050, PID, PID, 40, T0 + 1000, 0, 0);
 	synth_irq(&s, T0 + 1000, T0 + 1100, 40);
-	synth_exit(&s, T0 + 1200, PID, PID, sync, 0, T0 + 300, 0);
-	synth_enter_on(&s, T0 + 2000, PID, PID, h2d, 0, sa, 0, 0, 8192);
-	synth_exit(&s, T0 + 2100, PID, PID, h2d, 0, T0 + 2000, 0);
-	synth_enter_on(&s, T0 + 2200, PID, PID, sync, 0, sa, 0, 0, 0);
+	synth_exit(&s, T0 + 1200, PID, PID, P_SYNC, 0, T0 + 300, 0);
+	synth_enter_on(&s, T0 + 2000, PID, PID, P_H2D, 0, sa, 0, 0, 8192);
+	synth_exit(&s, T0 + 2100, PID, PID, P_H2D, 0, T0 + 2000, 0);
+	synth_enter_on(&s, T0 + 2200, PID, PID, P_SYNC, 0, sa, 0, 0, 0);
 	synth_wake(&s, T0 + 3050, PID, PID, 41, T0 + 3000, 0, 0);
 	synth_irq(&s, T0 + 3000, T0 + 3100, 41);
-	synth_exit(&s, T0 + 3200, PID, PID, sync, 0, T0 + 2200, 0);
+	synth_exit(&s, T0 + 3200, PID, PID, P_SYNC, 0, T0 + 2200, 0);
 	synth_end(&s, T0 + 5000);
 	r = run("stream_changes_card", &s);
 	assert_int_equal(r.st.jobs, 2);

@@ -785,6 +785,18 @@ static struct device *irq_device(struct correlator *c, int irq)
 	return d;
 }
 
+/* A job in flight moves to another device's queue; the in-flight counters
+ * move at ts. */
+static void move_job(struct correlator *c, struct job *j, struct device *to, uint64_t ts)
+{
+	struct device *from = j->dev;
+
+	unlink_job(j);
+	inflight(c, from, j->engine, ts, -1);
+	enqueue(to, j);
+	inflight(c, to, j->engine, ts, +1);
+}
+
 /* A stream's jobs run on card d: those in flight elsewhere move to its
  * queue (they were launched before it was known), by start; the
  * in-flight counters move at ts, when it became known. */
@@ -802,12 +814,8 @@ static void put_stream(struct correlator *c, uint32_t pid, uint64_t stream, stru
 			continue;
 		for (struct job *j = from->head, *next; j; j = next) {
 			next = j->next;
-			if (j->pid != pid || j->stream != stream)
-				continue;
-			unlink_job(j);
-			inflight(c, from, j->engine, ts, -1);
-			enqueue(d, j);
-			inflight(c, d, j->engine, ts, +1);
+			if (j->pid == pid && j->stream == stream)
+				move_job(c, j, d, ts);
 		}
 	}
 }
@@ -1107,10 +1115,7 @@ static void on_card(struct correlator *c, const struct sbt_meta_device *m)
 		/* made only for a job to hold: no empty track */
 		if (!own && !(own = device_of(c, p)))
 			return;
-		unlink_job(j);
-		inflight(c, card, j->engine, c->newest_ts, -1);
-		enqueue(own, j);
-		inflight(c, own, j->engine, c->newest_ts, +1);
+		move_job(c, j, own, c->newest_ts);
 	}
 }
 

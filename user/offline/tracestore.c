@@ -35,21 +35,6 @@ static bool room(struct trace_store *s, void **vec, size_t *cap, size_t n, size_
 	return false;
 }
 
-const char *store_str(struct trace_store *s, const char *text)
-{
-	bool added;
-	uint64_t id;
-
-	if (!text)
-		return NULL;
-	id = strtab_id(&s->strs, text, &added);
-	if (!id) {
-		s->error = ENOMEM;
-		return "";
-	}
-	return strtab_str(&s->strs, id);
-}
-
 uint32_t store_str_id(struct trace_store *s, const char *text)
 {
 	bool added;
@@ -63,6 +48,16 @@ uint32_t store_str_id(struct trace_store *s, const char *text)
 		return 0;
 	}
 	return (uint32_t)id;
+}
+
+const char *store_str(struct trace_store *s, const char *text)
+{
+	uint32_t id;
+
+	if (!text)
+		return NULL;
+	id = store_str_id(s, text);
+	return id ? strtab_str(&s->strs, id) : "";
 }
 
 uint32_t store_track(struct trace_store *s, const struct model_track *t)
