@@ -92,6 +92,11 @@ struct {
  * the loader's poll timeout picks the data up. Saves a wakeup per event. */
 const volatile __u64 wakeup_bytes __weak = 256 << 10;
 
+/* The most bytes a submit saw waiting in the ring buffer (its own
+ * included): how near the loader came to losing records. The loader reads
+ * it; nothing resets it. */
+volatile __u64 ring_peak_bytes __weak = 0;
+
 static __always_inline bool sbt_is_traced(__u32 tgid)
 {
 	return bpf_map_lookup_elem(&traced, &tgid) != NULL;
@@ -128,9 +133,12 @@ static __always_inline void *sbt_reserve(__u32 size, __u16 type)
 
 static __always_inline void sbt_submit(void *rec)
 {
-	__u64 flags = BPF_RB_NO_WAKEUP;
+	__u64 flags = BPF_RB_NO_WAKEUP, fill = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
 
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+	/* racy between CPUs, and a high-water mark needs no more */
+	if (fill > ring_peak_bytes)
+		ring_peak_bytes = fill;
+	if (fill >= wakeup_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(rec, flags);
 }

@@ -226,6 +226,16 @@ uint64_t attach_read_lost(struct attacher *a)
 	return sum_percpu(bpf_map__fd(a->skel->maps.lost));
 }
 
+uint64_t attach_ring_size(struct attacher *a)
+{
+	return bpf_map__max_entries(a->skel->maps.events);
+}
+
+uint64_t attach_read_ring_peak(struct attacher *a)
+{
+	return __atomic_load_n(&a->skel->bss->ring_peak_bytes, __ATOMIC_RELAXED);
+}
+
 uint64_t attach_read_untraced_runs(struct attacher *a)
 {
 	return sum_percpu(bpf_map__fd(a->skel->maps.untraced_runs));

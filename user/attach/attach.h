@@ -111,6 +111,9 @@ size_t attach_nfunctions(const struct attacher *a);
 uint64_t attach_read_lost(struct attacher *a);
 uint64_t attach_read_missed(struct attacher *a); /* probe runs the kernel skipped */
 uint64_t attach_read_untraced_runs(struct attacher *a);
+/* The ring buffer's size, and the most of it a record found in use. */
+uint64_t attach_ring_size(struct attacher *a);
+uint64_t attach_read_ring_peak(struct attacher *a);
 bool attach_any_traced(struct attacher *a);
 
 /* The daemon's detail windows: the wake-up hook (which card's interrupt

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,6 +59,14 @@
 #define NS 1000000000ull
 #define NO_RECORDER "error: this daemon runs with --no-recorder; hint: restart it without\n"
 
+
+#define DRAINER_NICE (-10)
+/* Records the drainer holds, in order, before it hands them to the
+ * recorder: rather than wait for the recorder's lock (a snapshot's copy
+ * in the main loop), it holds up to some 0.2 s of a detail window's
+ * records, about 8 MiB; then it waits, and hands on all it holds. */
+#define HELD_MAX 65536
+#define HELD_FULL (-EOVERFLOW) /* on_record: stop the pass, hand on */
 
 struct daemon {
 	struct daemon_opts *o;
@@ -167,6 +176,8 @@ static char *page(void *ctx, const char *url, unsigned *status, const char **typ
 		return body;
 	}
 	d->self.lost_records = attach_read_lost(&d->at);
+	d->self.ring_bytes = attach_ring_size(&d->at);
+	d->self.ring_peak_bytes = attach_read_ring_peak(&d->at);
 	pthread_mutex_lock(&d->rec_lock);
 	d->self.recorder_over_share = d->rec.over_share;
 	d->self.recorder_aged = d->rec.dropped_records;
@@ -237,7 +248,9 @@ static int on_record(void *ctx, void *data, size_t size)
 			on_meta(ctx, h);
 		newcomers_note(&d->news, h);
 	}
-	return 0;
+	/* taken; but a pass that outruns its producers stops here to hand
+	 * on what it holds, rather than hold without bound */
+	return d->held.n >= HELD_MAX ? HELD_FULL : 0;
 }
 
 static void to_recorder(void *ctx, const struct sbt_hdr *h)
@@ -248,17 +261,40 @@ static void to_recorder(void *ctx, const struct sbt_hdr *h)
 }
 
 /* Into the recorder, in order, what began long enough ago that nothing
- * earlier can still come (all: everything held). */
-static void release_held(struct daemon *d, bool all)
+ * earlier can still come (all: everything held). False when the recorder
+ * was busy and the records stay held for the next pass. */
+static bool release_held(struct daemon *d, bool all)
 {
 	uint64_t now = sbt_now_boottime();
 
 	if (!d->held.n)
-		return;
-	pthread_mutex_lock(&d->rec_lock);
+		return true;
+	/* the kernel's ring buffer never waits behind a snapshot */
+	if (!all && d->held.n < HELD_MAX) {
+		if (pthread_mutex_trylock(&d->rec_lock))
+			return false;
+	} else {
+		pthread_mutex_lock(&d->rec_lock);
+	}
 	reorder_release(&d->held, all ? UINT64_MAX : now > REORDER_WINDOW_NS ? now - REORDER_WINDOW_NS : 0,
 			to_recorder, d);
+	/* more than HELD_MAX in the reorder window (millions a second): in
+	 * bounded memory, the order of those few ms may suffer */
+	if (d->held.n >= HELD_MAX)
+		reorder_release(&d->held, UINT64_MAX, to_recorder, d);
 	pthread_mutex_unlock(&d->rec_lock);
+	return true;
+}
+
+/* The drainer outweighs the job threads it shares the CPUs with (nice
+ * -10: nine times a nice-0 thread's share) so that a host busy on every
+ * core still has its records read before the ring buffer fills; it needs
+ * CAP_SYS_NICE, and without it runs as the rest of the daemon. */
+static void drainer_priority(void)
+{
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), DRAINER_NICE))
+		sbt_info(1, "the ring buffer's thread runs at the daemon's priority: nice %d: %s\n",
+			 DRAINER_NICE, strerror(errno));
 }
 
 /* The ring buffer, drained by a thread of its own: a window's attach or a
@@ -267,16 +303,27 @@ static void release_held(struct daemon *d, bool all)
 static void *drain(void *arg)
 {
 	struct daemon *d = arg;
+	bool handed;
+	int n;
 
+	drainer_priority();
 	while (__atomic_load_n(&d->draining, __ATOMIC_ACQUIRE)) {
 		/* the kernel wakes us only past wakeup_bytes: read what is there anyway */
-		ring_buffer__poll(d->rb, __atomic_load_n(&d->win.open, __ATOMIC_RELAXED) ? 50 : 200);
-		ring_buffer__consume(d->rb);
-		release_held(d, false);
-		__atomic_add_fetch(&d->drained, 1, __ATOMIC_RELEASE);
+		n = ring_buffer__poll(d->rb, __atomic_load_n(&d->win.open, __ATOMIC_RELAXED) ? 50 : 200);
+		if (n == HELD_FULL) /* hand on before reading on */
+			release_held(d, false);
+		do {
+			n = ring_buffer__consume(d->rb);
+			handed = release_held(d, false);
+		} while (n == HELD_FULL);
+		/* a pass counts (catch_up) once what it read is in the recorder */
+		if (handed)
+			__atomic_add_fetch(&d->drained, 1, __ATOMIC_RELEASE);
 	}
-	ring_buffer__consume(d->rb);
-	release_held(d, true);
+	do {
+		n = ring_buffer__consume(d->rb);
+		release_held(d, true);
+	} while (n == HELD_FULL);
 	return NULL;
 }
 
@@ -753,13 +800,16 @@ static void status(struct daemon *d, int cfd)
 		held += d->trig.held[k];
 	snprintf(msg, sizeof(msg),
 		 "ok\nversion %s\ncards %d\nprocesses with a card %d\nioctl hook %s\nscrapes %llu\nlost records %llu\n"
+		 "ring buffer %.1f of %.1f MiB at most in use\n"
 		 "window %s\nnext sample %s\nflight recorder %llu records kept, %zu MiB, %llu dropped over a process's share\n"
 		 "snapshots written %llu, failed %llu, being written %d, cut to fit %llu\nspool %s, %.1f of %lu MiB\n"
 		 "triggers fired: errors %llu, slow_ioctl %llu, lost %llu (held back as too soon: %llu)\n",
 		 SBT_VERSION, d->counters.ncards - 1, n,
 		 !strcmp(d->at.ioctl_hook, "tracepoint") ? "tracepoint (syscalls:sys_*_ioctl)" : d->at.ioctl_hook,
 		 (unsigned long long)d->self.scrapes,
-		 (unsigned long long)attach_read_lost(&d->at), win, sample,
+		 (unsigned long long)attach_read_lost(&d->at),
+		 (double)attach_read_ring_peak(&d->at) / (1 << 20), (double)attach_ring_size(&d->at) / (1 << 20),
+		 win, sample,
 		 (unsigned long long)kept, mib, (unsigned long long)over,
 		 (unsigned long long)written,
 		 (unsigned long long)d->self.snapshot_failures, pending,

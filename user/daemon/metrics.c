@@ -216,6 +216,11 @@ static void self_metrics(struct page *p, const struct metrics_self *s)
 {
 	head(p, "spyre_bpftrace_lost_records_total", "counter", "Records the ring buffer could not take.");
 	put(p, "spyre_bpftrace_lost_records_total %llu\n", (unsigned long long)s->lost_records);
+	head(p, "spyre_bpftrace_ring_buffer_bytes", "gauge", "Size of the kernel's ring buffer (--buffer-size).");
+	put(p, "spyre_bpftrace_ring_buffer_bytes %llu\n", (unsigned long long)s->ring_bytes);
+	head(p, "spyre_bpftrace_ring_buffer_peak_bytes", "gauge",
+	     "The most of the ring buffer in use that a record found since the start: near its size, records are lost.");
+	put(p, "spyre_bpftrace_ring_buffer_peak_bytes %llu\n", (unsigned long long)s->ring_peak_bytes);
 	if (s->bpf_stats) {
 		head(p, "spyre_bpftrace_bpf_run_seconds_total", "counter",
 		     "Time the kernel spent in the daemon's BPF programs, by program.");

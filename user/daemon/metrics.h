@@ -20,6 +20,7 @@
 
 struct metrics_self {
 	uint64_t lost_records;
+	uint64_t ring_bytes, ring_peak_bytes; /* the kernel's ring buffer: size, most in use */
 	bool bpf_stats; /* the kernel keeps the programs' run time */
 	struct {
 		char name[64]; /* the program's own name: the kernel's is cut at 15 */

@@ -19,7 +19,7 @@ enum {
 	OPT_LISTEN = 1000, OPT_DEVICE, OPT_RUNTIME_DIR, OPT_STATE_DIR, OPT_REC_SECONDS, OPT_REC_MIB,
 	OPT_NO_REC, OPT_SPOOL_MIB, OPT_WINDOW, OPT_SAMPLE_EVERY, OPT_NO_SAMPLING, OPT_TRIG_ERRORS,
 	OPT_TRIG_SLOW, OPT_TRIG_EVERY, OPT_TRIG_BEFORE, OPT_NO_TRIGGERS, OPT_KUBELET, OPT_KUBELET_RES,
-	OPT_NO_KUBELET, OPT_DRIVER, OPT_VFIO_PATH, OPT_REC_SHARE
+	OPT_NO_KUBELET, OPT_DRIVER, OPT_VFIO_PATH, OPT_REC_SHARE, OPT_BUFFER
 };
 
 /* A duration option: "30s", "10m", "250ms"; within [min, max] seconds. */
@@ -79,6 +79,10 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		o->recorder_share = (unsigned int)count_arg(state, "--recorder-share", arg, 1, 100);
 		break;
 	case OPT_NO_REC: o->recorder_seconds = 0; break;
+	case OPT_BUFFER:
+		if (arg_parse_size(arg, &r->buffer_size) || r->buffer_size < 4096 || r->buffer_size > (1ul << 30))
+			argp_error(state, "invalid --buffer-size '%s'; hint: 4K to 1G, e.g. 32M", arg);
+		break;
 	case OPT_SPOOL_MIB: o->spool_mib = count_arg(state, "--spool-mib", arg, 1, 1 << 24); break;
 	case OPT_WINDOW:
 		o->window_seconds = duration_arg(state, "--window-seconds", arg, 0.1, CONTROL_MAX_WINDOW_SECONDS,
@@ -151,6 +155,9 @@ void daemon_parse_opts(int argc, char **argv, struct daemon_opts *o)
 		{ "recorder-mib", OPT_REC_MIB, "M", 0, "the flight recorder holds at most M MiB, taken as used (default 64)", 0 },
 		{ "recorder-share", OPT_REC_SHARE, "PCT", 0, "one process holds at most PCT% of the recorder; past "
 		  "it its records are dropped and counted, so others' stay (default 25; 100: no bound)", 0 },
+		{ "buffer-size", OPT_BUFFER, "SIZE", 0, "the kernel's ring buffer to the flight recorder, e.g. 32M "
+		  "(default 8M; rounded up to a power of two): larger when spyre_bpftrace_ring_buffer_peak_bytes "
+		  "nears it", 0 },
 		{ "no-recorder", OPT_NO_REC, NULL, 0, "no flight recorder, hence no windows, snapshots or triggers: "
 		  "nothing per event to user space", 0 },
 		{ "window-seconds", OPT_WINDOW, "W", 0, "a sampled or triggered detail window lasts W (default 10s)", 0 },

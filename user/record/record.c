@@ -332,11 +332,20 @@ static void print_late(const char *what, const struct late *l, const char *since
 static void summary(struct recording *r, const char *why)
 {
 	uint64_t untraced = attach_read_untraced_runs(&r->at);
+	uint64_t peak = attach_read_ring_peak(&r->at), size = attach_ring_size(&r->at);
 
 	fprintf(stderr, "spyre-bpftrace: %s; %llu events, %s %s (%.1f KiB)\n", why,
 		(unsigned long long)r->records, output_format_name(r->out.fmt), r->out_path,
 		(double)output_bytes(&r->out) / 1024.0);
 	output_report(&r->out, stderr);
+	/* before it loses records, a ring buffer runs near full */
+	if (peak * 2 >= size || r->lost_total > r->missed_total) {
+		double unit = size >= (1 << 20) ? 1 << 20 : 1 << 10;
+
+		fprintf(stderr, "\n  the ring buffer was at most %.0f%% full (%.1f of %.0f %s); hint: a larger "
+				"--buffer-size\n", 100.0 * (double)peak / (double)size, (double)peak / unit,
+			(double)size / unit, size >= (1 << 20) ? "MiB" : "KiB");
+	}
 	if (r->missed_total)
 		fprintf(stderr, "\n  %llu of the lost events were probe runs the kernel skipped: a BPF program "
 				"was already running on that CPU\n", (unsigned long long)r->missed_total);
