@@ -225,6 +225,7 @@ bench:
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/merge.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/ceiling.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/wake_cost.py
+	@SBT_BUILD=$(abspath $(OUT)) python3 bench/record_tax.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/daemon.py
 	@SBT_BUILD=$(abspath $(OUT)) SBT_SOAK_SECONDS=600 python3 tests/e2e/run.py daemon_soak
 

@@ -422,20 +422,23 @@ static __always_inline int msi_exit(int ret)
 
 /* ---- the programs: one fentry/fexit and one kprobe/kretprobe pair each ---- */
 
-/* The daemon counts and records VFIO ioctls here, in vfio's own file
- * handlers, instead of at the syscall tracepoints (set by the loader when
- * all three are hooked and no --vfio-path is given): only VFIO's calls
- * reach these functions, so no other syscall of the host pays. */
-const volatile bool daemon_ioctl_by_driver __weak = false;
+/* VFIO ioctls are counted and recorded here, in vfio's own file handlers,
+ * instead of at the syscall tracepoints (set by the loader when all three
+ * are hooked and no --vfio-path is given): only VFIO's calls reach these
+ * functions, so no other syscall of the host pays. Which handler it is
+ * says which file: no path to match, no fd to track. The daemon: every
+ * process's VFIO commands; record: every ioctl of its traced processes. */
+const volatile bool ioctl_by_driver __weak = false;
 
-static __always_inline void daemon_fops_ioctl(__u32 func, struct file *file, unsigned int cmd,
-					      unsigned long arg)
+static __always_inline void fops_ioctl(__u32 func, struct file *file, unsigned int cmd,
+				       unsigned long arg)
 {
-	struct pt_regs *regs;
+	__u64 id = bpf_get_current_pid_tgid();
 	__u32 kind = SBT_FD_DEVICE, group = 0;
+	struct pt_regs *regs;
 	__s32 fd;
 
-	if (!daemon_mode || !daemon_ioctl_by_driver || !daemon_vfio_cmd(cmd))
+	if (!ioctl_by_driver || (daemon_mode ? !daemon_vfio_cmd(cmd) : !sbt_is_traced(id >> 32)))
 		return;
 	/* the fd, as the process passed it: the syscall's first argument */
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
@@ -446,21 +449,26 @@ static __always_inline void daemon_fops_ioctl(__u32 func, struct file *file, uns
 		kind = SBT_FD_GROUP;
 		daemon_kind_by_name(file, &group); /* /dev/vfio/N: N */
 	}
-	daemon_ioctl_begin(bpf_get_current_pid_tgid(), fd, cmd, arg, kind, group);
+	if (daemon_mode)
+		daemon_ioctl_begin(id, fd, cmd, arg, kind, group);
+	else
+		ioctl_begin(id, fd, cmd, arg, kind);
 }
 
 static __always_inline int fops_exit(__u32 func, long ret)
 {
-	if (daemon_mode && daemon_ioctl_by_driver)
+	/* the handler's own slice ends inside the ioctl's: it first */
+	drv_pop(func, ret);
+	if (ioctl_by_driver)
 		ioctl_finish(bpf_get_current_pid_tgid(), ret);
-	return drv_pop(func, ret);
+	return 0;
 }
 
 #define FOPS_IOCTL(fn, id)                                                                      \
 	SEC("fentry/" #fn)                                                                      \
 	int BPF_PROG(fn##_fentry, struct file *file, unsigned int cmd, unsigned long arg)      \
 	{                                                                                       \
-		daemon_fops_ioctl(id, file, cmd, arg);                                          \
+		fops_ioctl(id, file, cmd, arg);                                                 \
 		return fops_enter(id, file, cmd);                                               \
 	}                                                                                       \
 	SEC("fexit/" #fn)                                                                       \
@@ -472,7 +480,7 @@ static __always_inline int fops_exit(__u32 func, long ret)
 	SEC("kprobe/" #fn)                                                                      \
 	int BPF_KPROBE(fn##_kprobe, struct file *file, unsigned int cmd, unsigned long arg)    \
 	{                                                                                       \
-		daemon_fops_ioctl(id, file, cmd, arg);                                          \
+		fops_ioctl(id, file, cmd, arg);                                                 \
 		return fops_enter(id, file, cmd);                                               \
 	}                                                                                       \
 	SEC("kretprobe/" #fn)                                                                   \

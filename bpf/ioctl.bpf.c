@@ -7,7 +7,10 @@
  * record records ioctls on accelerator files only. Which fds those are is
  * kept in accel_fds: the loader seeds it from /proc/PID/fd, openat() of a
  * path matching fd_patterns adds to it, VFIO_GROUP_GET_DEVICE_FD adds the
- * device fd it returns, close() removes.
+ * device fd it returns, close() removes. Where vfio's own handlers carry
+ * the ioctls (driver.bpf.c, ioctl_by_driver), none of these syscall
+ * tracepoints is attached: the opens of libraries come from the kernel's
+ * do_filp_open instead (below), so no syscall of the host pays.
  */
 #include "common.bpf.h"
 #include "daemon.bpf.h"
@@ -114,7 +117,7 @@ static __always_inline int open_exit(long ret)
 	__u32 tid = (__u32)id, *kind;
 	struct sbt_fd_key key = { .tgid = id >> 32, .fd = (__s32)ret };
 
-	lib_open_exit(tid, ret);
+	lib_open_exit(tid, ret >= 0, (__s32)ret);
 	kind = bpf_map_lookup_elem(&open_pending, &tid);
 	if (!kind)
 		return 0;
@@ -174,4 +177,56 @@ int ioctl_exit(struct trace_event_raw_sys_exit *ctx)
 {
 	ioctl_finish(bpf_get_current_pid_tgid(), ctx->ret);
 	return 0;
+}
+
+/* Opens of libraries where no syscall tracepoint is attached: do_filp_open
+ * is where every open(), openat() and openat2() of a path ends up (fentry,
+ * else kprobe: the loader tries). Its fd is not given out yet. */
+static __always_inline int filp_open_enter(struct filename *name)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 zero = 0;
+	char *buf;
+	int len;
+
+	if (!sbt_is_traced(id >> 32))
+		return 0;
+	buf = bpf_map_lookup_elem(&path_buf, &zero);
+	if (!buf)
+		return 0;
+	len = bpf_probe_read_kernel_str(buf, PATH_MAX_BPF, BPF_CORE_READ(name, name));
+	if (len > 1)
+		lib_open_enter((__u32)id, buf, len - 1);
+	return 0;
+}
+
+static __always_inline int filp_open_exit(struct file *f)
+{
+	/* a struct file, or an -errno in the pointer */
+	lib_open_exit((__u32)bpf_get_current_pid_tgid(), (unsigned long)f < (unsigned long)-4095, -1);
+	return 0;
+}
+
+SEC("fentry/do_filp_open")
+int BPF_PROG(do_filp_open_fentry, int dfd, struct filename *name)
+{
+	return filp_open_enter(name);
+}
+
+SEC("fexit/do_filp_open")
+int BPF_PROG(do_filp_open_fexit, int dfd, struct filename *name, void *op, struct file *ret)
+{
+	return filp_open_exit(ret);
+}
+
+SEC("kprobe/do_filp_open")
+int BPF_KPROBE(do_filp_open_kprobe, int dfd, struct filename *name)
+{
+	return filp_open_enter(name);
+}
+
+SEC("kretprobe/do_filp_open")
+int BPF_KRETPROBE(do_filp_open_kretprobe, struct file *ret)
+{
+	return filp_open_exit(ret);
 }

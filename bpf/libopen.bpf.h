@@ -4,7 +4,8 @@
  * object (a dlopen() of libflex.so from a Python package, say), the loader
  * is told at once, so that, if it is a runtime library, the probes are on
  * the file before the process gets far into it.
- * Part of the openat path in ioctl.bpf.c, which has the path in hand.
+ * Part of the open paths in ioctl.bpf.c (openat's tracepoints, or the
+ * kernel's do_filp_open), which have the path in hand.
  */
 #ifndef SBT_LIBOPEN_BPF_H
 #define SBT_LIBOPEN_BPF_H
@@ -64,16 +65,18 @@ hit:
 	bpf_map_update_elem(&lib_pending, &tid, r, BPF_ANY);
 }
 
-static __always_inline void lib_open_exit(__u32 tid, long ret)
+/* opened: the open succeeded; fd: its fd, or -1 where the hook comes
+ * before the fd is given out (do_filp_open) */
+static __always_inline void lib_open_exit(__u32 tid, bool opened, __s32 fd)
 {
 	struct sbt_lib_open *p = bpf_map_lookup_elem(&lib_pending, &tid), *r;
 
 	if (!p)
 		return;
-	if (ret >= 0) {
+	if (opened) {
 		r = sbt_reserve(sizeof(*r), SBT_LIB_OPEN);
 		if (r) {
-			r->fd = (__s32)ret;
+			r->fd = fd;
 			r->path_len = p->path_len;
 			__builtin_memcpy(r->path, p->path, sizeof(r->path));
 			/* the loader attaches now, not at its next tick */

@@ -137,10 +137,14 @@ done
 mkdir -p "$init/work/build"
 [ -n "$NOBUILD" ] || cp -a "$build/spyre-bpftrace" "$init/work/build/"
 [ -z "$NOBUILD" ] && [ -x "$build/spyre-sim-run" ] && cp -a "$build/spyre-sim-run" "$build/sim" "$init/work/build/"
-# (a syscall loop, for what hooks cost other processes)
-[ -z "$NOBUILD" ] && [ -x "$build/spyre-syscall-loop" ] && cp -a "$build/spyre-syscall-loop" "$init/work/build/"
+# (a syscall loop, for what hooks cost other processes; a launcher that
+# dlopen()s the runtime late)
+for bin in spyre-syscall-loop spyre-sim-dlopen; do
+	[ -z "$NOBUILD" ] && [ -x "$build/$bin" ] && cp -a "$build/$bin" "$init/work/build/"
+done
 if [ "$ARCH" = x86_64 ]; then
-	for bin in "$init"/work/build/spyre-bpftrace "$init"/work/build/spyre-sim-run "$init"/work/build/sim/*.so; do
+	for bin in "$init"/work/build/spyre-bpftrace "$init"/work/build/spyre-sim-run "$init"/work/build/spyre-sim-dlopen \
+		"$init"/work/build/sim/*.so; do
 		[ -e "$bin" ] || continue
 		ldd "$bin" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
 			[ -e "$init$lib" ] || { mkdir -p "$init$(dirname "$lib")"; cp -L "$lib" "$init$lib"; }

@@ -925,6 +925,7 @@ def run_guest_power_spapr(tmp):
         assert any("fentry " + fn + ": trial fentry attach: not supported (ENOTSUPP" in l for l in lines), \
             f"no reason given for {fn} without fentry:\n{log}"
     assert "vfio_iommu_type1_ioctl" not in log, "type1 tried on Power, which has none"
+    check_plan_no_syscall_tracepoint(log, "kprobe/kretprobe")
     events, _ = parse_dump(os.path.join(out, "cap.sbt"))
     host = [e for e in events if e["type"] == "host"][0]
     assert host["release"].endswith("powerpc64le"), host
@@ -1033,6 +1034,7 @@ def run_guest_z_big_endian(tmp):
     assert not sim["failed"] and sim["job_failures"] == 0 and len(sim["devices"]) == 2, sim["devices"]
     assert all(d["iommu"] == "type1" and d["irqs"] > 0 for d in sim["devices"]), sim["devices"]
     check_plan_driver_level(log, "kprobe/kretprobe")
+    check_plan_no_syscall_tracepoint(log, "kprobe/kretprobe")
     assert "fentry vfio_iommu_type1_ioctl: trial fentry load: no BPF JIT in this kernel" in log, log
     # runtime returns are not probed on s390x until proven (retsites.c)
     assert "flex::RuntimeStream::launchH2D in /work/build/sim/libflex.so: return probes are not " \
@@ -1081,6 +1083,21 @@ def check_plan_driver_level(log, mech):
     for fn in DRIVER_FUNCS:
         line = [l for l in log.splitlines() if "driver" in l and "-> " in l and fn + " " in l]
         assert line and mech in line[0], f"{fn} not attached with {mech}:\n{log}"
+
+
+def check_plan_no_syscall_tracepoint(log, mech):
+    """With vfio's three handlers hooked by mech, record takes its ioctls
+    there and the opens of libraries from do_filp_open: the plan attaches
+    no syscall tracepoint, so no other process's syscalls pay while it
+    records (the capture, checked against the simulator, holds every
+    ioctl: they came through the handlers)."""
+    chosen = [l.split(None, 2) for l in log.splitlines() if l.startswith("  ") and " -> " in l]
+    hooks = {c[0]: c[2] for c in chosen if len(c) == 3}
+    assert hooks.get("ioctl", "").startswith(mech.split("/")[0] + " "), f"ioctls not on {mech}:\n{log}"
+    assert hooks.get("late-libs", "").startswith(mech + " "), f"library opens not on {mech}:\n{log}"
+    assert "fd-track" not in hooks, f"fds tracked though vfio's handlers say which file:\n{log}"
+    tps = [c for c in chosen if "syscalls:" in " ".join(c)]
+    assert not tps, f"syscall tracepoints attached: {tps}"
 
 
 def check_driver_level(events, sim, shared, ids="1234:11e8", kprobes=False):
@@ -1156,6 +1173,7 @@ def guest_vfio(tmp, cards, sim_args="", runs=(("auto", "fentry/fexit"),), extra=
         sim = json.load(open(os.path.join(out, f"{mode}-sim.json")))
         assert sim["job_failures"] == 0 and len(sim["devices"]) == cards, sim["devices"]
         check_plan_driver_level(log, mech)
+        check_plan_no_syscall_tracepoint(log, mech)
         events, _ = parse_dump(os.path.join(out, f"{mode}.sbt"))
         # everything the simulator did, ioctl by ioctl, now all real and succeeding
         check_capture_matches_sim(events, sim)
@@ -1204,9 +1222,29 @@ def check_jobs_on_cards(cap, sim):
     assert "unmatched" not in report or " 0 interrupts with no job" in report, report[-1500:]
 
 
+GUEST_LATE_DLOPEN = (
+    "mkdir -p /tmp/hidden && cp build/sim/libspyre_simrun.so build/sim/libflex.so build/sim/libsenlib.so "
+    "/tmp/hidden/ && build/spyre-bpftrace -v --device 1234:11e8 -o /out/late.sbt -c 'build/spyre-sim-dlopen "
+    "/tmp/hidden/libspyre_simrun.so --backend vfio --jobs 40 --bytes 8192 --json /out/late-sim.json' "
+    "2> /out/late.log")
+
+
 def run_guest_vfio_one_card(tmp):
-    """One card; the driver-level probes with fentry, then with kprobes."""
-    out = guest_vfio(tmp, 1, runs=(("auto", "fentry/fexit"), ("kprobe", "kprobe/kretprobe")))
+    """One card; the driver-level probes with fentry, then with kprobes.
+    A runtime dlopen()ed from a directory nothing could know of, with no
+    syscall tracepoint attached: do_filp_open saw the open, the runtime
+    was probed at once, and its later calls are in the capture."""
+    out = guest_vfio(tmp, 1, runs=(("auto", "fentry/fexit"), ("kprobe", "kprobe/kretprobe")),
+                     extra=(GUEST_LATE_DLOPEN,))
+    log = open(os.path.join(out, "late.log")).read()
+    check_plan_no_syscall_tracepoint(log, "fentry/fexit")
+    assert "library    -> /tmp/hidden/libflex.so (opened while traced)" in log, log[-3000:]
+    assert re.search(r"runtime librar\w+ found when opened: runtime probes in place at most", log), log[-2000:]
+    late = [e for e in parse_dump(os.path.join(out, "late.sbt"))[0] if e["type"] == "call_enter"]
+    sim = json.load(open(os.path.join(out, "late-sim.json")))
+    assert late and {e["tgid"] for e in late} == {sim["pid"]} and len(late) <= len(sim["call_log"]), \
+        f"{len(late)} calls captured of {len(sim['call_log'])} made"
+    print(f"     late dlopen in the guest, no syscall tracepoint: {len(late)} of {len(sim['call_log'])} calls")
     # parse_dump converted each capture: auto.json is the Chrome JSON
     trace = json.load(open(os.path.join(out, "auto.json")))["traceEvents"]
     jobs = [e for e in trace if e["ph"] == "X" and e["name"] in ("Memcpy (HtoD)", "Memcpy (DtoH)", "Compute")]

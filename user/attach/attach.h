@@ -54,7 +54,7 @@ struct attacher {
 	uint64_t deadline_ns; /* boottime, 0: none */
 	bool interrupted;
 	size_t refused; /* functions refused */
-	const char *ioctl_hook; /* the daemon's: "fentry", "kprobe" (vfio's handlers) or "tracepoint" */
+	const char *ioctl_hook; /* "fentry", "kprobe" (vfio's handlers) or "tracepoint" */
 	struct bpf_link *wake_link; /* the daemon's wake-up hook, attached while a window is open */
 };
 

@@ -260,6 +260,48 @@ void driver_plan(struct spyre_bpf *s, enum driver_mode mode, struct driver_plan 
 	btf__free(vmlinux);
 }
 
+const char *driver_hook_kernel(struct spyre_bpf *s, enum driver_mode mode, const char *func,
+			       struct driver_plan *dp, char *why, size_t len)
+{
+	struct bpf_program *p[4] = { prog(s, func, "fentry"), prog(s, func, "fexit"), prog(s, func, "kprobe"),
+				     prog(s, func, "kretprobe") };
+	struct btf *vmlinux = NULL;
+	const char *names[1] = { func };
+	bool present = false;
+	int err;
+
+	why[0] = 0;
+	if (!p[0] || !p[1] || !p[2] || !p[3]) {
+		snprintf(why, len, "%s: programs missing from this build", func);
+		return NULL;
+	}
+	if (mode == DRIVER_OFF) {
+		snprintf(why, len, "--driver-probes off");
+		return NULL;
+	}
+	if (mode != DRIVER_KPROBE) {
+		err = try_fentry_vmlinux(func, &vmlinux, why, len);
+		btf__free(vmlinux);
+		if (!err) {
+			use(dp, p[0], p[1]);
+			return "fentry/fexit";
+		}
+		if (mode == DRIVER_FENTRY)
+			return NULL;
+	}
+	if (!sbt_have_kprobes()) {
+		snprintf(why + strlen(why), len - strlen(why), "%skprobes not available", why[0] ? "; " : "");
+		return NULL;
+	}
+	kallsyms_find(names, 1, &present, NULL);
+	if (!present) {
+		snprintf(why + strlen(why), len - strlen(why), "%snot in /proc/kallsyms", why[0] ? "; " : "");
+		return NULL;
+	}
+	use(dp, p[2], p[3]);
+	return "kprobe/kretprobe";
+}
+
 bool driver_is_prog(const struct bpf_program *p)
 {
 	static const char *const kinds[] = { "fentry/", "fexit/", "kprobe/", "kretprobe/" };

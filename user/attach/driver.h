@@ -34,6 +34,13 @@ void driver_plan(struct spyre_bpf *s, enum driver_mode mode, struct driver_plan 
 /* "auto", "fentry", "kprobe", "off" -> mode; -1 if none of them */
 int driver_mode_parse(const char *s);
 
+/* One more kernel function hooked the same way (fentry where a trial
+ * attaches, else kprobe; programs named FUNC_fentry, _fexit, _kprobe,
+ * _kretprobe, whose autoload the caller set false): the mechanism, or
+ * NULL with why filled. */
+const char *driver_hook_kernel(struct spyre_bpf *s, enum driver_mode mode, const char *func,
+			       struct driver_plan *dp, char *why, size_t len);
+
 /* One of the driver-level programs (fentry, fexit, kprobe, kretprobe)? */
 bool driver_is_prog(const struct bpf_program *p);
 

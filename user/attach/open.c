@@ -83,12 +83,9 @@ static void daemon_trim(struct attacher *a)
 	plan_add(&a->plan, "exit", "tracepoint sched_process_exit", "forgets a process's card");
 }
 
-/* The daemon's ioctl hook: vfio's three file handlers, where the plan hooks
- * all of them (only VFIO's calls reach them: no syscall of another
- * process pays), else the syscall tracepoints (every ioctl of the host runs
- * them, and every syscall takes the kernel's slower traced path). The
- * mock files of --vfio-path reach no vfio handler: tracepoints. */
-static void daemon_ioctl_hook(struct attacher *a)
+/* Are all three of vfio's file handlers hooked (fentry or kprobe)? Then
+ * VFIO's ioctls can be taken there, where no other syscall pays. */
+static const char *vfio_handlers_hooked(struct attacher *a)
 {
 	struct spyre_bpf *s = a->skel;
 	struct bpf_program *fentry[3] = { s->progs.vfio_fops_unl_ioctl_fentry,
@@ -103,9 +100,34 @@ static void daemon_ioctl_hook(struct attacher *a)
 		nf += bpf_program__autoload(fentry[i]);
 		nk += bpf_program__autoload(kprobe[i]);
 	}
-	if (nf + nk == 3 && !a->o->nvfio_paths) {
-		a->ioctl_hook = nf == 3 ? "fentry" : nk == 3 ? "kprobe" : "fentry+kprobe";
-		s->rodata->daemon_ioctl_by_driver = true;
+	if (nf + nk != 3)
+		return NULL;
+	return nf == 3 ? "fentry" : nk == 3 ? "kprobe" : "fentry+kprobe";
+}
+
+/* Why VFIO's ioctls are not taken in vfio's handlers. */
+static const char *no_handlers_why(const struct attacher *a)
+{
+	if (a->o->nvfio_paths)
+		return "--vfio-path files reach no vfio handler";
+	if (a->o->driver_mode == DRIVER_OFF)
+		return "--driver-probes off";
+	return "vfio's file handlers cannot all be hooked here";
+}
+
+/* The daemon's ioctl hook: vfio's three file handlers, where the plan hooks
+ * all of them (only VFIO's calls reach them: no syscall of another
+ * process pays), else the syscall tracepoints (every ioctl of the host runs
+ * them, and every syscall takes the kernel's slower traced path). The
+ * mock files of --vfio-path reach no vfio handler: tracepoints. */
+static void daemon_ioctl_hook(struct attacher *a)
+{
+	struct spyre_bpf *s = a->skel;
+	const char *hook = vfio_handlers_hooked(a);
+
+	if (hook && !a->o->nvfio_paths) {
+		a->ioctl_hook = hook;
+		s->rodata->ioctl_by_driver = true;
 		bpf_program__set_autoload(s->progs.ioctl_enter, false);
 		bpf_program__set_autoload(s->progs.ioctl_exit, false);
 		plan_add(&a->plan, "ioctl", a->ioctl_hook, "vfio_*_fops_unl_ioctl: VFIO's commands of every "
@@ -116,13 +138,55 @@ static void daemon_ioctl_hook(struct attacher *a)
 	plan_add(&a->plan, "ioctl", "tracepoint syscalls:sys_*_ioctl",
 		 "VFIO's commands of every process, args decoded in BPF (%s; every syscall of the host "
 		 "takes the kernel's traced path while it is attached)",
-		 a->o->nvfio_paths ? "--vfio-path files reach no vfio handler" :
-				     "vfio's file handlers cannot all be hooked here");
+		 no_handlers_why(a));
+}
+
+/* record's ioctl hook: vfio's handlers where all three are hooked and no
+ * --vfio-path pattern is given (mock files reach no vfio handler); then
+ * no syscall tracepoint at all: no fd to track, and the opens of
+ * libraries from do_filp_open. Else the syscall tracepoints. */
+static void record_ioctl_hook(struct attacher *a)
+{
+	struct spyre_bpf *s = a->skel;
+	const char *hook = vfio_handlers_hooked(a), *opens;
+	char why[160];
+
+	if (!hook || a->o->nvfio_paths) {
+		a->ioctl_hook = "tracepoint";
+		plan_add(&a->plan, "ioctl", "tracepoint syscalls:sys_*_ioctl", "VFIO fds only, args decoded in BPF "
+			 "(%s; every syscall of the host takes the kernel's traced path while attached)",
+			 no_handlers_why(a));
+		plan_add(&a->plan, "fd-track", "tracepoint syscalls:sys_*_openat,close", "learns accelerator fds");
+		plan_add(&a->plan, "late-libs", "tracepoint syscalls:sys_*_openat",
+			 "shared objects opened by traced processes, probed at once if runtime libraries");
+		return;
+	}
+	a->ioctl_hook = hook;
+	s->rodata->ioctl_by_driver = true;
+	bpf_program__set_autoload(s->progs.ioctl_enter, false);
+	bpf_program__set_autoload(s->progs.ioctl_exit, false);
+	bpf_program__set_autoload(s->progs.close_enter, false);
+	plan_add(&a->plan, "ioctl", hook, "vfio_*_fops_unl_ioctl: the traced processes' ioctls on VFIO's files, "
+		 "args decoded in BPF; no syscall tracepoint");
+	plan_add(&a->plan, "fd-track", "-", "not needed: the handler an ioctl reaches says which VFIO file it is");
+	opens = driver_hook_kernel(s, (enum driver_mode)a->o->driver_mode, "do_filp_open", &a->drv, why,
+				   sizeof(why));
+	if (opens) {
+		bpf_program__set_autoload(s->progs.openat_enter, false);
+		bpf_program__set_autoload(s->progs.openat_exit, false);
+		plan_add(&a->plan, "late-libs", opens, "do_filp_open: shared objects opened by traced processes, "
+			 "probed at once if runtime libraries");
+	} else {
+		plan_add(&a->plan, "late-libs", "tracepoint syscalls:sys_*_openat", "shared objects opened by traced "
+			 "processes (do_filp_open: %s; every syscall of the host takes the kernel's traced path)", why);
+	}
 }
 
 static int configure(struct attacher *a)
 {
 	struct spyre_bpf *s = a->skel;
+	struct bpf_program *filp_open[4] = { s->progs.do_filp_open_fentry, s->progs.do_filp_open_fexit,
+					     s->progs.do_filp_open_kprobe, s->progs.do_filp_open_kretprobe };
 	unsigned long size = round_pow2(a->o->buffer_size);
 	const char *tp;
 
@@ -157,19 +221,18 @@ static int configure(struct attacher *a)
 	} else {
 		plan_add(&a->plan, "runtime", "uprobe per process",
 			 "entry and return sites (no uretprobe), traced processes only");
-		plan_add(&a->plan, "late-libs", "tracepoint syscalls:sys_*_openat",
-			 "shared objects opened by traced processes, probed at once if runtime libraries");
 	}
 
 	configure_devices(a);
+	for (int i = 0; i < 4; i++) /* record's, where vfio's handlers carry the ioctls */
+		bpf_program__set_autoload(filp_open[i], false);
 	driver_plan(s, (enum driver_mode)a->o->driver_mode, &a->drv, &a->plan);
 	if (a->o->daemon) {
 		daemon_ioctl_hook(a);
 		daemon_trim(a);
 		return 0;
 	}
-	plan_add(&a->plan, "ioctl", "tracepoint syscalls:sys_*_ioctl", "VFIO fds only, args decoded in BPF");
-	plan_add(&a->plan, "fd-track", "tracepoint syscalls:sys_*_openat,close", "learns accelerator fds");
+	record_ioctl_hook(a);
 
 	plan_add(&a->plan, "irq", "raw_tp irq_handler_entry,exit", "vfio-pci's, of --device cards; and --irq");
 	char vfio_card[1][16];
