@@ -87,16 +87,22 @@ static __always_inline __u32 classify_path(const char *buf, int len)
 	return SBT_FD_NONE;
 }
 
+/* The per-CPU buffer for an open's path, when the opener is traced;
+ * NULL otherwise (nothing to do). */
+static __always_inline char *traced_path_buf(__u64 id)
+{
+	__u32 zero = 0;
+
+	return sbt_is_traced(id >> 32) ? bpf_map_lookup_elem(&path_buf, &zero) : NULL;
+}
+
 static __always_inline int open_enter(const char *upath)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id, kind, zero = 0;
-	char *buf;
+	__u32 tid = (__u32)id, kind;
+	char *buf = traced_path_buf(id);
 	int len;
 
-	if (!sbt_is_traced(id >> 32))
-		return 0;
-	buf = bpf_map_lookup_elem(&path_buf, &zero);
 	if (!buf)
 		return 0;
 	len = bpf_probe_read_user_str(buf, PATH_MAX_BPF, upath);
@@ -185,13 +191,9 @@ int ioctl_exit(struct trace_event_raw_sys_exit *ctx)
 static __always_inline int filp_open_enter(struct filename *name)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 zero = 0;
-	char *buf;
+	char *buf = traced_path_buf(id);
 	int len;
 
-	if (!sbt_is_traced(id >> 32))
-		return 0;
-	buf = bpf_map_lookup_elem(&path_buf, &zero);
 	if (!buf)
 		return 0;
 	len = bpf_probe_read_kernel_str(buf, PATH_MAX_BPF, BPF_CORE_READ(name, name));
