@@ -1220,6 +1220,9 @@ def check_jobs_on_cards(cap, sim):
     assert got == want, f"jobs per card and engine: trace {got}, simulator {want}"
     report = subprocess.run([TOOL, "report", cap], capture_output=True, text=True).stdout
     assert "unmatched" not in report or " 0 interrupts with no job" in report, report[-1500:]
+    cards = [l for l in report.splitlines() if l.startswith("# cards:")]
+    if cards:  # how the streams found their cards, for whoever reads the log
+        print(f"     {os.path.basename(cap)}: {cards[0][2:]}")
 
 
 GUEST_LATE_DLOPEN = (

@@ -634,6 +634,134 @@ static void stream_changes_card(void **state)
 	synth_free(&s);
 }
 
+/* How many of the cards' jobs the report says only a wait ended. */
+static unsigned long ended_by_wait(const char *report)
+{
+	const char *key = "jobs ended by a wait (no interrupt seen)";
+	unsigned long n = 0;
+
+	for (const char *at = report; (at = strstr(at, key)); at += strlen(key))
+		n += strtoul(at + strlen(key), NULL, 10);
+	return n;
+}
+
+/* One process, two cards, a stream each, three jobs each (H2D, compute,
+ * D2H, then a wait). Stream B's wait is woken by card 3b from the first
+ * job; stream A's thread is not asleep when 3a finishes its first two
+ * jobs (no wake-up), only for the third: 3a's first two interrupts find
+ * no job in its queue and are held until A is put on 3a; then every job
+ * of A ends by its own interrupt, in order. */
+static void held_until_woken(void **state)
+{
+	const uint64_t sa = 0xa000, sb = 0xb000;
+	struct synth s;
+	struct result r;
+
+	(void)state;
+	begin(&s);
+	synth_thread_name(&s, PID, PID + 1, "infer-b");
+	synth_device(&s, PID, "0000:3a:00.0");
+	synth_device(&s, PID, "0000:3b:00.0");
+	synth_irq_info(&s, 40, "vfio-msi[0](0000:3a:00.0)");
+	synth_irq_info(&s, 41, "vfio-msi[0](0000:3b:00.0)");
+	for (int k = 0; k < 3; k++) {
+		static const int probes[3] = { P_H2D, P_COMPUTE, P_D2H };
+
+		synth_enter_on(&s, T0 + 100 + k * 10, PID, PID, probes[k], 0, sa, 0, 0, 4096);
+		synth_exit(&s, T0 + 105 + k * 10, PID, PID, probes[k], 0, T0 + 100 + k * 10, 0);
+		synth_enter_on(&s, T0 + 200 + k * 10, PID, PID + 1, probes[k], 0, sb, 0, 0, 4096);
+		synth_exit(&s, T0 + 205 + k * 10, PID, PID + 1, probes[k], 0, T0 + 200 + k * 10, 0);
+	}
+	synth_enter_on(&s, T0 + 300, PID, PID, P_SYNC, 0, sa, 0, 0, 0);
+	synth_enter_on(&s, T0 + 310, PID, PID + 1, P_SYNC, 0, sb, 0, 0, 0);
+	/* 3a: no wake-up for A; 3b: B woken through its completion thread */
+	synth_irq(&s, T0 + 1000, T0 + 1100, 40);
+	synth_wake(&s, T0 + 1050, PID, PID + 3, 41, T0 + 1000, 0, 0);
+	synth_wake(&s, T0 + 1200, PID, PID + 1, 41, T0 + 1000, 1, PID + 3);
+	synth_irq(&s, T0 + 1000, T0 + 1100, 41);
+	synth_irq(&s, T0 + 2000, T0 + 2100, 40);
+	synth_irq(&s, T0 + 2000, T0 + 2100, 41);
+	synth_irq(&s, T0 + 3000, T0 + 3100, 41);
+	synth_exit(&s, T0 + 3200, PID, PID + 1, P_SYNC, 0, T0 + 310, 0);
+	/* A asleep at last: 3a's third interrupt wakes it */
+	synth_wake(&s, T0 + 3550, PID, PID + 2, 40, T0 + 3500, 0, 0);
+	synth_wake(&s, T0 + 3650, PID, PID, 40, T0 + 3500, 1, PID + 2);
+	synth_irq(&s, T0 + 3500, T0 + 3600, 40);
+	synth_exit(&s, T0 + 3700, PID, PID, P_SYNC, 0, T0 + 300, 0);
+	synth_end(&s, T0 + 5000);
+	r = run("held_until_woken", &s);
+	assert_int_equal(r.st.jobs, 6);
+	assert_int_equal(r.st.streams_on_cards, 2);
+	assert_int_equal(r.st.streams_by_elimination, 0);
+	assert_int_equal(r.st.irqs_held, 2);
+	assert_int_equal(r.st.unmatched_completions + r.st.unfinished_jobs + r.st.jobs_without_card, 0);
+	assert_int_equal(ended_by_wait(r.report), 0);
+	free(r.report);
+	synth_free(&s);
+}
+
+/* As above, but A is never asleep when 3a finishes (no wake-up at all):
+ * its wait returns with its jobs on no card; of its process's cards only
+ * 3a raised interrupts that found no job meanwhile, so A is 3a's and those
+ * interrupts end its jobs. With no wake-up at all and both cards done
+ * before either wait returns, that is ambiguous: the waits end the jobs,
+ * the interrupts found none (counted, never guessed). */
+static void card_by_elimination(void **state)
+{
+	for (int both = 0; both < 2; both++) {
+		const uint64_t sa = 0xa000, sb = 0xb000;
+		struct synth s;
+		struct result r;
+
+		(void)state;
+		begin(&s);
+		synth_thread_name(&s, PID, PID + 1, "infer-b");
+		synth_device(&s, PID, "0000:3a:00.0");
+		synth_device(&s, PID, "0000:3b:00.0");
+		synth_irq_info(&s, 40, "vfio-msi[0](0000:3a:00.0)");
+		synth_irq_info(&s, 41, "vfio-msi[0](0000:3b:00.0)");
+		synth_enter_on(&s, T0 + 100, PID, PID, P_H2D, 0, sa, 0, 0, 4096);
+		synth_exit(&s, T0 + 105, PID, PID, P_H2D, 0, T0 + 100, 0);
+		synth_enter_on(&s, T0 + 110, PID, PID, P_D2H, 0, sa, 0, 0, 4096);
+		synth_exit(&s, T0 + 115, PID, PID, P_D2H, 0, T0 + 110, 0);
+		synth_enter_on(&s, T0 + 200, PID, PID + 1, P_H2D, 0, sb, 0, 0, 4096);
+		synth_exit(&s, T0 + 205, PID, PID + 1, P_H2D, 0, T0 + 200, 0);
+		synth_enter_on(&s, T0 + 300, PID, PID + 1, P_SYNC, 0, sb, 0, 0, 0);
+		if (!both) { /* B's wait woken by 3b */
+			synth_wake(&s, T0 + 950, PID, PID + 3, 41, T0 + 900, 0, 0);
+			synth_wake(&s, T0 + 960, PID, PID + 1, 41, T0 + 900, 1, PID + 3);
+		}
+		synth_irq(&s, T0 + 900, T0 + 1000, 41);
+		if (!both)
+			synth_exit(&s, T0 + 1100, PID, PID + 1, P_SYNC, 0, T0 + 300, 0);
+		synth_irq(&s, T0 + 2000, T0 + 2100, 40);
+		synth_irq(&s, T0 + 3000, T0 + 3100, 40);
+		/* both cards finished before either wait returned */
+		if (both)
+			synth_exit(&s, T0 + 3150, PID, PID + 1, P_SYNC, 0, T0 + 300, 0);
+		/* A's wait starts after its card finished: nothing wakes it */
+		synth_enter_on(&s, T0 + 3200, PID, PID, P_SYNC, 0, sa, 0, 0, 0);
+		synth_exit(&s, T0 + 3300, PID, PID, P_SYNC, 0, T0 + 3200, 0);
+		synth_end(&s, T0 + 5000);
+		r = run(both ? "card_by_elimination_ambiguous" : "card_by_elimination", &s);
+		assert_int_equal(r.st.jobs, 3);
+		assert_int_equal(r.st.unfinished_jobs, 0);
+		if (!both) {
+			assert_int_equal(r.st.streams_on_cards, 2);
+			assert_int_equal(r.st.streams_by_elimination, 1);
+			assert_int_equal(r.st.irqs_held, 2);
+			assert_int_equal(r.st.unmatched_completions + r.st.jobs_without_card, 0);
+			assert_int_equal(ended_by_wait(r.report), 0);
+		} else {
+			assert_int_equal(r.st.streams_on_cards, 0);
+			assert_int_equal(r.st.unmatched_completions, 3);
+			assert_int_equal(r.st.jobs_without_card, 3);
+		}
+		free(r.report);
+		synth_free(&s);
+	}
+}
+
 static void overlapping_jobs(void **state)
 {
 	struct synth s;
@@ -695,6 +823,8 @@ int main(void)
 		cmocka_unit_test(thread_going_back),
 		cmocka_unit_test(streams_on_cards),
 		cmocka_unit_test(stream_changes_card),
+		cmocka_unit_test(held_until_woken),
+		cmocka_unit_test(card_by_elimination),
 		cmocka_unit_test(launch_without_completion),
 		cmocka_unit_test(launch_cut_short),
 		cmocka_unit_test(pid_reuse),

@@ -12,6 +12,8 @@
 
 #define MAX_LANES 32
 #define MAX_PENDING_FLOWS 64
+#define MAX_HELD_IRQS 64 /* per card: interrupts waiting for their jobs' card */
+#define MAX_CARDS 16 /* per process, for telling its streams' cards apart */
 
 _Static_assert(SBT_MAX_DEPTH <= 32, "open frames are a 32-bit mask");
 
@@ -38,6 +40,16 @@ struct device {
 	int nlanes[ENGINE_MAX];
 	int64_t inflight[ENGINE_MAX], mapped;
 	struct job *head, *tail;
+	/* a card's interrupts that found no job in its queue while its
+	 * process had jobs on no card yet: held, in order, until a stream is
+	 * put on the card (its wait was not asleep when the card finished, so
+	 * no wake-up said which card it was) or until no job can come */
+	struct held_irq {
+		uint64_t start, end;
+		int32_t irq, ret;
+	} held[MAX_HELD_IRQS];
+	int nheld;
+	uint32_t holder; /* the process a device record gave the card to */
 };
 
 struct frame {
@@ -74,6 +86,7 @@ struct process {
 	struct model_track track, alloc_track;
 	struct device *dev;
 	int ncards; /* device records seen: more than one, and jobs stay here */
+	struct device *cards[MAX_CARDS]; /* the first MAX_CARDS of them */
 	struct hashmap allocs; /* pointer -> size + 1 */
 	int64_t allocated;
 };
@@ -565,6 +578,9 @@ static void track_alloc(struct correlator *c, struct process *p, const struct me
 	counter(c, &p->alloc_track, ts, p->allocated);
 }
 
+static void place_by_elimination(struct correlator *c, struct thread *t);
+static void settle_cards_of(struct correlator *c, uint32_t pid);
+
 static void on_call_exit(struct correlator *c, const struct sbt_call_exit *r)
 {
 	const struct meta_probe *mp = meta_probe(&c->meta, r->probe_id);
@@ -626,6 +642,10 @@ static void on_call_exit(struct correlator *c, const struct sbt_call_exit *r)
 	if (mp && mp->role == SBT_ROLE_WAIT) {
 		/* the jobs this thread launched are done by now; jobs an
 		 * interrupt completed end their flow here */
+		if (t->nopen)
+			place_by_elimination(c, t);
+		bool by_wait = t->nopen > 0;
+
 		while (t->nopen) {
 			struct job *j = hm_get(&c->jobs, t->open_jobs[0]);
 
@@ -637,6 +657,8 @@ static void on_call_exit(struct correlator *c, const struct sbt_call_exit *r)
 				drop_id(t->open_jobs, &t->nopen, t->open_jobs[0]);
 			}
 		}
+		if (by_wait)
+			settle_cards_of(c, t->pid);
 		for (int i = 0; i < t->ndone && e.nterm < MODEL_MAX_FLOWS; i++)
 			e.term_flows[e.nterm++] = t->done_jobs[i];
 		t->ndone = 0;
@@ -797,9 +819,70 @@ static void move_job(struct correlator *c, struct job *j, struct device *to, uin
 	inflight(c, to, j->engine, ts, +1);
 }
 
+/* ---- interrupts held for a card's jobs ------------------------------ */
+
+/* The interrupt's slice on its card; it ends job j (the card's oldest in
+ * flight), or none. */
+static void irq_done(struct correlator *c, struct device *d, const struct held_irq *h, struct job *j)
+{
+	struct model_event e;
+
+	announce_once(c, &d->irq_track);
+	event_init(&e, EV_SLICE, &d->irq_track, h->start,
+		   irq_name(c, h->irq)[0] ? irq_name(c, h->irq) : "irq", "irq", 0);
+	e.dur = h->end > h->start ? h->end - h->start : 0;
+	arg_i(&e, "irq", h->irq);
+	arg_i(&e, "ret", h->ret);
+	if (j) {
+		struct thread *t = hm_get(&c->threads, j->tid);
+		uint64_t id = j->id;
+
+		e.flows[e.nflows++] = id;
+		complete_job(c, j, h->start, "interrupt");
+		if (t && t->ndone < MAX_PENDING_FLOWS)
+			t->done_jobs[t->ndone++] = id;
+	} else {
+		c->st.unmatched_completions++;
+		arg_s(&e, "unmatched", "no job in flight");
+	}
+	emit(c, &e);
+}
+
+/* Whether a job launched by ts may still turn out to be card d's: its
+ * process drives several cards and has such a job on no card yet. */
+static bool job_may_come(struct correlator *c, const struct device *d, uint64_t ts)
+{
+	struct process *p = d->holder ? hm_get(&c->procs, d->holder) : NULL;
+
+	return p && p->ncards > 1 && p->dev && p->dev != d && p->dev->head &&
+	       p->dev->head->start <= ts;
+}
+
+/* The held interrupts meet the card's queue, oldest first: each ends the
+ * oldest job launched before it; one that no job can come for any more
+ * (or, with force, at the end) found none. */
+static void settle_held(struct correlator *c, struct device *d, bool force)
+{
+	int i;
+
+	for (i = 0; i < d->nheld; i++) {
+		const struct held_irq *h = &d->held[i];
+
+		if (d->head && d->head->start <= h->start)
+			irq_done(c, d, h, d->head);
+		else if (!force && job_may_come(c, d, h->start))
+			break;
+		else
+			irq_done(c, d, h, NULL);
+	}
+	memmove(d->held, d->held + i, (size_t)(d->nheld - i) * sizeof(d->held[0]));
+	d->nheld -= i;
+}
+
 /* A stream's jobs run on card d: those in flight elsewhere move to its
- * queue (they were launched before it was known), by start; the
- * in-flight counters move at ts, when it became known. */
+ * queue (they were launched before it was known), by start, and meet the
+ * interrupts the card raised meanwhile; the in-flight counters move at ts,
+ * when it became known (or at the first such interrupt, if earlier). */
 static void put_stream(struct correlator *c, uint32_t pid, uint64_t stream, struct device *d, uint64_t ts)
 {
 	uint64_t key = stream_key(pid, stream);
@@ -807,6 +890,8 @@ static void put_stream(struct correlator *c, uint32_t pid, uint64_t stream, stru
 	if (hm_get(&c->streams, key) == d || hm_put(&c->streams, key, d))
 		return;
 	c->st.streams_on_cards++;
+	if (d->nheld && d->held[0].start < ts)
+		ts = d->held[0].start;
 	for (int i = 0; i < c->ndevices; i++) {
 		struct device *from = c->devices[i];
 
@@ -818,6 +903,50 @@ static void put_stream(struct correlator *c, uint32_t pid, uint64_t stream, stru
 				move_job(c, j, d, ts);
 		}
 	}
+	settle_held(c, d, false);
+}
+
+/* A wait returned with jobs of its stream still on no card (no wake-up
+ * said which: the thread was not asleep when its card finished). If of
+ * its process's cards exactly one raised interrupts since the first of
+ * them that found no job, that card ran them: the stream is put there. */
+static void place_by_elimination(struct correlator *c, struct thread *t)
+{
+	struct process *p = hm_get(&c->procs, t->pid);
+
+	if (!p || p->ncards < 2 || !p->dev)
+		return;
+	for (int i = 0; i < t->nopen; i++) {
+		struct job *j = hm_get(&c->jobs, t->open_jobs[i]);
+		struct device *only = NULL;
+		int n = 0;
+
+		if (!j || j->dev != p->dev || !j->stream)
+			continue;
+		for (int k = 0; k < p->ncards && k < MAX_CARDS; k++) {
+			struct device *d = p->cards[k];
+
+			if (d && d->nheld && d->held[d->nheld - 1].start >= j->start) {
+				only = d;
+				n++;
+			}
+		}
+		if (n == 1) {
+			c->st.streams_by_elimination++;
+			put_stream(c, p->pid, j->stream, only, c->newest_ts);
+		}
+	}
+}
+
+/* After a wait ended its jobs: held interrupts no job can come for any
+ * more are let go. */
+static void settle_cards_of(struct correlator *c, uint32_t pid)
+{
+	struct process *p = hm_get(&c->procs, pid);
+
+	for (int k = 0; p && k < p->ncards && k < MAX_CARDS; k++)
+		if (p->cards[k] && p->cards[k]->nheld)
+			settle_held(c, p->cards[k], false);
 }
 
 /* A card's interrupt woke a thread (or the thread it woke): a thread
@@ -849,33 +978,25 @@ static void on_wake(struct correlator *c, const struct sbt_wake *w)
 static void on_irq(struct correlator *c, const struct sbt_irq *r)
 {
 	struct device *d = irq_device(c, r->irq);
-	struct model_event e;
-	struct job *j;
+	struct held_irq h = { r->start_ts, r->h.ts, r->irq, r->ret };
 
 	if (!d)
 		return;
 	c->st.irqs++;
-	announce_once(c, &d->irq_track);
-	event_init(&e, EV_SLICE, &d->irq_track, r->start_ts,
-		   irq_name(c, r->irq)[0] ? irq_name(c, r->irq) : "irq", "irq", 0);
-	e.dur = r->h.ts > r->start_ts ? r->h.ts - r->start_ts : 0;
-	arg_i(&e, "irq", r->irq);
-	arg_i(&e, "ret", r->ret);
-	/* a card completes its jobs in order: the oldest one is done */
-	j = d->head;
-	if (j) {
-		struct thread *t = hm_get(&c->threads, j->tid);
-		uint64_t id = j->id;
-
-		e.flows[e.nflows++] = id;
-		complete_job(c, j, r->start_ts, "interrupt");
-		if (t && t->ndone < MAX_PENDING_FLOWS)
-			t->done_jobs[t->ndone++] = id;
-	} else {
-		c->st.unmatched_completions++;
-		arg_s(&e, "unmatched", "no job in flight");
+	/* a card completes its jobs in order: the oldest one is done, unless
+	 * it may not be in the card's queue yet (or older interrupts wait) */
+	if (d->nheld || (!d->head && job_may_come(c, d, r->start_ts))) {
+		if (d->nheld == MAX_HELD_IRQS) { /* bounded: the oldest found none */
+			irq_done(c, d, &d->held[0], NULL);
+			memmove(d->held, d->held + 1, (MAX_HELD_IRQS - 1) * sizeof(d->held[0]));
+			d->nheld--;
+		}
+		d->held[d->nheld++] = h;
+		c->st.irqs_held++;
+		settle_held(c, d, false);
+		return;
 	}
-	emit(c, &e);
+	irq_done(c, d, &h, d->head);
 }
 
 /* The card of a driver-level record: by its PCI address, where one. */
@@ -1094,10 +1215,16 @@ static void on_card(struct correlator *c, const struct sbt_meta_device *m)
 	struct process *p = process_of(c, m->pid, false);
 	struct device *card, *own;
 
-	if (!p || !m->bdf[0])
+	if (!p || !m->bdf[0] || !(card = pci_device(c, m->bdf)))
 		return;
+	card->holder = p->pid;
+	for (int k = 0; k < p->ncards && k < MAX_CARDS; k++)
+		if (p->cards[k] == card)
+			return; /* said again */
+	if (p->ncards < MAX_CARDS)
+		p->cards[p->ncards] = card;
 	if (++p->ncards == 1) {
-		p->dev = pci_device(c, m->bdf);
+		p->dev = card;
 		return;
 	}
 	if (p->ncards != 2)
@@ -1191,6 +1318,8 @@ static void finish_thread(uint64_t key, void *val, void *ctx)
 void correlator_finish(struct correlator *c)
 {
 	hm_each(&c->threads, finish_thread, c);
+	for (int i = 0; i < c->ndevices; i++)
+		settle_held(c, c->devices[i], true);
 	for (int i = 0; i < c->ndevices; i++) {
 		struct device *d = c->devices[i];
 
