@@ -1269,10 +1269,22 @@ def run_guest_vfio_one_card(tmp):
 def run_guest_vfio_two_cards(tmp):
     """Two cards each in its own container (each mapping is one card's);
     then --device naming one card keeps that card's driver events and
-    interrupts only, and the process's syscall-level ioctls all."""
+    interrupts only, and the process's syscall-level ioctls all; then,
+    with no wake-up watched, each stream still finds its card: by the
+    buffer its launches name, which the driver mapped in that card's
+    container."""
     one = ("build/spyre-bpftrace -q --device 0000:00:04.0 -o /out/one.sbt -c 'build/spyre-sim-run "
            "--backend vfio --threads 2 --jobs 2 --bytes 8192 --container-per-card --json /out/one-sim.json'")
-    out = guest_vfio(tmp, 2, "--container-per-card", extra=(one,))
+    nowake = ("build/spyre-bpftrace -q --no-wake-hook --device 1234:11e8 -o /out/nowake.sbt -c "
+              "'build/spyre-sim-run --backend vfio --threads 2 --jobs 2 --bytes 8192 --container-per-card "
+              "--json /out/nowake-sim.json'")
+    out = guest_vfio(tmp, 2, "--container-per-card", extra=(one, nowake))
+    cap = os.path.join(out, "nowake.sbt")
+    events, _ = parse_dump(cap)
+    assert not [e for e in events if e["type"] == "wake"], "wake records with --no-wake-hook"
+    check_jobs_on_cards(cap, json.load(open(os.path.join(out, "nowake-sim.json"))))
+    report = subprocess.run([TOOL, "report", cap], capture_output=True, text=True).stdout
+    assert "DMA-mapped in one card's container: 2;" in report, report[-800:]
     sim = json.load(open(os.path.join(out, "one-sim.json")))
     events, _ = parse_dump(os.path.join(out, "one.sbt"))
     check_capture_matches_sim(events, sim)

@@ -762,6 +762,50 @@ static void card_by_elimination(void **state)
 	}
 }
 
+/* A container per card: the driver mapped each stream's buffer in its
+ * card's own container, so a launch given that buffer puts the stream on
+ * the card at once, no wake-up needed (--no-wake-hook, or a polling
+ * runtime); each card's interrupt ends its own job, none is held. */
+static void card_by_mapping(void **state)
+{
+	const uint64_t sa = 0xa000, sb = 0xb000, va = 0x7f0000100000, vb = 0x7f0000200000;
+	struct synth s;
+	struct result r;
+
+	(void)state;
+	begin(&s);
+	synth_thread_name(&s, PID, PID + 1, "infer-b");
+	synth_device(&s, PID, "0000:3a:00.0");
+	synth_device(&s, PID, "0000:3b:00.0");
+	synth_irq_info(&s, 40, "vfio-msi[0](0000:3a:00.0)");
+	synth_irq_info(&s, 41, "vfio-msi[0](0000:3b:00.0)");
+	synth_drv(&s, T0 + 10, T0 + 20, PID, PID, SBT_DRV_TYPE1_IOCTL, SBT_VFIO_IOMMU_MAP_DMA,
+		  0x3a << 8, 1, 0, 0x100000, 4096, va);
+	synth_drv(&s, T0 + 30, T0 + 40, PID, PID + 1, SBT_DRV_TYPE1_IOCTL, SBT_VFIO_IOMMU_MAP_DMA,
+		  0x3b << 8, 1, 0, 0x100000, 4096, vb);
+	synth_enter_on(&s, T0 + 100, PID, PID, P_H2D, 0, sa, va, 0x5000, 4096);
+	synth_exit(&s, T0 + 105, PID, PID, P_H2D, 0, T0 + 100, 0);
+	synth_enter_on(&s, T0 + 200, PID, PID + 1, P_D2H, 0, sb, 0x6000, vb, 4096);
+	synth_exit(&s, T0 + 205, PID, PID + 1, P_D2H, 0, T0 + 200, 0);
+	synth_enter_on(&s, T0 + 300, PID, PID, P_SYNC, 0, sa, 0, 0, 0);
+	synth_enter_on(&s, T0 + 310, PID, PID + 1, P_SYNC, 0, sb, 0, 0, 0);
+	/* 3b finishes first */
+	synth_irq(&s, T0 + 1000, T0 + 1100, 41);
+	synth_irq(&s, T0 + 2000, T0 + 2100, 40);
+	synth_exit(&s, T0 + 2200, PID, PID + 1, P_SYNC, 0, T0 + 310, 0);
+	synth_exit(&s, T0 + 2300, PID, PID, P_SYNC, 0, T0 + 300, 0);
+	synth_end(&s, T0 + 5000);
+	r = run("card_by_mapping", &s);
+	assert_int_equal(r.st.jobs, 2);
+	assert_int_equal(r.st.streams_on_cards, 2);
+	assert_int_equal(r.st.streams_by_mapping, 2);
+	assert_int_equal(r.st.irqs_held, 0);
+	assert_int_equal(r.st.unmatched_completions + r.st.unfinished_jobs + r.st.jobs_without_card, 0);
+	assert_int_equal(ended_by_wait(r.report), 0);
+	free(r.report);
+	synth_free(&s);
+}
+
 static void overlapping_jobs(void **state)
 {
 	struct synth s;
@@ -825,6 +869,7 @@ int main(void)
 		cmocka_unit_test(stream_changes_card),
 		cmocka_unit_test(held_until_woken),
 		cmocka_unit_test(card_by_elimination),
+		cmocka_unit_test(card_by_mapping),
 		cmocka_unit_test(launch_without_completion),
 		cmocka_unit_test(launch_cut_short),
 		cmocka_unit_test(pid_reuse),

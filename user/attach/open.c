@@ -241,8 +241,8 @@ static int configure(struct attacher *a)
 	 * interrupt can be the cause */
 	if (a->o->no_wake_hook || (!a->o->nirqs && pci_vfio_devices(vfio_card, 1) <= 0)) {
 		bpf_program__set_autoload(s->progs.irq_wake, false);
-		plan_add(&a->plan, "wake", "-", "%s: jobs of a process that drives several cards stay on its own "
-			 "device track", a->o->no_wake_hook ? "--no-wake-hook" : "no device on vfio-pci, no --irq");
+		plan_add(&a->plan, "wake", "-", "%s: a process that drives several cards has its jobs on a card only "
+			 "by a launch's DMA-mapped buffer", a->o->no_wake_hook ? "--no-wake-hook" : "no device on vfio-pci, no --irq");
 	} else {
 		plan_add(&a->plan, "wake", "raw_tp sched_waking", "the traced thread a card's interrupt woke, or the "
 			 "one it woke next: which card a stream's jobs run on");

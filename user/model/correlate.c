@@ -14,6 +14,7 @@
 #define MAX_PENDING_FLOWS 64
 #define MAX_HELD_IRQS 64 /* per card: interrupts waiting for their jobs' card */
 #define MAX_CARDS 16 /* per process, for telling its streams' cards apart */
+#define MAX_MAPPED (1 << 16) /* per process: buffers whose card is known */
 
 _Static_assert(SBT_MAX_DEPTH <= 32, "open frames are a 32-bit mask");
 
@@ -88,6 +89,8 @@ struct process {
 	int ncards; /* device records seen: more than one, and jobs stay here */
 	struct device *cards[MAX_CARDS]; /* the first MAX_CARDS of them */
 	struct hashmap allocs; /* pointer -> size + 1 */
+	/* memory mapped for DMA in one card's own container: vaddr -> card */
+	struct hashmap mapped_card;
 	int64_t allocated;
 };
 
@@ -210,6 +213,7 @@ static struct process *process_of(struct correlator *c, uint32_t pid, bool fresh
 	if (p) { /* the pid was reused: a new process, new tracks */
 		hm_del(&c->procs, pid);
 		hm_free(&p->allocs);
+		hm_free(&p->mapped_card);
 		free(p);
 	}
 	p = calloc(1, sizeof(*p));
@@ -511,6 +515,10 @@ static void drop_frames(struct correlator *c, struct thread *t, uint32_t d)
 	}
 }
 
+static void place_by_elimination(struct correlator *c, struct thread *t);
+static void place_by_mapping(struct correlator *c, struct process *p, const __u64 *args, uint64_t ts);
+static void settle_cards_of(struct correlator *c, uint32_t pid);
+
 static void on_call_enter(struct correlator *c, const struct sbt_call_enter *r)
 {
 	const struct meta_probe *p = meta_probe(&c->meta, r->probe_id);
@@ -538,9 +546,12 @@ static void on_call_enter(struct correlator *c, const struct sbt_call_enter *r)
 	}
 	if (!nested_launch) {
 		uint64_t bytes = p->bytes_arg >= 0 && p->bytes_arg < SBT_MAX_ARGS ? r->args[p->bytes_arg] : 0;
+		struct process *proc = process_of(c, r->h.tgid, false);
+
+		if (proc && proc->ncards > 1 && proc->mapped_card.n)
+			place_by_mapping(c, proc, r->args, r->h.ts);
 		/* the runtime's stream methods: the stream is their this */
-		struct job *j = start_job(c, process_of(c, r->h.tgid, false), r->h.tid,
-					  engine_of(p->role), r->h.ts, bytes, r->args[0]);
+		struct job *j = start_job(c, proc, r->h.tid, engine_of(p->role), r->h.ts, bytes, r->args[0]);
 
 		if (j) {
 			f->job = j->id;
@@ -563,6 +574,8 @@ static void track_alloc(struct correlator *c, struct process *p, const struct me
 	} else if (mp->role == SBT_ROLE_FREE) {
 		void *v = hm_del(&p->allocs, f->args[1]); /* free(this, ptr) */
 
+		hm_del(&p->mapped_card, f->args[1]);
+
 		if (!v)
 			return;
 		p->allocated -= (int64_t)((uintptr_t)v - 1);
@@ -577,9 +590,6 @@ static void track_alloc(struct correlator *c, struct process *p, const struct me
 	}
 	counter(c, &p->alloc_track, ts, p->allocated);
 }
-
-static void place_by_elimination(struct correlator *c, struct thread *t);
-static void settle_cards_of(struct correlator *c, uint32_t pid);
 
 static void on_call_exit(struct correlator *c, const struct sbt_call_exit *r)
 {
@@ -938,6 +948,25 @@ static void place_by_elimination(struct correlator *c, struct thread *t)
 	}
 }
 
+/* A launch on a stream of a process that drives several cards, given a
+ * buffer (an argument past the stream) that the driver mapped for DMA in
+ * one card's own container: the stream runs on that card. A shared
+ * container's mappings say nothing (no card in the driver's record). */
+static void place_by_mapping(struct correlator *c, struct process *p, const __u64 *args, uint64_t ts)
+{
+	for (int i = 1; i <= 3 && i < SBT_MAX_ARGS; i++) {
+		struct device *d = args[i] ? hm_get(&p->mapped_card, args[i]) : NULL;
+
+		if (!d)
+			continue;
+		if (hm_get(&c->streams, stream_key(p->pid, args[0])) != d) {
+			c->st.streams_by_mapping++;
+			put_stream(c, p->pid, args[0], d, ts);
+		}
+		return;
+	}
+}
+
 /* After a wait ended its jobs: held interrupts no job can come for any
  * more are let go. */
 static void settle_cards_of(struct correlator *c, uint32_t pid)
@@ -1086,6 +1115,12 @@ static void on_drv(struct correlator *c, const struct sbt_drv *r)
 		announce_once(c, &d->mapped_track);
 		counter(c, &d->mapped_track, r->h.ts, d->mapped);
 		t->drv_mapped_ts = r->h.ts;
+		if (map) {
+			struct process *p = process_of(c, r->h.tgid, false);
+
+			if (p && p->mapped_card.n < MAX_MAPPED)
+				hm_put(&p->mapped_card, r->args[2], d);
+		}
 	}
 }
 
@@ -1379,6 +1414,7 @@ static void free_proc(uint64_t key, void *val, void *ctx)
 	(void)key;
 	(void)ctx;
 	hm_free(&p->allocs);
+	hm_free(&p->mapped_card);
 	free(p);
 }
 

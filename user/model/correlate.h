@@ -32,9 +32,10 @@ struct correlate_stats {
 	/* streams put on a card by the interrupt that woke their wait (a
 	 * process that drives several cards); jobs left on no card */
 	uint64_t streams_on_cards, jobs_without_card;
-	/* of those, put there because their process's other cards raised no
+	/* of those, put there by a launch's buffer mapped in one card's own
+	 * container, or because their process's other cards raised no
 	 * interrupt meanwhile; interrupts that waited for their job's card */
-	uint64_t streams_by_elimination, irqs_held;
+	uint64_t streams_by_mapping, streams_by_elimination, irqs_held;
 	uint64_t lost;
 	uint64_t implausible; /* records dropped: they could not be true (a damaged capture) */
 	uint64_t first_ts, last_ts;

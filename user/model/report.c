@@ -289,11 +289,13 @@ void report_print(FILE *out, const struct report *r, const struct correlate_stat
 			(unsigned long long)st->unmatched_completions);
 	if (st->streams_on_cards)
 		fprintf(out, "\n# cards: streams put on a card: %llu (by the interrupt that woke their wait: "
-			     "%llu; by elimination, the process's only card that raised interrupts meanwhile: "
-			     "%llu); interrupts held until their job's card was known: %llu; "
-			     "jobs on no card: %llu\n",
+			     "%llu; by a launch's buffer, DMA-mapped in one card's container: %llu; by "
+			     "elimination, the process's only card that raised interrupts meanwhile: %llu); "
+			     "interrupts held until their job's card was known: %llu; jobs on no card: %llu\n",
 			(unsigned long long)st->streams_on_cards,
-			(unsigned long long)(st->streams_on_cards - st->streams_by_elimination),
+			(unsigned long long)(st->streams_on_cards - st->streams_by_mapping -
+					     st->streams_by_elimination),
+			(unsigned long long)st->streams_by_mapping,
 			(unsigned long long)st->streams_by_elimination, (unsigned long long)st->irqs_held,
 			(unsigned long long)st->jobs_without_card);
 	if (st->lost)

@@ -61,8 +61,8 @@ static const struct argp_option options[] = {
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long", 0 },
 	{ "no-wake-hook", OPT_NO_WAKE_HOOK, NULL, 0,
 	  "Do not watch wake-ups (sched_waking) for the thread a card's interrupt woke: every "
-	  "wake-up on the host then costs nothing, and the jobs of a process that drives several "
-	  "cards stay on its own device track", 0 },
+	  "wake-up on the host then costs nothing; a process that drives several cards then has "
+	  "its jobs on a card only where a launch's buffer was mapped in one card's container", 0 },
 	{ "keep-command", OPT_KEEP_COMMAND, NULL, 0,
 	  "When tracing ends before the -c command (-d, Ctrl-C, the tracer killed), leave it "
 	  "running untraced (default: it gets SIGTERM)", 0 },
