@@ -21,7 +21,10 @@
 The always-on runs turn sampling and triggers off (the mock card's ioctls
 all fail, which would trigger a window): they measure the always-on tier.
 
-Usage: bench/daemon.py [--runs N]
+- Under a steady load: the daemon's threads (schedstat, exact) and its BPF
+  while a producer makes --rate VFIO ioctls a second on a mock file.
+
+Usage: bench/daemon.py [--runs N] [--rate N] [--only ioctl]
 """
 import argparse
 import json
@@ -39,6 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("SBT_BUILD", os.path.join(ROOT, "build"))
 TOOL = os.path.join(BUILD, "spyre-bpftrace")
 SIM = os.path.join(BUILD, "spyre-sim-run")
+LOAD = os.path.join(BUILD, "bench", "ioctl-load")
 PORT = 19479
 
 OPEN_LOOP = r"""
@@ -196,6 +200,53 @@ def ioctl_cost(tmp, n=200000):
     return res
 
 
+def on_cpu_ns(pid):
+    """ns pid's threads have run (user and kernel), from schedstat: exact,
+    where utime/stime come in 10 ms ticks."""
+    total = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except OSError:
+            pass
+    return total
+
+
+def steady_cost(tmp, rate, seconds):
+    """The daemon (flight recorder on, as shipped) under a steady rate of
+    VFIO ioctls on a mock VFIO file, scraped once a second: its own CPU and
+    the kernel's time in its BPF programs, each in % of a core."""
+    mock = os.path.join(tmp, "mock", "steady")
+    os.makedirs(mock, exist_ok=True)
+    open(os.path.join(mock, "vfio"), "w").close()
+    d = subprocess.Popen([TOOL, "daemon", "--listen", f"127.0.0.1:{PORT}", "--no-sampling", "--no-triggers",
+                          "--state-dir", os.path.join(tmp, "state"), "--runtime-dir", os.path.join(tmp, "run"),
+                          "--vfio-path", os.path.join(tmp, "mock")], stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            try:
+                metrics()
+                break
+            except OSError:
+                time.sleep(0.1)
+        time.sleep(1)  # start-up done
+        m0, c0, t0 = metrics(), on_cpu_ns(d.pid), time.monotonic()
+        load = subprocess.Popen([LOAD, os.path.join(mock, "vfio"), str(rate), str(seconds)], stdout=subprocess.PIPE,
+                                text=True)
+        while load.poll() is None:
+            time.sleep(1)
+            metrics()
+        done = json.loads(load.stdout.read())
+        m1, c1, t1 = metrics(), on_cpu_ns(d.pid), time.monotonic()
+    finally:
+        d.terminate()
+        d.wait(timeout=30)
+    wall = t1 - t0
+    bpf = m1["spyre_bpftrace_bpf_run_seconds_total"] - m0["spyre_bpftrace_bpf_run_seconds_total"]
+    return {"rate": done["rate"], "user_percent": 100 * (c1 - c0) / 1e9 / wall, "bpf_percent": 100 * bpf / wall}
+
+
 def rss_mib(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -207,12 +258,27 @@ def rss_mib(pid):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--rate", type=int, default=10000, help="VFIO ioctls a second for the steady load")
+    ap.add_argument("--only", choices=("ioctl",), help="ioctl: only the per-ioctl BPF cost and the steady load")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("bench/daemon.py: needs root (BPF); hint: sudo make bench", file=sys.stderr)
         return 1
     tmp = tempfile.mkdtemp(prefix="sbt-bench-daemon-")
     os.makedirs(os.path.join(tmp, "mock"))
+    costs = [ioctl_cost(tmp) for _ in range(args.runs if args.only else 1)]
+    steady = [steady_cost(tmp, args.rate, 10) for _ in range(3 if args.only else 1)]
+    ms = statistics.median
+    cost = {k: ms(c[k] for c in costs) for k in costs[0]}
+    st = {k: ms(x[k] for x in steady) for k in steady[0]}
+    print(f"daemon: BPF per ioctl, by the kernel's count (enter + exit, 200,000 each, median of {len(costs)}): "
+          f"{cost['vfio']:.0f} ns a VFIO ioctl (goal 300), {cost['fake_vfio']:.0f} ns VFIO's number on "
+          f"/dev/null, {cost['other']:.0f} ns any other ioctl of the host")
+    print(f"daemon: at a steady {st['rate']:.0f} VFIO ioctls/s (flight recorder on, scraped 1/s, median of "
+          f"{len(steady)}): {st['user_percent'] + st['bpf_percent']:.3f}% of a core ({st['user_percent']:.3f}% "
+          f"the daemon's threads, {st['bpf_percent']:.3f}% its BPF; goal 0.3)")
+    if args.only:
+        return 0
     sim_run(tmp)  # warm caches
     base_sim, base_open, with_sim, with_open = [], [], [], []
     cpu, bpf, wall, rss = [], [], [], []
@@ -250,7 +316,6 @@ def main():
         cpu.append(c1 - c0)
         bpf.append(m1.get("spyre_bpftrace_bpf_run_seconds_total", 0) -
                    m0.get("spyre_bpftrace_bpf_run_seconds_total", 0))
-    ms = statistics.median
     res = {
         "runs": args.runs,
         "spyre_job_slowdown": ms(with_sim) / ms(base_sim),
@@ -262,9 +327,9 @@ def main():
         "daemon_rss_mib_max": max(rss),
     }
     res["daemon_core_percent"] = res["daemon_user_cpu_percent"] + res["daemon_bpf_cpu_percent"]
-    cost = ioctl_cost(tmp)
     res.update({"bpf_ns_per_vfio_ioctl": cost["vfio"], "bpf_ns_per_fake_vfio_ioctl": cost["fake_vfio"],
-                "bpf_ns_per_other_ioctl": cost["other"]})
+                "bpf_ns_per_other_ioctl": cost["other"], "steady_ioctls_per_s": st["rate"],
+                "steady_daemon_percent": st["user_percent"], "steady_bpf_percent": st["bpf_percent"]})
     per_call, ncalls, ratio, other = window_cost(tmp, args.runs)
     res.update({"window_ns_per_traced_call": per_call, "window_calls_per_run": ncalls,
                 "window_job_slowdown": ratio, "window_other_open_loop_slowdown": other["open"],
@@ -275,9 +340,6 @@ def main():
           f"daemon {res['daemon_core_percent']:.3f}% of a core "
           f"({res['daemon_user_cpu_percent']:.3f}% user space, {res['daemon_bpf_cpu_percent']:.3f}% in BPF, "
           f"scraped 1/s), RSS {res['daemon_rss_mib_max']:.1f} MiB")
-    print(f"daemon: BPF per ioctl, by the kernel's count (enter + exit, 200,000 each): "
-          f"{cost['vfio']:.0f} ns a VFIO ioctl (goal 300), {cost['fake_vfio']:.0f} ns VFIO's number on "
-          f"/dev/null, {cost['other']:.0f} ns any other ioctl of the host")
     print(f"daemon: in a detail window the job runs {ratio:.3f}x, {per_call:.0f} ns per traced call "
           f"({ncalls:.0f} calls recorded a run, medians of {args.runs}); a process that does not use "
           f"the runtime: open/close {other['open']:.3f}x, getppid {other['ppid']:.3f}x in the window "

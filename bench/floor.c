@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * bench-floor {empty|count} OBJ -c CMD SITE...: run CMD with BPF programs
- * that do nothing (the floor: what the trap alone costs) or only count, on
+ * bench-floor {empty|count|clock} OBJ -c CMD SITE...: run CMD with BPF
+ * programs that do nothing (the floor: what the trap alone costs), only
+ * count, or only read the clock (tracepoints; uprobes stay empty), on
  * exactly the sites given, attached to CMD's process only, as the tracer
  * attaches. A SITE is LIB+0xOFFSET (a uprobe, as `spyre-bpftrace list`
- * prints them) or tp:CATEGORY:NAME. Prints the hits counted.
+ * prints them) or tp:CATEGORY:NAME. Prints the hits counted and, while
+ * kernel.bpf_stats_enabled is on, the kernel's ns per run of the
+ * tracepoint program.
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -29,7 +32,7 @@ int main(int argc, char **argv)
 	char c;
 
 	if (argc < 5 || strcmp(argv[3], "-c")) {
-		fprintf(stderr, "usage: bench-floor {empty|count} OBJ -c CMD SITE...\n");
+		fprintf(stderr, "usage: bench-floor {empty|count|clock} OBJ -c CMD SITE...\n");
 		return 2;
 	}
 	obj = bpf_object__open_file(argv[2], NULL);
@@ -38,7 +41,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	up = bpf_object__find_program_by_name(obj, !strcmp(argv[1], "count") ? "count_uprobe" : "empty_uprobe");
-	tp = bpf_object__find_program_by_name(obj, !strcmp(argv[1], "count") ? "count_tp" : "empty_tp");
+	tp = bpf_object__find_program_by_name(obj, !strcmp(argv[1], "count")	? "count_tp"
+						   : !strcmp(argv[1], "clock") ? "clock_tp"
+									       : "empty_tp");
 	if (wordexp(argv[4], &we, WRDE_NOCMD) || pipe(pfd))
 		return 1;
 	child = fork();
@@ -86,6 +91,14 @@ int main(int argc, char **argv)
 			for (int i = 0; i < ncpu; i++)
 				total += v[i];
 	}
-	printf("hits %llu sites %d\n", (unsigned long long)total, nlinks);
+	printf("hits %llu sites %d", (unsigned long long)total, nlinks);
+	{
+		struct bpf_prog_info info = {};
+		uint32_t len = sizeof(info);
+
+		if (!bpf_obj_get_info_by_fd(bpf_program__fd(tp), &info, &len) && info.run_cnt)
+			printf(" tp_ns_per_run %.1f", (double)info.run_time_ns / (double)info.run_cnt);
+	}
+	printf("\n");
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }

@@ -112,23 +112,27 @@ static __always_inline void sbt_count_lost(void)
 }
 
 /* Reserve a record and fill its header; counts a loss when full. */
-static __always_inline void *sbt_reserve(__u32 size, __u16 type)
+/* A record of the current thread (id: its pid_tgid) at ts. */
+static __always_inline void *sbt_reserve_at(__u32 size, __u16 type, __u64 id, __u64 ts)
 {
 	struct sbt_hdr *h = bpf_ringbuf_reserve(&events, size, 0);
-	__u64 id;
 
 	if (!h) {
 		sbt_count_lost();
 		return NULL;
 	}
-	id = bpf_get_current_pid_tgid();
 	h->type = type;
 	h->size = size - sizeof(*h);
 	h->cpu = bpf_get_smp_processor_id();
 	h->tgid = id >> 32;
 	h->tid = (__u32)id;
-	h->ts = bpf_ktime_get_boot_ns();
+	h->ts = ts;
 	return h;
+}
+
+static __always_inline void *sbt_reserve(__u32 size, __u16 type)
+{
+	return sbt_reserve_at(size, type, bpf_get_current_pid_tgid(), bpf_ktime_get_boot_ns());
 }
 
 static __always_inline void sbt_submit(void *rec)

@@ -165,70 +165,13 @@ static __always_inline bool daemon_in_mock_dir(struct file *file)
 	return false;
 }
 
-/* What a file was found to be, by its struct file: looked at once, not at
- * each ioctl. Valid while the file still has the inode it had then (a
- * struct file freed and reused for another file has another). */
-struct daemon_file_kind {
-	__u64 inode, ino;
-	__u32 kind, group;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u64); /* struct file * */
-	__type(value, struct daemon_file_kind);
-} daemon_file_kinds SEC(".maps") __weak;
-
-static __always_inline __u32 daemon_file_kind(struct file *file, __u32 *group);
-
-/*
- * Which VFIO file an fd is: by the kernel's own word, the handler its
- * ioctls go to (daemon_vfio_fns); or, for a file below a --vfio-path
- * directory, by its name. Anything else is no VFIO file, whatever ioctl
- * numbers it is sent (SBT_FD_NONE). The fd is read at each ioctl (its
- * number is reused, and the daemon does not watch close); what its file
- * is, once per file (daemon_file_kinds).
- */
-static __always_inline __u32 daemon_fd_kind(int fd, __u32 *group)
+/* The kind of a file by the handler its ioctls go to (daemon_vfio_fns):
+ * vfio's own say so, whatever the file's name or path. */
+static __always_inline __u32 daemon_kind_by_fop(struct file *file, const struct file_operations *fop,
+						__u32 *group)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	struct file **fds = BPF_CORE_READ(fdt, fd), *file = NULL;
-	unsigned int max = BPF_CORE_READ(fdt, max_fds);
-	struct daemon_file_kind *seen, now = {};
-	__u64 key;
-	__u32 zero = 0;
-	__u64 *vfio;
+	__u64 fn = (__u64)BPF_CORE_READ(fop, unlocked_ioctl);
 
-	*group = 0;
-	if (fd < 0 || (unsigned int)fd >= max ||
-	    bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
-		return SBT_FD_NONE;
-	key = (__u64)file;
-	now.inode = (__u64)BPF_CORE_READ(file, f_inode);
-	now.ino = BPF_CORE_READ(file, f_inode, i_ino);
-	seen = bpf_map_lookup_elem(&daemon_file_kinds, &key);
-	if (seen && seen->inode == now.inode && seen->ino == now.ino) {
-		*group = seen->group;
-		return seen->kind;
-	}
-	now.kind = daemon_file_kind(file, group);
-	now.group = *group;
-	/* "not VFIO's" is final only once vfio's handlers are known: a file
-	 * opened as vfio loads, before the daemon read their addresses, is
-	 * looked at again */
-	vfio = bpf_map_lookup_elem(&daemon_vfio_fns, &zero);
-	if (now.kind != SBT_FD_NONE || (vfio && *vfio))
-		bpf_map_update_elem(&daemon_file_kinds, &key, &now, BPF_ANY);
-	return now.kind;
-}
-
-static __always_inline __u32 daemon_file_kind(struct file *file, __u32 *group)
-{
-	__u64 fn;
-
-	fn = (__u64)BPF_CORE_READ(file, f_op, unlocked_ioctl);
 	for (__u32 i = 0; fn && i < 3; i++) {
 		__u32 k = i; /* a copy for the lookup, as in classify_path */
 		__u64 *want = bpf_map_lookup_elem(&daemon_vfio_fns, &k);
@@ -242,9 +185,64 @@ static __always_inline __u32 daemon_file_kind(struct file *file, __u32 *group)
 		daemon_kind_by_name(file, group); /* /dev/vfio/N: N */
 		return SBT_FD_GROUP;
 	}
-	if (daemon_n_mock_dirs && daemon_in_mock_dir(file))
-		return daemon_kind_by_name(file, group);
 	return SBT_FD_NONE;
+}
+
+/* What a file below a --vfio-path directory was found to be, by its
+ * struct file: the walk up its parents is done once, not at each ioctl.
+ * Valid while the file has the inode and handlers it had then (a struct
+ * file freed and reused for another file has others). */
+struct daemon_file_kind {
+	__u64 inode, fop;
+	__u32 kind, group;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64); /* struct file * */
+	__type(value, struct daemon_file_kind);
+} daemon_file_kinds SEC(".maps") __weak;
+
+/*
+ * Which VFIO file an fd is: by the kernel's own word, the handler its
+ * ioctls go to (daemon_vfio_fns); or, for a file below a --vfio-path
+ * directory, by its name. Anything else is no VFIO file, whatever ioctl
+ * numbers it is sent (SBT_FD_NONE). The fd is read at each ioctl (its
+ * number is reused, and the daemon does not watch close). The fd table is
+ * read through the task's BTF pointer (plain loads, no helper call); only
+ * the fd's slot and the file's fields need bpf_probe_read.
+ */
+static __always_inline __u32 daemon_fd_kind(int fd, __u32 *group)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt = task->files->fdt;
+	struct file **fds = fdt->fd, *file = NULL;
+	unsigned int max = fdt->max_fds;
+	const struct file_operations *fop;
+	struct daemon_file_kind *seen, now = {};
+	__u64 key;
+
+	*group = 0;
+	if (fd < 0 || (unsigned int)fd >= max ||
+	    bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
+		return SBT_FD_NONE;
+	fop = BPF_CORE_READ(file, f_op);
+	now.kind = daemon_kind_by_fop(file, fop, group);
+	if (now.kind != SBT_FD_NONE || !daemon_n_mock_dirs)
+		return now.kind;
+	key = (__u64)file;
+	now.inode = (__u64)BPF_CORE_READ(file, f_inode);
+	now.fop = (__u64)fop;
+	seen = bpf_map_lookup_elem(&daemon_file_kinds, &key);
+	if (seen && seen->inode == now.inode && seen->fop == now.fop) {
+		*group = seen->group;
+		return seen->kind;
+	}
+	now.kind = daemon_in_mock_dir(file) ? daemon_kind_by_name(file, group) : SBT_FD_NONE;
+	now.group = *group;
+	bpf_map_update_elem(&daemon_file_kinds, &key, &now, BPF_ANY);
+	return now.kind;
 }
 
 /* floor(log2(v)) for v > 0, without loops */
@@ -312,19 +310,38 @@ static __always_inline void daemon_set_container_exit(__u32 tgid, __u32 tid, lon
 	bpf_map_delete_elem(&daemon_set_container, &tid);
 }
 
+/* tgids known to be in daemon_procs, one per slot (tgid modulo the
+ * size): an ioctl of a process already there costs an array load, not a
+ * hash lookup. A slot is cleared whenever its tgid leaves daemon_procs
+ * (here at exit, by the daemon's sweep). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SBT_DAEMON_SEEN_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} daemon_seen_slots SEC(".maps") __weak;
+
 /* A process is gone: its card slot is free for the next with its pid. */
 static __always_inline void daemon_forget(__u32 tgid)
 {
+	__u32 k = tgid & (SBT_DAEMON_SEEN_SLOTS - 1), *seen = bpf_map_lookup_elem(&daemon_seen_slots, &k);
+
 	bpf_map_delete_elem(&daemon_proc_card, &tgid);
 	bpf_map_delete_elem(&daemon_procs, &tgid);
+	if (seen && *seen == tgid)
+		*seen = 0;
 }
 
 static __always_inline void daemon_seen(__u32 tgid)
 {
-	__u32 one = 1;
+	__u32 one = 1, k = tgid & (SBT_DAEMON_SEEN_SLOTS - 1), *seen = bpf_map_lookup_elem(&daemon_seen_slots, &k);
 
+	if (seen && *seen == tgid)
+		return;
 	if (!bpf_map_lookup_elem(&daemon_procs, &tgid))
 		bpf_map_update_elem(&daemon_procs, &tgid, &one, BPF_ANY);
+	if (seen)
+		*seen = tgid;
 }
 
 /* One call of dur ns into a histogram (NULL: none). */

@@ -127,6 +127,8 @@ struct sbt_fd_pattern {
  * 4(k-1)+j holds [2^k (1 + j/4), 2^k (1 + (j+1)/4)) ns, buckets 0..3 the
  * values 0..3; the last bucket everything from 2^40 ns (18 min) up. */
 #define SBT_DAEMON_OPS 32
+/* BPF's cache of the tgids in daemon_procs: slots, a power of two */
+#define SBT_DAEMON_SEEN_SLOTS 4096
 
 /* _IO()'s direction bits differ by architecture: "none" is 0 on x86,
  * arm64 and s390, but 1 << 29 on powerpc (VFIO_IOMMU_MAP_DMA is 0x3b71

@@ -21,13 +21,64 @@ struct {
 	__type(value, __u32); /* enum sbt_fd_kind */
 } accel_fds SEC(".maps") __weak;
 
-/* ioctl in flight on an accelerator fd: tid -> the record being built */
+/*
+ * ioctls in flight: the record being built, in a slot picked by the
+ * thread id. A thread takes its slot with a compare-and-swap at entry and
+ * frees it at the return: the record is built in place, with none of a
+ * hash map's update and delete (most of what an ioctl cost). Two threads
+ * in flight whose ids share a slot: the second goes to ioctl_pending.
+ * The owner is 64-bit because older BPF targets have no 32-bit cmpxchg.
+ */
+#define SBT_IOCTL_SLOTS 4096
+
+struct ioctl_slot {
+	__u64 tid; /* 0: free */
+	struct sbt_ioctl r;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SBT_IOCTL_SLOTS);
+	__type(key, __u32);
+	__type(value, struct ioctl_slot);
+} ioctl_slots SEC(".maps") __weak;
+
+/* the ones whose slot was taken: tid -> the record being built */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
 	__type(value, struct sbt_ioctl);
 } ioctl_pending SEC(".maps") __weak;
+
+/* At least the number of entries in ioctl_pending (a stale one replaced
+ * counts twice): while it is 0, the return of an ioctl that holds no slot
+ * (any ioctl of the host, where the syscall tracepoints carry them) needs
+ * no hash lookup. */
+volatile __u64 ioctl_pending_n __weak = 0;
+
+/* The thread's slot if it is free or already its own (an entry whose
+ * return was never seen), taken; NULL when another thread holds it. */
+static __always_inline struct ioctl_slot *slot_take(__u32 tid)
+{
+	__u32 k = tid & (SBT_IOCTL_SLOTS - 1);
+	struct ioctl_slot *s = bpf_map_lookup_elem(&ioctl_slots, &k);
+	__u64 was;
+
+	if (!s)
+		return NULL;
+	was = __sync_val_compare_and_swap(&s->tid, 0, (__u64)tid);
+	return was == 0 || was == tid ? s : NULL;
+}
+
+/* The thread's slot if it holds it (it took it at the entry). */
+static __always_inline struct ioctl_slot *slot_held(__u32 tid)
+{
+	__u32 k = tid & (SBT_IOCTL_SLOTS - 1);
+	struct ioctl_slot *s = bpf_map_lookup_elem(&ioctl_slots, &k);
+
+	return s && s->tid == tid ? s : NULL;
+}
 
 /* Layouts of the VFIO argument structs (linux/vfio.h), as read from user
  * memory: the first fields of dma_map, dma_unmap and irq_set. */
@@ -147,6 +198,7 @@ static __always_inline void ioctl_begin(__u64 id, __s32 fd, __u32 cmd, __u64 arg
 {
 	struct sbt_ioctl r = {};
 	__u32 tid = (__u32)id;
+	struct ioctl_slot *s;
 
 	r.start_ts = bpf_ktime_get_boot_ns();
 	r.fd = fd;
@@ -154,7 +206,11 @@ static __always_inline void ioctl_begin(__u64 id, __s32 fd, __u32 cmd, __u64 arg
 	r.arg = arg;
 	r.fd_kind = kind;
 	decode_arg(&r);
-	bpf_map_update_elem(&ioctl_pending, &tid, &r, BPF_ANY);
+	s = slot_take(tid);
+	if (s)
+		__builtin_memcpy(&s->r, &r, sizeof(r));
+	else if (!bpf_map_update_elem(&ioctl_pending, &tid, &r, BPF_ANY))
+		__sync_fetch_and_add(&ioctl_pending_n, 1);
 }
 
 /* The daemon's: the process holds a card now; a group's card is its card;
@@ -178,9 +234,12 @@ static __always_inline void daemon_ioctl_begin(__u64 id, __s32 fd, __u32 cmd, __
 static __always_inline void ioctl_finish(__u64 id, long ret)
 {
 	__u32 tid = (__u32)id, kind = SBT_FD_DEVICE;
-	struct sbt_ioctl *p, *r;
+	struct ioctl_slot *s = slot_held(tid);
+	struct sbt_ioctl *p = s ? &s->r : NULL, *r;
+	__u64 now;
 
-	p = bpf_map_lookup_elem(&ioctl_pending, &tid);
+	if (!s && ioctl_pending_n)
+		p = bpf_map_lookup_elem(&ioctl_pending, &tid);
 	if (!p)
 		return;
 	if (p->cmd == SBT_VFIO_GROUP_GET_DEVICE_FD && ret >= 0 &&
@@ -201,10 +260,11 @@ static __always_inline void ioctl_finish(__u64 id, long ret)
 		bpf_map_update_elem(&accel_fds, &key, &kind, BPF_EXIST);
 	}
 	decode_out(p, ret);
+	now = bpf_ktime_get_boot_ns();
 	if (daemon_mode)
-		daemon_ioctl(id >> 32, tid, p, ret, bpf_ktime_get_boot_ns());
+		daemon_ioctl(id >> 32, tid, p, ret, now);
 	/* in daemon mode, records only for the flight recorder */
-	r = daemon_mode && !daemon_record ? NULL : sbt_reserve(sizeof(*r), SBT_IOCTL);
+	r = daemon_mode && !daemon_record ? NULL : sbt_reserve_at(sizeof(*r), SBT_IOCTL, id, now);
 	if (r) {
 		__builtin_memcpy((char *)r + sizeof(r->h),
 				 (char *)p + sizeof(p->h),
@@ -217,7 +277,12 @@ static __always_inline void ioctl_finish(__u64 id, long ret)
 		else
 			sbt_submit(r);
 	}
-	bpf_map_delete_elem(&ioctl_pending, &tid);
+	/* a full barrier: the record is read before another thread may
+	 * take the slot */
+	if (s)
+		__sync_val_compare_and_swap(&s->tid, (__u64)tid, 0);
+	else if (!bpf_map_delete_elem(&ioctl_pending, &tid))
+		__sync_fetch_and_add(&ioctl_pending_n, -1);
 }
 
 #endif /* SBT_IOCTL_DECODE_BPF_H */

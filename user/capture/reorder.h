@@ -19,13 +19,27 @@
 
 #define REORDER_WINDOW_NS (20ull * 1000000) /* far more than a handler runs */
 
+/* Records are copied into chunks of this size (aligned to it, so a
+ * record's chunk is its address rounded down), in the order they come;
+ * a chunk whose records have all been handed on is used again. A record
+ * too large for one gets an allocation of its own. */
+#define REORDER_CHUNK (64u << 10)
+
+struct reorder_chunk {
+	size_t used, live; /* bytes from the chunk's start; records not handed on */
+	struct reorder_chunk *next; /* on the spare list */
+};
+
 struct reorder {
 	struct reorder_item {
 		uint64_t key, seq;
 		struct sbt_hdr *rec;
+		int own; /* rec is an allocation of its own, not in a chunk */
 	} *items; /* sorted by (key, seq) from head */
 	size_t head, n, cap;
 	uint64_t seq;
+	struct reorder_chunk *cur, *spare; /* being filled; free for reuse */
+	size_t nspare;
 };
 
 /* Copy a record in. 0 or -ENOMEM. */

@@ -136,6 +136,33 @@ static int sweep_map(int fd, size_t key_size)
 	return dropped;
 }
 
+/* A process dropped from daemon_procs must be looked up there again at
+ * its pid's next VFIO ioctl: its slot in BPF's cache of them is cleared. */
+static int sweep_procs(struct daemon_counters *f)
+{
+	int fd = bpf_map__fd(f->skel->maps.daemon_procs), seen = bpf_map__fd(f->skel->maps.daemon_seen_slots);
+	uint32_t key, next, gone[256], zero = 0;
+	int n = 0, dropped = 0;
+	bool first = true;
+
+	while (!bpf_map_get_next_key(fd, first ? NULL : &key, &next)) {
+		first = false;
+		key = next;
+		if (n < (int)(sizeof(gone) / sizeof(gone[0])) && !proc_exists((pid_t)next))
+			gone[n++] = next;
+	}
+	for (int i = 0; i < n; i++) {
+		uint32_t slot = gone[i] & (SBT_DAEMON_SEEN_SLOTS - 1), was;
+
+		if (bpf_map_delete_elem(fd, &gone[i]))
+			continue;
+		dropped++;
+		if (!bpf_map_lookup_elem(seen, &slot, &was) && was == gone[i])
+			bpf_map_update_elem(seen, &slot, &zero, BPF_ANY);
+	}
+	return dropped;
+}
+
 int daemon_processes(struct daemon_counters *f, pid_t *pids, int max)
 {
 	int fd = bpf_map__fd(f->skel->maps.daemon_procs), n = 0;
@@ -157,7 +184,7 @@ int daemon_processes(struct daemon_counters *f, pid_t *pids, int max)
 int daemon_sweep(struct daemon_counters *f)
 {
 	return sweep_map(bpf_map__fd(f->skel->maps.daemon_proc_card), sizeof(uint32_t)) +
-	       sweep_map(bpf_map__fd(f->skel->maps.daemon_procs), sizeof(uint32_t)) +
+	       sweep_procs(f) +
 	       sweep_map(bpf_map__fd(f->skel->maps.daemon_fd_card), sizeof(struct sbt_fd_key));
 }
 

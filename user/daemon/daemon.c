@@ -85,6 +85,7 @@ struct daemon {
 	/* the drainer's: kernel records held REORDER_WINDOW_NS and handed to
 	 * the recorder in the order things happened, as record does */
 	struct reorder held;
+	uint64_t released_at; /* when the drainer's pass began to hand records on */
 	struct flight_recorder rec;
 	struct meta_writer mw; /* what the windows say of their processes, into the recorder */
 	struct detail_window win;
@@ -257,7 +258,7 @@ static void to_recorder(void *ctx, const struct sbt_hdr *h)
 {
 	struct daemon *d = ctx;
 
-	recorder_add(&d->rec, h, sbt_now_boottime());
+	recorder_add(&d->rec, h, d->released_at);
 }
 
 /* Into the recorder, in order, what began long enough ago that nothing
@@ -276,6 +277,7 @@ static bool release_held(struct daemon *d, bool all)
 	} else {
 		pthread_mutex_lock(&d->rec_lock);
 	}
+	d->released_at = now; /* one clock read a pass, not one a record */
 	reorder_release(&d->held, all ? UINT64_MAX : now > REORDER_WINDOW_NS ? now - REORDER_WINDOW_NS : 0,
 			to_recorder, d);
 	/* more than HELD_MAX in the reorder window (millions a second): in

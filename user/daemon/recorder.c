@@ -17,6 +17,16 @@ int recorder_init(struct flight_recorder *r, size_t mib, double seconds, unsigne
 	return r->seg ? 0 : -ENOMEM;
 }
 
+/* A segment whose newest record is at last_ts is old at last_ts + T:
+ * the recorder looks for old segments again no later than that. */
+static void age_due_at(struct flight_recorder *r, uint64_t last_ts)
+{
+	uint64_t due = last_ts + r->keep_ns + 1;
+
+	if (due < r->age_due)
+		r->age_due = due;
+}
+
 /* Whose record it is, for the shares: 0 for nobody's. */
 static uint32_t owner(const struct sbt_hdr *h)
 {
@@ -101,12 +111,18 @@ void recorder_add(struct flight_recorder *r, const struct sbt_hdr *h, uint64_t n
 
 	if (len > RECORDER_SEGMENT)
 		return;
-	/* older than T: whole segments, oldest first (the one after head) */
-	for (size_t i = 1; i <= r->nseg; i++) {
-		struct recorder_segment *old = &r->seg[(r->head + i) % r->nseg];
+	/* older than T: whole segments, oldest first (the one after head);
+	 * looked for only once one can be (not at every record) */
+	if (now >= r->age_due) {
+		r->age_due = UINT64_MAX;
+		for (size_t i = 1; i <= r->nseg; i++) {
+			struct recorder_segment *old = &r->seg[(r->head + i) % r->nseg];
 
-		if (old->records && now > r->keep_ns && old->last_ts < now - r->keep_ns)
-			clear(r, old); /* the one being filled too, when all it has is old */
+			if (old->records && now > r->keep_ns && old->last_ts < now - r->keep_ns)
+				clear(r, old); /* the one being filled too, when all it has is old */
+			else if (old->records)
+				age_due_at(r, old->last_ts);
+		}
 	}
 	if (s->used + len > RECORDER_SEGMENT) { /* next segment, dropping what it held */
 		r->head = (r->head + 1) % r->nseg;
@@ -135,6 +151,8 @@ void recorder_add(struct flight_recorder *r, const struct sbt_hdr *h, uint64_t n
 		s->first_ts = h->ts;
 	if (h->ts > s->last_ts)
 		s->last_ts = h->ts;
+	if (s->records == 1) /* a later ts only puts its own turn later */
+		age_due_at(r, s->last_ts);
 }
 
 uint64_t recorder_each(const struct flight_recorder *r, uint64_t from, uint64_t to,

@@ -36,6 +36,7 @@ struct flight_recorder {
 	size_t nseg; /* M / RECORDER_SEGMENT */
 	size_t head; /* the segment being filled */
 	uint64_t keep_ns; /* T */
+	uint64_t age_due; /* no segment is older than T before this */
 	uint64_t records, dropped_records; /* kept over its life; dropped to make room or by age */
 	uint64_t share_bytes; /* a process holds at most this; 0: no bound */
 	struct hashmap held; /* tgid -> its bytes in the recorder (as a pointer-sized count) */
