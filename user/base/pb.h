@@ -92,9 +92,12 @@ static inline uint8_t *pb_put_uint(uint8_t *p, uint32_t field, uint64_t v)
 static inline uint8_t *pb_put_fixed64(uint8_t *p, uint32_t field, uint64_t v)
 {
 	p = pb_put_varint(p, (uint64_t)field << 3 | PB_FIXED64);
-	for (int i = 0; i < 8; i++)
-		*p++ = (uint8_t)(v >> (8 * i));
-	return p;
+	/* little-endian on the wire: one store where the host is too */
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	__builtin_memcpy(p, &v, 8);
+	return p + 8;
 }
 
 static inline uint8_t *pb_put_bytes(uint8_t *p, uint32_t field, const void *data, size_t len)

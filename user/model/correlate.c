@@ -114,6 +114,7 @@ struct correlator {
 	struct model_track global;
 	bool global_announced;
 	uint64_t next_track, next_job;
+	struct job *spare_jobs; /* ended jobs, linked by next, for the next ones */
 	struct strtab names; /* interrupt names: stable strings (model.h) */
 	const char *irq_names[1024];
 };
@@ -398,6 +399,24 @@ static void enqueue(struct device *d, struct job *j)
 
 /* A job launched on a stream: on the card the stream is known to run on,
  * else the process's (one card, or its own device track). */
+/* Jobs come and go by the tens of thousands: an ended one is kept for the
+ * next instead of going back to malloc. */
+static struct job *job_new(struct correlator *c)
+{
+	struct job *j = c->spare_jobs;
+
+	if (!j)
+		return malloc(sizeof(*j));
+	c->spare_jobs = j->next;
+	return j;
+}
+
+static void job_end(struct correlator *c, struct job *j)
+{
+	j->next = c->spare_jobs;
+	c->spare_jobs = j;
+}
+
 static struct job *start_job(struct correlator *c, struct process *p, uint32_t tid, int engine,
 			     uint64_t ts, uint64_t bytes, uint64_t stream)
 {
@@ -406,9 +425,10 @@ static struct job *start_job(struct correlator *c, struct process *p, uint32_t t
 
 	if (!d && p)
 		d = device_of(c, p);
-	j = d ? calloc(1, sizeof(*j)) : NULL;
+	j = d ? job_new(c) : NULL;
 	if (!j || hm_put(&c->jobs, ++c->next_job, j)) {
-		free(j);
+		if (j)
+			job_end(c, j);
 		return NULL;
 	}
 	*j = (struct job){ .id = c->next_job, .start = ts, .bytes = bytes, .stream = stream,
@@ -452,7 +472,7 @@ static void complete_job(struct correlator *c, struct job *j, uint64_t ts, const
 
 	unlink_job(j);
 	hm_del(&c->jobs, j->id);
-	if (strncmp(j->dev->name, "PCI ", 4))
+	if (memcmp(j->dev->name, "PCI ", 4)) /* name is char[64]: 4 bytes to read */
 		c->st.jobs_without_card++;
 	event_init(&e, EV_SLICE, lane_track(c, j->dev, j->engine, j->start, ts), j->start,
 		   job_names[j->engine], job_cats[j->engine], 0);
@@ -467,7 +487,7 @@ static void complete_job(struct correlator *c, struct job *j, uint64_t ts, const
 	inflight(c, j->dev, j->engine, ts, -1);
 	if (t && t->pid == j->pid)
 		drop_id(t->open_jobs, &t->nopen, j->id);
-	free(j);
+	job_end(c, j);
 }
 
 /* ---- records ---------------------------------------------------------- */
@@ -1376,7 +1396,7 @@ void correlator_finish(struct correlator *c)
 			emit(c, &e);
 			hm_del(&c->jobs, j->id);
 			c->st.unfinished_jobs++;
-			free(j);
+			job_end(c, j);
 		}
 		d->tail = NULL;
 	}
@@ -1426,6 +1446,10 @@ void correlator_free(struct correlator *c)
 	hm_free(&c->procs);
 	hm_free_values(&c->threads);
 	hm_free_values(&c->jobs);
+	for (struct job *j = c->spare_jobs, *next; j; j = next) {
+		next = j->next;
+		free(j);
+	}
 	hm_free(&c->devices_by_irq);
 	hm_free(&c->streams);
 	hm_free(&c->thread_ts);
