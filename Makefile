@@ -201,6 +201,11 @@ $(OUT)/bench/pingpong: bench/pingpong.c | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -g -std=gnu11 $(WARN) -D_GNU_SOURCE $< -o $@
 
+# one program's cost to a command, attached and detached in pairs
+$(OUT)/bench/hook-toggle: bench/hook_toggle.c | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -std=gnu11 $(WARN) -D_GNU_SOURCE $< -o $@ -lbpf -lelf -lz
+
 # the floor of a probe's cost: empty (or counting) programs on the same sites
 $(OUT)/bench/floor.bpf.o: bench/floor.bpf.c $(VMLINUX_H) | $(OUT)/bench
 	$(call msg,BPF,$<)
@@ -218,7 +223,7 @@ $(OUT)/bench:
 bench:
 	@scripts/deps.sh
 	@$(MAKE) --no-print-directory all $(OUT)/bench/gen-capture $(OUT)/bench/bench-floor \
-		$(OUT)/bench/floor.bpf.o $(OUT)/bench/ioctl-load $(OUT)/bench/pingpong
+		$(OUT)/bench/floor.bpf.o $(OUT)/bench/ioctl-load $(OUT)/bench/pingpong $(OUT)/bench/hook-toggle
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/overhead.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/runtime_probes.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/convert.py

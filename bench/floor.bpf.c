@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The floor of a probe's cost: programs that do nothing, programs that
  * only count, and one that only reads the clock (as every timed hook
- * must), for bench/floor.c to put on the same sites as the tracer. */
+ * must), for bench/floor.c to put on the same sites as the tracer; an
+ * empty wake-up hook for bench/hook-toggle. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 
@@ -54,6 +55,14 @@ int clock_tp(void *ctx)
 
 	if (n)
 		*n += bpf_ktime_get_boot_ns() & 1; /* kept, not optimised out */
+	return 0;
+}
+
+/* the floor of any hook on wake-ups: what the kernel's running a program
+ * there costs, for bench/wake_cost.py beside record's real one */
+SEC("raw_tp/sched_waking")
+int empty_waking(void *ctx)
+{
 	return 0;
 }
 
