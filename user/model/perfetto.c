@@ -76,6 +76,9 @@ enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER 
 
 struct sequence {
 	uint32_t id;
+	/* what every packet of it says first after its time: its id and
+	 * "needs incremental state", encoded once (at most 8 bytes) */
+	uint8_t head[8], head_len;
 	uint64_t clock; /* value of its incremental clock: the last delta's end */
 	uint8_t *interned[3]; /* bitsets by iid: sent on this sequence already */
 	size_t interned_bytes[3];
@@ -294,6 +297,8 @@ static struct sequence *sequence_slow(struct perfetto_writer *w, uint64_t track,
 		}
 		q->id = w->next_seq++;
 		q->clock = ts;
+		q->head_len = (uint8_t)(pb_put_uint(pb_put_uint(q->head, TP_SEQ_ID, q->id), TP_SEQ_FLAGS,
+						    SEQ_NEEDS_STATE) - q->head);
 		packet_begin(w);
 		pb_uint(&w->out, TP_SEQ_ID, q->id);
 		pb_uint(&w->out, TP_SEQ_FLAGS, SEQ_CLEARED);
@@ -362,8 +367,10 @@ static void event_packet(struct perfetto_writer *w, const struct model_event *e,
 		p = pb_put_uint(p, TP_TIMESTAMP, ts);
 		p = pb_put_uint(p, TP_CLOCK_ID, CLOCK_BOOTTIME_ID);
 	}
-	p = pb_put_uint(p, TP_SEQ_ID, q->id);
-	p = pb_put_uint(p, TP_SEQ_FLAGS, SEQ_NEEDS_STATE); /* interned names, and the clock */
+	/* TP_SEQ_ID and TP_SEQ_FLAGS (interned names, and the clock): one
+	 * store, the packet's bound leaves room for all 8 bytes */
+	__builtin_memcpy(p, q->head, 8);
+	p += q->head_len;
 	if (w->dropped) {
 		w->dropped = false;
 		p = pb_put_uint(p, TP_PREV_DROPPED, 1);
@@ -445,8 +452,8 @@ static void small_packet(struct perfetto_writer *w, const struct model_event *e,
 	if (ts >= q->clock) {
 		p = pb_put_uint(p, TP_TIMESTAMP, ts - q->clock);
 		q->clock = ts;
-		p = pb_put_uint(p, TP_SEQ_ID, q->id);
-		p = pb_put_uint(p, TP_SEQ_FLAGS, SEQ_NEEDS_STATE);
+		__builtin_memcpy(p, q->head, 8); /* TP_SEQ_ID, TP_SEQ_FLAGS */
+		p += q->head_len;
 	} else { /* a straggler: absolute, and the incremental clock stays put */
 		p = pb_put_uint(p, TP_TIMESTAMP, ts);
 		p = pb_put_uint(p, TP_CLOCK_ID, CLOCK_BOOTTIME_ID);
