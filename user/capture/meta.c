@@ -78,11 +78,6 @@ const char *meta_thread_name(const struct capture_meta *m, uint32_t tid)
 	return "?";
 }
 
-const struct meta_probe *meta_probe(const struct capture_meta *m, uint32_t id)
-{
-	return id < m->nprobes && m->probes[id].name ? &m->probes[id] : NULL;
-}
-
 static int add_probe(struct capture_meta *m, const struct sbt_meta_probe *p)
 {
 	size_t slen = p->h.size - (sizeof(*p) - sizeof(p->h));

@@ -39,7 +39,11 @@ void meta_init(struct capture_meta *m);
 /* 0, or -ENOMEM; ill-formed metadata records are ignored */
 int meta_add(struct capture_meta *m, const struct sbt_hdr *h);
 const char *meta_thread_name(const struct capture_meta *m, uint32_t tid);
-const struct meta_probe *meta_probe(const struct capture_meta *m, uint32_t id);
+/* inline: looked up for every call record */
+static inline const struct meta_probe *meta_probe(const struct capture_meta *m, uint32_t id)
+{
+	return id < m->nprobes && m->probes[id].name ? &m->probes[id] : NULL;
+}
 void meta_free(struct capture_meta *m);
 
 /* Strings of a variable-length record, bounded by its payload. Returns the

@@ -230,14 +230,24 @@ static struct process *process_of(struct correlator *c, uint32_t pid, bool fresh
 	return p;
 }
 
-static struct thread *thread_of(struct correlator *c, uint32_t pid, uint32_t tid)
+static struct thread *thread_lookup(struct correlator *c, uint32_t pid, uint32_t tid);
+
+/* The thread of a record: records of one thread come in runs, so the last
+ * one is checked here, inline, before any lookup. */
+static inline struct thread *thread_of(struct correlator *c, uint32_t pid, uint32_t tid)
 {
 	struct thread *t = c->last_thread;
-	struct process *p;
 
 	if (t && t->tid == tid && t->pid == pid)
 		return t;
-	t = hm_get(&c->threads, tid);
+	return thread_lookup(c, pid, tid);
+}
+
+static struct thread *thread_lookup(struct correlator *c, uint32_t pid, uint32_t tid)
+{
+	struct thread *t = hm_get(&c->threads, tid);
+	struct process *p;
+
 	if (t && t->pid == pid)
 		return c->last_thread = t;
 	if (t) { /* tid reused by another process */
@@ -524,9 +534,21 @@ static void unfinished_frame(struct correlator *c, struct thread *t, int d, cons
 
 /* Frames from depth d down whose returns never came (their records were
  * lost): marks at their entries, counted, never stretched into slices. */
-static void drop_frames(struct correlator *c, struct thread *t, uint32_t d)
+static void drop_open_frames(struct correlator *c, struct thread *t, uint32_t open);
+
+/* Frames at depth d and deeper still open lost their returns: ended as
+ * unfinished. Nearly always none, told inline. */
+static inline void drop_frames(struct correlator *c, struct thread *t, uint32_t d)
 {
 	uint32_t open = d < 32 ? t->open_mask & ~((1u << d) - 1) : 0;
+
+	if (open)
+		drop_open_frames(c, t, open);
+}
+
+static void drop_open_frames(struct correlator *c, struct thread *t, uint32_t open)
+{
+	uint32_t d;
 
 	for (; open; open &= open - 1) {
 		d = (uint32_t)__builtin_ctz(open);
