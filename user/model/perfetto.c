@@ -79,6 +79,10 @@ struct sequence {
 	/* what every packet of it says first after its time: its id and
 	 * "needs incremental state", encoded once (at most 8 bytes) */
 	uint8_t head[8], head_len;
+	/* the strings of its last event with their iids, interned on it
+	 * already: events of one track and depth repeat their names */
+	const char *last_name, *last_cat, *last_aname[MODEL_MAX_ARGS];
+	uint64_t last_name_iid, last_cat_iid, last_aname_iid[MODEL_MAX_ARGS];
 	uint64_t clock; /* value of its incremental clock: the last delta's end */
 	uint8_t *interned[3]; /* bitsets by iid: sent on this sequence already */
 	size_t interned_bytes[3];
@@ -263,6 +267,25 @@ intern(struct perfetto_writer *w, struct sequence *q, struct strtab *t,
 	return iid;
 }
 
+/* intern(), for the string that took this place in the sequence's last
+ * event (*last, its iid *last_iid): the same address is the same string,
+ * sent on this sequence already. Remembered only when interning worked. */
+static inline __attribute__((always_inline)) uint64_t
+intern_again(struct perfetto_writer *w, struct sequence *q, struct strtab *t, uint32_t field,
+	     const char *s, const char **last, uint64_t *last_iid)
+{
+	uint64_t iid;
+
+	if (s == *last)
+		return *last_iid;
+	iid = intern(w, q, t, field, s);
+	if (iid && !w->error) {
+		*last = s;
+		*last_iid = iid;
+	}
+	return iid;
+}
+
 /* The sequence of (track, depth), found or made (below). */
 static struct sequence *sequence_slow(struct perfetto_writer *w, uint64_t track, uint8_t depth,
 				      uint64_t ts, size_t slot);
@@ -348,11 +371,12 @@ static void event_packet(struct perfetto_writer *w, const struct model_event *e,
 	if (!q)
 		return;
 	w->interned.len = 0;
-	name = intern(w, q, &w->names, ID_NAMES, e->name);
+	name = intern_again(w, q, &w->names, ID_NAMES, e->name, &q->last_name, &q->last_name_iid);
 	if (e->cat)
-		cat = intern(w, q, &w->cats, ID_CATEGORIES, e->cat);
+		cat = intern_again(w, q, &w->cats, ID_CATEGORIES, e->cat, &q->last_cat, &q->last_cat_iid);
 	for (int i = 0; i < e->nargs; i++)
-		anames[i] = intern(w, q, &w->anames, ID_ANNOTATION_NAMES, e->args[i].name);
+		anames[i] = intern_again(w, q, &w->anames, ID_ANNOTATION_NAMES, e->args[i].name,
+					 &q->last_aname[i], &q->last_aname_iid[i]);
 	packet_begin(w);
 	if (pb_reserve(&w->out, packet_bound(e, w->interned.len))) {
 		w->error = ENOMEM;
