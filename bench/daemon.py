@@ -27,8 +27,10 @@ all fail, which would trigger a window): they measure the always-on tier.
 Usage: bench/daemon.py [--runs N] [--rate N] [--only ioctl]
 """
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -265,6 +267,7 @@ def main():
         print("bench/daemon.py: needs root (BPF); hint: sudo make bench", file=sys.stderr)
         return 1
     tmp = tempfile.mkdtemp(prefix="sbt-bench-daemon-")
+    atexit.register(shutil.rmtree, tmp, True)  # whichever way the bench ends
     os.makedirs(os.path.join(tmp, "mock"))
     costs = [ioctl_cost(tmp) for _ in range(args.runs if args.only else 1)]
     steady = [steady_cost(tmp, args.rate, 10) for _ in range(3 if args.only else 1)]
