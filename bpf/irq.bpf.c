@@ -48,6 +48,27 @@ static __always_inline __u32 vfio_handler_bdf(struct irqaction *action)
 	return SBT_BDF_NONE;
 }
 
+/* Which thread an interrupt wakes, without a hook on every wake-up of the
+ * host: set by the loader where eventfd_write takes fentry, with the
+ * addresses of the kernel's wake functions. Else the sched_waking program
+ * below does it. */
+const volatile bool wake_by_eventfd = false;
+const volatile __u64 wake_fn_task[3] = {}; /* default_, autoremove_, woken_wake_function */
+const volatile __u64 wake_fn_poll = 0; /* pollwake */
+
+/* vfio-pci's MSI and MSI-X handlers, by their vectors' names: their dev_id
+ * is the eventfd they signal (INTx's is not). */
+static __always_inline bool vfio_msi_handler(struct irqaction *action)
+{
+	const char *p = BPF_CORE_READ(action, name);
+	char name[9];
+
+	if (!p || bpf_probe_read_kernel(name, sizeof(name) - 1, p))
+		return false;
+	return name[0] == 'v' && name[1] == 'f' && name[2] == 'i' && name[3] == 'o' && name[4] == '-' &&
+	       name[5] == 'm' && name[6] == 's' && name[7] == 'i';
+}
+
 /* The handler's name, the first time this interrupt is recorded: read
  * here, not later from /proc/interrupts, where a vector the traced
  * process has already freed is gone (slow machines, busy tracers). */
@@ -72,6 +93,9 @@ static __always_inline void name_irq_once(int irq, struct irqaction *action, __u
 	sbt_submit(m);
 	bpf_map_update_elem(&irq_named, &key, &one, BPF_ANY);
 }
+
+/* Forward: who the interrupt's eventfd wakes (below). */
+static __always_inline void eventfd_waiters(void *eventfd, __u64 start_ts, __s32 irq, __u32 waker);
 
 /* Raw tracepoints, not perf tracepoints: a perf tracepoint's program is
  * skipped when the interrupt lands while another tracing program runs on
@@ -99,6 +123,10 @@ int BPF_PROG(irq_entry, int irq, struct irqaction *action)
 	s->irq = irq;
 	s->bdf = bdf;
 	s->active = 1;
+	/* vfio-pci's MSI handler signals the eventfd it was given as dev_id:
+	 * its waiters are the threads this interrupt wakes */
+	if (wake_by_eventfd && !(daemon_mode && !daemon_record) && vfio_msi_handler(action))
+		eventfd_waiters(BPF_CORE_READ(action, dev_id), s->ts, irq, 0);
 	return 0;
 }
 
@@ -148,61 +176,134 @@ struct {
  * this load (an entry the LRU evicts leaves it high: slower, not wrong). */
 __u64 irq_woken_pending = 0;
 
-/*
- * Which thread a card's interrupt woke: a wake-up while one of the
- * traced interrupts' handlers runs on this CPU is that interrupt's (vfio
- * signals the eventfd a thread waits on); a wake-up by a thread an
- * interrupt woke is the interrupt's too, once (a completion thread passing
- * the news on). Recorded for traced processes only.
- */
-SEC("raw_tp/sched_waking")
-int BPF_PROG(irq_wake, struct task_struct *p)
+/* A traced thread this interrupt woke (hop 0), or that a thread it woke
+ * woke next (hop 1): a record, and for hop 0 the news to pass on. */
+static __always_inline void woke(struct task_struct *p, __u64 start_ts, __s32 irq, __u32 waker)
 {
-	__u32 zero = 0, me, tid, tgid, hop = 0, waker = 0;
-	struct irq_start *s = bpf_map_lookup_elem(&irq_starts, &zero);
-	struct irq_woken by, *seen;
+	__u32 tgid = BPF_CORE_READ(p, tgid), tid;
+	struct irq_woken by = { start_ts, irq, 0 };
 	struct sbt_wake *w;
 
-	/* the daemon attaches it in detail windows only, for its recorder */
-	if (daemon_mode && !daemon_record)
-		return 0;
-	if (s && s->active) {
-		tgid = BPF_CORE_READ(p, tgid);
-		if (!sbt_is_traced(tgid))
-			return 0;
-		tid = BPF_CORE_READ(p, pid);
-		by = (struct irq_woken){ s->ts, s->irq, 0 };
+	if (!sbt_is_traced(tgid))
+		return;
+	tid = BPF_CORE_READ(p, pid);
+	if (!waker) {
 		if (!bpf_map_update_elem(&irq_woken, &tid, &by, BPF_NOEXIST))
 			__sync_fetch_and_add(&irq_woken_pending, 1);
 		else
 			bpf_map_update_elem(&irq_woken, &tid, &by, BPF_EXIST);
-	} else {
-		if (!irq_woken_pending)
-			return 0;
-		me = (__u32)bpf_get_current_pid_tgid();
-		seen = bpf_map_lookup_elem(&irq_woken, &me);
-		if (!seen)
-			return 0;
-		by = *seen;
-		if (!bpf_map_delete_elem(&irq_woken, &me))
-			__sync_fetch_and_add(&irq_woken_pending, -1);
-		hop = 1;
-		waker = me;
-		tgid = BPF_CORE_READ(p, tgid);
-		if (!sbt_is_traced(tgid))
-			return 0;
-		tid = BPF_CORE_READ(p, pid);
 	}
 	w = sbt_reserve(sizeof(*w), SBT_WAKE);
 	if (!w)
-		return 0;
+		return;
 	w->h.tgid = tgid;
 	w->h.tid = tid;
-	w->irq_start_ts = by.start_ts;
-	w->irq = by.irq;
+	w->irq_start_ts = start_ts;
+	w->irq = irq;
 	w->waker_tid = waker;
-	w->hop = hop;
+	w->hop = waker ? 1 : 0;
 	w->pad = 0;
 	sbt_submit(w);
+}
+
+/* The news the current thread has to pass on (an interrupt woke it), taken
+ * once: false when it has none. */
+static __always_inline bool take_news(struct irq_woken *by, __u32 *me)
+{
+	struct irq_woken *seen;
+
+	if (!irq_woken_pending)
+		return false;
+	*me = (__u32)bpf_get_current_pid_tgid();
+	seen = bpf_map_lookup_elem(&irq_woken, me);
+	if (!seen)
+		return false;
+	*by = *seen;
+	if (!bpf_map_delete_elem(&irq_woken, me))
+		__sync_fetch_and_add(&irq_woken_pending, -1);
+	return true;
+}
+
+/* fs/eventfd.c's context is private to that file: its wait queue, by
+ * CO-RE (the kernel's BTF has the type; this vmlinux.h has its name only). */
+struct eventfd_ctx___sbt {
+	struct wait_queue_head wqh;
+} __attribute__((preserve_access_index));
+
+#define EVENTFD_MAX_WAITERS 4
+
+/* The threads waiting on an eventfd, woken when it is signalled: entries of
+ * its wait queue whose wake function wakes a task (read(): private is the
+ * task) or poll()'s (private: the poll_wqueues of the polling task). An
+ * epoll waiter is not followed (its task waits on the epoll's own queue). */
+static __always_inline void eventfd_waiters(void *eventfd, __u64 start_ts, __s32 irq, __u32 waker)
+{
+	struct eventfd_ctx___sbt *ctx = eventfd;
+	struct list_head *head, *pos;
+
+	if (!ctx)
+		return;
+	head = __builtin_preserve_access_index(&ctx->wqh.head);
+	pos = BPF_CORE_READ(ctx, wqh.head.next);
+	for (int i = 0; i < EVENTFD_MAX_WAITERS && pos && pos != head; i++) {
+		struct wait_queue_entry *e =
+			(void *)pos - bpf_core_field_offset(struct wait_queue_entry, entry);
+		__u64 fn = (__u64)BPF_CORE_READ(e, func);
+		void *priv = BPF_CORE_READ(e, private);
+		struct task_struct *t = NULL;
+
+		if (fn && (fn == wake_fn_task[0] || fn == wake_fn_task[1] || fn == wake_fn_task[2]))
+			t = priv;
+		else if (fn && fn == wake_fn_poll && priv)
+			t = BPF_CORE_READ((struct poll_wqueues *)priv, polling_task);
+		if (t)
+			woke(t, start_ts, irq, waker);
+		pos = BPF_CORE_READ(pos, next);
+	}
+}
+
+/* A thread an interrupt woke writes an eventfd (a completion thread passing
+ * the news on): its waiters are hop 1. Only eventfd writes run this. Not
+ * a kprobe: while a kprobe program runs, the kernel skips every other
+ * (bpf_prog_active), and an interrupt landing then would lose its
+ * vfio_msihandler kprobe. */
+static __always_inline int eventfd_written(struct file *file)
+{
+	struct irq_woken by;
+	__u32 me;
+
+	if (!wake_by_eventfd || (daemon_mode && !daemon_record) || !take_news(&by, &me))
+		return 0;
+	eventfd_waiters(BPF_CORE_READ(file, private_data), by.start_ts, by.irq, me);
+	return 0;
+}
+
+SEC("fentry/eventfd_write")
+int BPF_PROG(eventfd_write_fentry, struct file *file)
+{
+	return eventfd_written(file);
+}
+
+/*
+ * Where eventfd_write cannot be hooked: a wake-up while one of the traced
+ * interrupts' handlers runs on this CPU is that interrupt's (vfio signals
+ * the eventfd a thread waits on); a wake-up by a thread an interrupt woke
+ * is the interrupt's too, once (a completion thread passing the news on).
+ * It runs on every wake-up of the host. Recorded for traced processes only.
+ */
+SEC("raw_tp/sched_waking")
+int BPF_PROG(irq_wake, struct task_struct *p)
+{
+	__u32 zero = 0, me;
+	struct irq_start *s = bpf_map_lookup_elem(&irq_starts, &zero);
+	struct irq_woken by;
+
+	/* the daemon attaches it in detail windows only, for its recorder */
+	if (daemon_mode && !daemon_record)
+		return 0;
+	if (s && s->active)
+		woke(p, s->ts, s->irq, 0);
+	else if (take_news(&by, &me))
+		woke(p, by.start_ts, by.irq, me);
 	return 0;
 }

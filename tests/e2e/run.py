@@ -1300,8 +1300,31 @@ def run_guest_vfio_two_cards(tmp):
     assert irqs == ["vfio-msi[0](0000:00:04.0)"] * card["irqs"], f"interrupts kept: {sorted(set(irqs))} x{len(irqs)}"
 
 
+def check_wake_hook(log, cap, hook, by_interrupt):
+    """The -v plan's wake-up hook is hook, and the report put by_interrupt
+    streams on their cards by the interrupt that woke their wait."""
+    line = re.search(r"^  wake\s+-> (\S+)", log, re.M)
+    assert line and line.group(1) == hook, f"wake-up hook not {hook}:\n{log}"
+    report = subprocess.run([TOOL, "report", cap], capture_output=True, text=True).stdout
+    m = re.search(r"by the interrupt that woke their wait: (\d+)", report)
+    assert m and int(m.group(1)) == by_interrupt, report[-1500:]
+
+
 def run_guest_vfio_shared_container(tmp):
-    guest_vfio(tmp, 2)
+    """Two cards in one container: nothing but the interrupts tells which
+    card a stream's jobs ran on. With fentry, the waiters of the eventfd
+    each interrupt signals, and of the one the woken thread writes next;
+    with kprobes and with no kernel-function probe, the sched_waking
+    program: the same cards each way."""
+    sched = ("build/spyre-bpftrace -q -v --driver-probes off --device 1234:11e8 -o /out/sched.sbt -c "
+             "'build/spyre-sim-run --backend vfio --threads 2 --jobs 2 --bytes 8192 "
+             "--json /out/sched-sim.json' 2> /out/sched.log")
+    out = guest_vfio(tmp, 2, runs=(("auto", "fentry/fexit"), ("kprobe", "kprobe/kretprobe")), extra=(sched,))
+    for name, hook in (("auto", "fentry"), ("kprobe", "raw_tp"), ("sched", "raw_tp")):
+        cap = os.path.join(out, f"{name}.sbt")
+        check_wake_hook(open(os.path.join(out, f"{name}.log")).read(), cap, hook, 2)
+        if name == "sched":
+            check_jobs_on_cards(cap, json.load(open(os.path.join(out, "sched-sim.json"))))
 
 
 GUEST_TWO_PROCESSES = r"""
@@ -2095,6 +2118,12 @@ def check_guest_daemon(out, phase, mech):
     hook = mech.split("/")[0]
     assert m.get(("spyre_bpftrace_hook_info", frozenset({("hook", "ioctl"), ("mechanism", hook)}))) == 1, \
         [k for k in m if k[0] == "spyre_bpftrace_hook_info"]
+    # who an interrupt woke, in windows: at the interrupt, with fentry on
+    # eventfd_write; with kprobes, sched_waking (a kprobe there would hide
+    # interrupts from vfio_msihandler's)
+    wake = "eventfd" if hook == "fentry" else "sched_waking"
+    assert m.get(("spyre_bpftrace_hook_info", frozenset({("hook", "wake"), ("mechanism", wake)}))) == 1, \
+        [k for k in m if k[0] == "spyre_bpftrace_hook_info"]
     assert not {"ioctl_enter", "ioctl_exit"} & set(progs), f"syscall tracepoint programs loaded: {sorted(progs)}"
     assert f"ioctl {hook} " in log or f"ioctl      {hook}" in log or "no syscall tracepoint" in log, log
     hist = [v for k, v in m.items() if k[0] == "spyre_vfio_driver_call_duration_seconds_count" and
@@ -2180,6 +2209,18 @@ def check_guest_window(out):
     two = json.load(open(os.path.join(out, "two1.json")))
     assert two["job_failures"] == 0 and len(two["devices"]) == 2, two
     check_jobs_on_cards(os.path.join(out, "win2.sbt"), two)
+    # on fentry, the window read the woken threads from the interrupts'
+    # eventfds: each wake-up names an interrupt of the window, at most one
+    # a run of the handler (an interrupt before its thread waits wakes
+    # nobody), and each card's interrupts woke its waiting thread
+    log = open(os.path.join(out, "daemon1.log")).read()
+    assert re.search(r"^  wake\s+-> fentry ", log, re.M), log[-3000:]
+    events, _ = parse_dump(os.path.join(out, "win2.sbt"))
+    runs = {(e["irq"], e["ts"] - int(e["dur_ns"])) for e in events if e["type"] == "irq"}
+    woken = [(e["irq"], int(e["irq_start"].replace(".", ""))) for e in events if e["type"] == "wake" and e["hop"] == "0"]
+    assert len(runs) == sum(d["irqs"] for d in two["devices"]), f"{len(runs)} interrupts in the window"
+    assert woken and set(woken) <= runs and len(set(woken)) == len(woken), f"wake-ups {woken}, interrupts {runs}"
+    assert len({irq for irq, _ in woken}) == 2, f"wake-ups by the interrupts of {set(i for i, _ in woken)} only"
 
 
 def run_guest_daemon_no_syscall_tax(tmp):

@@ -147,15 +147,16 @@ bool attach_any_traced(struct attacher *a)
 bool attach_is_runtime_prog(const struct attacher *a, const struct bpf_program *p)
 {
 	return p == a->skel->progs.call_enter || p == a->skel->progs.call_return ||
-	       (a->o->daemon && p == a->skel->progs.irq_wake); /* the daemon's: in windows */
+	       (a->o->daemon && (p == a->skel->progs.irq_wake ||
+				 p == a->skel->progs.eventfd_write_fentry)); /* the daemon's: in windows */
 }
 
 int attach_window_hooks(struct attacher *a, bool on)
 {
-	struct bpf_program *p = a->skel->progs.irq_wake;
+	struct bpf_program *p = a->wake_prog;
 	int err;
 
-	if (!on || !bpf_program__autoload(p)) {
+	if (!on || !p || !bpf_program__autoload(p)) {
 		bpf_link__destroy(a->wake_link);
 		a->wake_link = NULL;
 		return 0;
@@ -166,8 +167,8 @@ int attach_window_hooks(struct attacher *a, bool on)
 	err = libbpf_get_error(a->wake_link);
 	if (err) {
 		a->wake_link = NULL;
-		sbt_warn("window: cannot attach the wake-up hook (sched_waking): %s; the jobs of a process "
-			 "that drives several cards stay unattributed", strerror(-err));
+		sbt_warn("window: cannot attach the wake-up hook (%s): %s; the jobs of a process "
+			 "that drives several cards stay unattributed", bpf_program__section_name(p), strerror(-err));
 		return err;
 	}
 	return 0;

@@ -55,6 +55,10 @@ struct attacher {
 	bool interrupted;
 	size_t refused; /* functions refused */
 	const char *ioctl_hook; /* "fentry", "kprobe" (vfio's handlers) or "tracepoint" */
+	/* which thread a card's interrupt woke: eventfd_write's fentry program,
+	 * sched_waking's, or NULL; "eventfd" or "sched_waking" */
+	struct bpf_program *wake_prog;
+	const char *wake_hook;
 	struct bpf_link *wake_link; /* the daemon's wake-up hook, attached while a window is open */
 };
 

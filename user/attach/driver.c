@@ -191,10 +191,12 @@ static struct bpf_program *prog(struct spyre_bpf *s, const char *func, const cha
 static void use(struct driver_plan *dp, struct bpf_program *entry, struct bpf_program *ret)
 {
 	bpf_program__set_autoload(entry, true);
-	bpf_program__set_autoload(ret, true);
+	if (ret)
+		bpf_program__set_autoload(ret, true);
 	if (dp->nprogs + 2 <= DRIVER_MAX_PROGS) {
 		dp->progs[dp->nprogs++] = entry;
-		dp->progs[dp->nprogs++] = ret;
+		if (ret)
+			dp->progs[dp->nprogs++] = ret;
 	}
 }
 
@@ -271,7 +273,7 @@ const char *driver_hook_kernel(struct spyre_bpf *s, enum driver_mode mode, const
 	int err;
 
 	why[0] = 0;
-	if (!p[0] || !p[1] || !p[2] || !p[3]) {
+	if (!p[0] || (mode != DRIVER_FENTRY && !p[2])) {
 		snprintf(why, len, "%s: programs missing from this build", func);
 		return NULL;
 	}
@@ -284,7 +286,7 @@ const char *driver_hook_kernel(struct spyre_bpf *s, enum driver_mode mode, const
 		btf__free(vmlinux);
 		if (!err) {
 			use(dp, p[0], p[1]);
-			return "fentry/fexit";
+			return p[1] ? "fentry/fexit" : "fentry";
 		}
 		if (mode == DRIVER_FENTRY)
 			return NULL;
@@ -299,7 +301,7 @@ const char *driver_hook_kernel(struct spyre_bpf *s, enum driver_mode mode, const
 		return NULL;
 	}
 	use(dp, p[2], p[3]);
-	return "kprobe/kretprobe";
+	return p[3] ? "kprobe/kretprobe" : "kprobe";
 }
 
 bool driver_is_prog(const struct bpf_program *p)

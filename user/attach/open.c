@@ -78,9 +78,65 @@ static void daemon_trim(struct attacher *a)
 			bpf_program__set_autoload(p, false);
 	}
 	plan_add(&a->plan, "irq", "raw_tp irq_handler_entry,exit", "vfio-pci's, of --device cards, counted per card");
-	plan_add(&a->plan, "wake", "raw_tp sched_waking", "in detail windows only: the thread a card's interrupt "
-		 "woke, or the one it woke next: which card a stream's jobs run on");
 	plan_add(&a->plan, "exit", "tracepoint sched_process_exit", "forgets a process's card");
+}
+
+/*
+ * Which thread a card's interrupt wakes, so that a stream's jobs go on the
+ * card that ran them. Where eventfd_write takes fentry, the interrupt's own
+ * program reads the waiters of the eventfd vfio signals, and eventfd_write
+ * those of the eventfd a woken thread writes next: no other wake-up of the
+ * host runs anything. Else a sched_waking program, which every wake-up of
+ * the host runs (not a kprobe on eventfd_write: while it ran, an interrupt
+ * would lose its vfio_msihandler kprobe). The daemon attaches it in detail
+ * windows only. off: why none is wanted (NULL: one is).
+ */
+static void plan_wake(struct attacher *a, const char *off)
+{
+	static const char *const fns[] = { "default_wake_function", "autoremove_wake_function",
+					   "woken_wake_function", "pollwake" };
+	struct spyre_bpf *s = a->skel;
+	const char *when = a->o->daemon ? "in detail windows only: " : "";
+	bool found[4] = { false };
+	uint64_t addr[4] = { 0 };
+	const char *mech = NULL;
+	char why[160] = "";
+
+	bpf_program__set_autoload(s->progs.irq_wake, false);
+	bpf_program__set_autoload(s->progs.eventfd_write_fentry, false);
+	a->wake_prog = NULL;
+	a->wake_hook = NULL;
+	if (off) {
+		plan_add(&a->plan, "wake", "-", "%s: a process that drives several cards has its jobs on a card only "
+			 "by a launch's DMA-mapped buffer", off);
+		return;
+	}
+	kallsyms_find(fns, 4, found, addr);
+	if (a->o->driver_mode == DRIVER_KPROBE || a->o->driver_mode == DRIVER_OFF)
+		snprintf(why, sizeof(why), "fentry only, --driver-probes %s",
+			 a->o->driver_mode == DRIVER_OFF ? "off" : "kprobe");
+	else if (!found[0] || !found[1] || !found[2])
+		snprintf(why, sizeof(why), "the kernel's wake functions are not in /proc/kallsyms");
+	else
+		mech = driver_hook_kernel(s, DRIVER_FENTRY, "eventfd_write", &a->drv, why, sizeof(why));
+	if (mech) {
+		s->rodata->wake_by_eventfd = true;
+		for (int i = 0; i < 3; i++)
+			s->rodata->wake_fn_task[i] = addr[i];
+		s->rodata->wake_fn_poll = found[3] ? addr[3] : 0;
+		a->wake_prog = s->progs.eventfd_write_fentry;
+		a->wake_hook = "eventfd";
+		plan_add(&a->plan, "wake", mech, "%sthe traced thread waiting on the eventfd a card's interrupt "
+			 "signals, read at the interrupt; and the one it wakes next through an eventfd "
+			 "(eventfd_write): which card a stream's jobs run on; no other wake-up pays", when);
+		return;
+	}
+	bpf_program__set_autoload(s->progs.irq_wake, true);
+	a->wake_prog = s->progs.irq_wake;
+	a->wake_hook = "sched_waking";
+	plan_add(&a->plan, "wake", "raw_tp sched_waking", "%sthe traced thread a card's interrupt woke, or the one "
+		 "it woke next: which card a stream's jobs run on (eventfd_write: %s; every wake-up of the host "
+		 "runs this program)", when, why);
 }
 
 /* Are all three of vfio's file handlers hooked (fentry or kprobe)? Then
@@ -230,6 +286,7 @@ static int configure(struct attacher *a)
 	if (a->o->daemon) {
 		daemon_ioctl_hook(a);
 		daemon_trim(a);
+		plan_wake(a, NULL);
 		return 0;
 	}
 	record_ioctl_hook(a);
@@ -237,16 +294,10 @@ static int configure(struct attacher *a)
 	plan_add(&a->plan, "irq", "raw_tp irq_handler_entry,exit", "vfio-pci's, of --device cards; and --irq");
 	char vfio_card[1][16];
 
-	/* every wake-up of the host runs the hook: only where a card's
-	 * interrupt can be the cause */
-	if (a->o->no_wake_hook || (!a->o->nirqs && pci_vfio_devices(vfio_card, 1) <= 0)) {
-		bpf_program__set_autoload(s->progs.irq_wake, false);
-		plan_add(&a->plan, "wake", "-", "%s: a process that drives several cards has its jobs on a card only "
-			 "by a launch's DMA-mapped buffer", a->o->no_wake_hook ? "--no-wake-hook" : "no device on vfio-pci, no --irq");
-	} else {
-		plan_add(&a->plan, "wake", "raw_tp sched_waking", "the traced thread a card's interrupt woke, or the "
-			 "one it woke next: which card a stream's jobs run on");
-	}
+	/* only where a card's interrupt can be the cause */
+	plan_wake(a, a->o->no_wake_hook ? "--no-wake-hook"
+		  : !a->o->nirqs && pci_vfio_devices(vfio_card, 1) <= 0 ? "no device on vfio-pci, no --irq"
+									: NULL);
 
 	if (sbt_tracepoint_exists("iommu", "map")) {
 		plan_add(&a->plan, "iommu", "tracepoint iommu:map,unmap", "in traced tasks");

@@ -401,6 +401,7 @@ static int start(struct daemon *d)
 		plan_print(&d->at.plan, stderr);
 	d->counters.skel = d->at.skel;
 	d->self.ioctl_hook = d->at.ioctl_hook;
+	d->self.wake_hook = d->at.wake_hook;
 	if ((ret = vfio_files_dirs(d->at.skel, d->o->rec.vfio_paths, d->o->rec.nvfio_paths, err, sizeof(err)))) {
 		sbt_err("%s", err);
 		return ret;
@@ -801,13 +802,17 @@ static void status(struct daemon *d, int cfd)
 	for (int k = 0; k < TRIG_N; k++)
 		held += d->trig.held[k];
 	snprintf(msg, sizeof(msg),
-		 "ok\nversion %s\ncards %d\nprocesses with a card %d\nioctl hook %s\nscrapes %llu\nlost records %llu\n"
+		 "ok\nversion %s\ncards %d\nprocesses with a card %d\nioctl hook %s\nwake hook %s\nscrapes %llu\n"
+		 "lost records %llu\n"
 		 "ring buffer %.1f of %.1f MiB at most in use\n"
 		 "window %s\nnext sample %s\nflight recorder %llu records kept, %zu MiB, %llu dropped over a process's share\n"
 		 "snapshots written %llu, failed %llu, being written %d, cut to fit %llu\nspool %s, %.1f of %lu MiB\n"
 		 "triggers fired: errors %llu, slow_ioctl %llu, lost %llu (held back as too soon: %llu)\n",
 		 SBT_VERSION, d->counters.ncards - 1, n,
 		 !strcmp(d->at.ioctl_hook, "tracepoint") ? "tracepoint (syscalls:sys_*_ioctl)" : d->at.ioctl_hook,
+		 !d->at.wake_hook ? "none"
+		 : !strcmp(d->at.wake_hook, "eventfd") ? "eventfd (in detail windows; read at the interrupt)"
+						       : "sched_waking (in detail windows; every wake-up of the host)",
 		 (unsigned long long)d->self.scrapes,
 		 (unsigned long long)attach_read_lost(&d->at),
 		 (double)attach_read_ring_peak(&d->at) / (1 << 20), (double)attach_ring_size(&d->at) / (1 << 20),

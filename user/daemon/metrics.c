@@ -250,10 +250,13 @@ static void self_metrics(struct page *p, const struct metrics_self *s)
 	head(p, "spyre_bpftrace_detail_window_open", "gauge", "1 while a detail window is open.");
 	put(p, "spyre_bpftrace_detail_window_open %d\n", s->window_open);
 	head(p, "spyre_bpftrace_hook_info", "gauge", "How the daemon sees what it counts: hook, and the "
-	     "mechanism (fentry or kprobe on vfio's handlers: no other syscall pays; tracepoint: the syscall "
-	     "tracepoints, every syscall of the host on the kernel's traced path).");
+	     "mechanism (ioctl: fentry or kprobe on vfio's handlers, no other syscall pays; tracepoint: the "
+	     "syscall tracepoints, every syscall of the host on the kernel's traced path. wake, in detail "
+	     "windows: eventfd, read at the interrupt, no other wake-up pays; sched_waking: every wake-up).");
 	put(p, "spyre_bpftrace_hook_info{hook=\"ioctl\",mechanism=\"%s\"} 1\n",
 	    s->ioctl_hook ? s->ioctl_hook : "tracepoint");
+	if (s->wake_hook)
+		put(p, "spyre_bpftrace_hook_info{hook=\"wake\",mechanism=\"%s\"} 1\n", s->wake_hook);
 	head(p, "spyre_bpftrace_recorder_bytes", "gauge", "Memory the flight recorder holds.");
 	put(p, "spyre_bpftrace_recorder_bytes %llu\n", (unsigned long long)s->recorder_bytes);
 	head(p, "spyre_bpftrace_recorder_dropped_records_total", "counter",

@@ -36,6 +36,7 @@ struct metrics_self {
 	bool window_open;
 	uint64_t spool_bytes, recorder_bytes;
 	const char *ioctl_hook; /* how VFIO ioctls are seen: fentry, kprobe, tracepoint */
+	const char *wake_hook; /* in windows, who an interrupt woke: eventfd, sched_waking; NULL none */
 	uint64_t recorder_over_share, recorder_aged; /* records dropped: a process over its share; to make room or by age */
 	const struct allocations *alloc; /* the kubelet's; v NULL: never answered */
 	const struct devstats *devstats; /* the detail windows' jobs, sampled */
