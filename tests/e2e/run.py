@@ -1186,7 +1186,8 @@ def guest_vfio(tmp, cards, sim_args="", runs=(("auto", "fentry/fexit"),), extra=
             inside = [m for m in maps if m["tid"] == io["tid"] and start <= m["ts"] <= io["ts"]]
             assert sum(int(m["size"]) for m in inside) == int(io["size"]), f"MAP_DMA {io['iova']}: iommu maps {inside}"
             assert min(num(m["iova"]) for m in inside) == num(io["iova"])
-        check_driver_level(events, sim, shared=cards > 1 and "--container-per-card" not in sim_args)
+        check_driver_level(events, sim, shared=cards > 1 and "--container-per-card" not in sim_args,
+                           kprobes=mech.startswith("kprobe"))
         # one MSI interrupt per job completion, on the right card
         per_card = interrupts_per_card(events, "vfio-msi")
         want = {d["bdf"]: d["irqs"] for d in sim["devices"]}
