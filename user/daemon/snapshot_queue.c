@@ -17,6 +17,7 @@ static void *worker(void *arg)
 	pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
 	setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
 	pthread_mutex_lock(&q->lock);
+	q->tid = gettid();
 	for (;;) {
 		struct snapshot_job *j;
 		char err[512] = "";
@@ -82,10 +83,20 @@ int snapq_pending(struct snapshot_queue *q)
 
 void snapq_stop(struct snapshot_queue *q)
 {
+	struct sched_param sp = { 0 };
+
 	if (!q->started)
 		return;
 	pthread_mutex_lock(&q->lock);
 	q->stopping = true;
+	/* what is queued is written before the daemon exits: at the daemon's
+	 * own priority now, or a host kept busy starves an idle-class writer
+	 * past any stop timeout (best effort, as at the start) */
+	if (q->n || q->busy) {
+		pthread_setschedparam(q->thread, SCHED_OTHER, &sp);
+		if (q->tid)
+			setpriority(PRIO_PROCESS, (id_t)q->tid, getpriority(PRIO_PROCESS, 0));
+	}
 	pthread_cond_signal(&q->wake);
 	pthread_mutex_unlock(&q->lock);
 	pthread_join(q->thread, NULL);

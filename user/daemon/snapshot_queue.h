@@ -26,6 +26,7 @@ struct snapshot_queue {
 	struct snapshot_job *jobs[SNAPQ_MAX];
 	int n;
 	bool busy, stopping, started;
+	pid_t tid; /* the writer's, for its priority at the stop */
 	snapq_done_fn done;
 	void *ctx;
 };
