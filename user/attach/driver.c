@@ -273,7 +273,7 @@ const char *driver_hook_kernel(struct spyre_bpf *s, enum driver_mode mode, const
 	int err;
 
 	why[0] = 0;
-	if (!p[0] || (mode != DRIVER_FENTRY && !p[2])) {
+	if (!p[0] || (mode != DRIVER_FENTRY && (!p[2] || !p[3]))) {
 		snprintf(why, len, "%s: programs missing from this build", func);
 		return NULL;
 	}
@@ -301,7 +301,7 @@ const char *driver_hook_kernel(struct spyre_bpf *s, enum driver_mode mode, const
 		return NULL;
 	}
 	use(dp, p[2], p[3]);
-	return p[3] ? "kprobe/kretprobe" : "kprobe";
+	return "kprobe/kretprobe";
 }
 
 bool driver_is_prog(const struct bpf_program *p)

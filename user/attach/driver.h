@@ -36,9 +36,9 @@ int driver_mode_parse(const char *s);
 
 /* One more kernel function hooked the same way (fentry where a trial
  * attaches, else kprobe; programs named FUNC_fentry, _fexit, _kprobe,
- * _kretprobe, whose autoload the caller set false; an entry-only hook has
- * no _fexit and _kretprobe, one for fentry only (DRIVER_FENTRY) no
- * _kprobe): the mechanism, or NULL with why filled. */
+ * _kretprobe, whose autoload the caller set false; one for fentry only,
+ * DRIVER_FENTRY, may have _fentry alone): the mechanism, or NULL with why
+ * filled. */
 const char *driver_hook_kernel(struct spyre_bpf *s, enum driver_mode mode, const char *func,
 			       struct driver_plan *dp, char *why, size_t len);
 

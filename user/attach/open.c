@@ -111,19 +111,22 @@ static void plan_wake(struct attacher *a, const char *off)
 			 "by a launch's DMA-mapped buffer", off);
 		return;
 	}
-	kallsyms_find(fns, 4, found, addr);
-	if (a->o->driver_mode == DRIVER_KPROBE || a->o->driver_mode == DRIVER_OFF)
+	if (a->o->driver_mode == DRIVER_KPROBE || a->o->driver_mode == DRIVER_OFF) {
 		snprintf(why, sizeof(why), "fentry only, --driver-probes %s",
 			 a->o->driver_mode == DRIVER_OFF ? "off" : "kprobe");
-	else if (!found[0] || !found[1] || !found[2])
-		snprintf(why, sizeof(why), "the kernel's wake functions are not in /proc/kallsyms");
-	else
-		mech = driver_hook_kernel(s, DRIVER_FENTRY, "eventfd_write", &a->drv, why, sizeof(why));
+	} else {
+		kallsyms_find(fns, 4, found, addr);
+		/* an address kptr_restrict hides reads 0: nothing would match it */
+		if (!addr[0] || !addr[1] || !addr[2])
+			snprintf(why, sizeof(why), "the kernel's wake functions have no address in /proc/kallsyms");
+		else
+			mech = driver_hook_kernel(s, DRIVER_FENTRY, "eventfd_write", &a->drv, why, sizeof(why));
+	}
 	if (mech) {
 		s->rodata->wake_by_eventfd = true;
 		for (int i = 0; i < 3; i++)
 			s->rodata->wake_fn_task[i] = addr[i];
-		s->rodata->wake_fn_poll = found[3] ? addr[3] : 0;
+		s->rodata->wake_fn_poll = addr[3]; /* 0 if absent: poll() waiters not followed */
 		a->wake_prog = s->progs.eventfd_write_fentry;
 		a->wake_hook = "eventfd";
 		plan_add(&a->plan, "wake", mech, "%sthe traced thread waiting on the eventfd a card's interrupt "
