@@ -429,6 +429,31 @@ def our_bpf_objects():
     return ids, ours, uprobes
 
 
+def run_sigint_command_ignores_term(tmp):
+    """Ctrl-C ends the recording even when the -c command ignores SIGTERM:
+    the trace is written, the command gets SIGKILL 5 s later, and the
+    tracer says so."""
+    cap = os.path.join(tmp, "cap.sbt")
+    cmd = "sh -c " + shlex.quote("trap '' TERM; exec " + long_sim(tmp))
+    tr = subprocess.Popen([a for a in tracer(tmp, "-c", cmd) if a != "-q"], stderr=subprocess.PIPE,
+                          text=True, start_new_session=True)
+    try:
+        wait_for(lambda: os.path.exists(cap) and capture_has_probes(cap), 20, "attach")
+        time.sleep(0.5)
+        t0 = time.time()
+        tr.send_signal(signal.SIGINT)
+        _, err = tr.communicate(timeout=30)
+        took = time.time() - t0
+    finally:
+        kill_session(tr)
+    assert tr.returncode == 0, f"tracer exit {tr.returncode} after SIGINT: {err}"
+    assert "did not end 5 s after SIGTERM: killed" in err, err
+    assert 4.5 <= took < 20, f"the tracer ended {took:.1f} s after SIGINT"
+    events, ends, _ = end_record(cap)
+    assert len(ends) == 1, "no end record after SIGINT"
+    assert any(e["type"] == "call_exit" for e in events), "nothing captured before SIGINT"
+
+
 def run_sigkill_cleanup(tmp):
     # the kernel frees programs of earlier tests asynchronously
     wait_for(lambda: not our_bpf_objects()[0], 10, "programs of earlier runs to go away")
@@ -3355,6 +3380,7 @@ TESTS = [
     ("duration_ends_with_readable_capture", run_duration),
     ("duration_while_attaching", run_duration_while_attaching),
     ("sigint_flushes_capture", run_sigint),
+    ("sigint_command_ignores_term", run_sigint_command_ignores_term),
     ("sigkill_leaves_nothing_behind", run_sigkill_cleanup),
     ("errors_one_line_with_hint", run_errors),
     ("probe_option", run_probe_option),

@@ -65,7 +65,7 @@ static const struct argp_option options[] = {
 	  "its jobs on a card only where a launch's buffer was mapped in one card's container", 0 },
 	{ "keep-command", OPT_KEEP_COMMAND, NULL, 0,
 	  "When tracing ends before the -c command (-d, Ctrl-C, the tracer killed), leave it "
-	  "running untraced (default: it gets SIGTERM)", 0 },
+	  "running untraced (default: it gets SIGTERM, and SIGKILL 5 s later)", 0 },
 	{ "output", 'o', "FILE", 0,
 	  "Output: .pftrace (Perfetto), .json (Chrome JSON) or .sbt (raw capture); default "
 	  "spyre-bpftrace-PID.pftrace or spyre-bpftrace-COMMAND.pftrace", 0 },

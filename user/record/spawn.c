@@ -97,6 +97,25 @@ void workload_reap(struct workload *w, bool wait)
 		w->reaped = true;
 }
 
+/* A command that ignores or outlives SIGTERM must not hold the tracer
+ * (its trace is written already, but the prompt would not come back):
+ * it has TERM_GRACE_MS, then SIGKILL. */
+#define TERM_GRACE_MS 5000
+
+static void end_or_kill(struct workload *w)
+{
+	for (int waited = 0; waited < TERM_GRACE_MS; waited += 20) {
+		workload_reap(w, false);
+		if (w->reaped)
+			return;
+		usleep(20 * 1000);
+	}
+	sbt_warn("the command (PID %d) did not end %d s after SIGTERM: killed (SIGKILL); hint: "
+		 "--keep-command leaves it running", w->pid, TERM_GRACE_MS / 1000);
+	kill(w->pid, SIGKILL);
+	workload_reap(w, true);
+}
+
 void workload_end(struct workload *w)
 {
 	if (w->go_fd >= 0) {
@@ -105,9 +124,10 @@ void workload_end(struct workload *w)
 	}
 	if (w->pid > 0 && !w->reaped && !w->keep) {
 		workload_reap(w, false);
-		if (!w->reaped)
+		if (!w->reaped) {
 			kill(w->pid, SIGTERM);
-		workload_reap(w, true);
+			end_or_kill(w);
+		}
 	}
 	if (w->we) {
 		wordfree(w->we);

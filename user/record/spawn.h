@@ -29,7 +29,8 @@ void workload_start(struct workload *w);
 /* Collect its exit status, waiting or not. */
 void workload_reap(struct workload *w, bool wait);
 /* Not started: it exits on its own. Started and still running: SIGTERM,
- * unless kept. (If the tracer dies, the kernel sends the SIGTERM.) */
+ * unless kept, and SIGKILL if it still runs 5 s later. (If the tracer
+ * dies, the kernel sends the SIGTERM.) */
 void workload_end(struct workload *w);
 
 #endif
