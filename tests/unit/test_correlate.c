@@ -370,11 +370,32 @@ static void json_values(void **state)
 	k = chrome_writer_sink(w);
 	k.track(k.ctx, &t);
 	k.event(k.ctx, &e);
+	/* names are written from a cache by their address: each twice, one
+	 * that needs escaping, one longer than the cache holds, and a
+	 * "runtime" category shown as kineto names it */
+	for (int i = 0; i < 2; i++) {
+		struct model_event f = { .kind = EV_INSTANT, .track = &t, .ts = 9, .cat = "runtime",
+					 .name = "q\"\xc3\xa9\xff<" };
+
+		k.event(k.ctx, &f);
+		f.name = "a name longer than the cache keeps for one: sixty-four bytes and more";
+		f.cat = NULL;
+		k.event(k.ctx, &f);
+	}
 	assert_int_equal(chrome_writer_close(w), 0);
 	text = slurp(path, &len);
 	unlink(path);
 	assert_non_null(text);
 	assert_int_equal(json_check(text, len, &at), 0);
+	for (int i = 0; i < 2; i++) {
+		const char *want[] = { "{\"ph\":\"i\",\"name\":\"q\\\"\xc3\xa9\\ufffd<\",\"cat\":\"cuda_runtime\",\"pid\":7,",
+				       "{\"ph\":\"i\",\"name\":\"a name longer than the cache keeps for one: sixty-four "
+				       "bytes and more\",\"cat\":\"\",\"pid\":7," };
+		const char *one = strstr(text, want[i]);
+
+		assert_non_null(one);
+		assert_non_null(strstr(one + 1, want[i])); /* and again, from the cache */
+	}
 	assert_non_null(strstr(text, "\"name\":\"a\\\"b\\\\c\\u0001d\""));
 	assert_non_null(strstr(text, "{\"ph\":\"X\",\"name\":\"x\",\"cat\":\"c\",\"pid\":7,\"tid\":8,"
 				     "\"ts\":1234.567,\"dur\":0.005,\"args\":{\"u\":18446744073709551615,"

@@ -18,7 +18,25 @@
 
 struct placement {
 	uint32_t pid, tid;
+	/* `,"pid":P,"tid":T` as every event on it says it; a counter says
+	 * the first pid_len bytes */
+	char ids[40];
+	uint8_t ids_len, pid_len;
 };
+
+/* A name's JSON (quoted, escaped), by the name's address: names stay put
+ * and unchanged for the whole trace (model.h), and events of a track
+ * repeat a few of them. A name longer than the room is written anew. */
+#define NAME_CACHE 256
+#define NAME_ROOM 54
+struct name_json {
+	const char *key;
+	uint8_t len; /* 0: too long, write it anew */
+	bool driver; /* categories: "driver" */
+	char json[NAME_ROOM];
+};
+
+#define PLACE_CACHE 256
 
 #define JSON_BUF (1u << 20)
 #define JSON_START (16u << 10)
@@ -30,6 +48,11 @@ struct chrome_writer {
 	FILE *f;
 	bool first;
 	struct hashmap places; /* track id -> placement */
+	struct {
+		uint64_t track; /* 0: empty (track ids start at 1) */
+		struct placement *p;
+	} place_cache[PLACE_CACHE];
+	struct name_json names[NAME_CACHE], cats[16];
 	struct hashmap flows; /* flow id -> its leg: FLOW_TO_JOB, FLOW_TO_END */
 	struct {
 		int rank;
@@ -104,61 +127,57 @@ static const char digit_pairs[201] = "000102030405060708091011121314151617181920
 				     "50515253545556575859606162636465666768697071727374"
 				     "75767778798081828384858687888990919293949596979899";
 
-static inline int digits10(uint64_t v)
+/* v's decimal digits, written backwards to end at end; returns where
+ * they start. Two digits a step from a table, in 32-bit arithmetic (which
+ * divides cheaper) once eight digits at a time have made v small. */
+static inline char *digits_before(char *end, uint64_t v)
 {
-	int n = 1;
+	uint32_t u;
 
-	for (;;) {
-		if (v < 10)
-			return n;
-		if (v < 100)
-			return n + 1;
-		if (v < 1000)
-			return n + 2;
-		if (v < 10000)
-			return n + 3;
-		v /= 10000;
-		n += 4;
-	}
-}
-
-/* Written in place, two digits a division: numbers here are mostly 10 to
- * 16 digits long. */
-static void put_u64(struct chrome_writer *w, uint64_t v)
-{
-	int n = digits10(v);
-	char *p;
-
-	if (w->len + (size_t)n > w->cap && !room_slow(w, (size_t)n)) { /* no buffer at all */
-		char d[20];
-
-		for (int i = n; i--; v /= 10)
-			d[i] = (char)('0' + v % 10);
-		put_slow(w, d, (size_t)n);
-		return;
-	}
-	p = w->buf + w->len + n;
-	w->len += (size_t)n;
-	/* eight digits at a time in 32 bits, which divide cheaper */
-	while (v >= 100000000) {
+	while (v > UINT32_MAX) {
 		uint32_t lo = (uint32_t)(v % 100000000);
 
 		v /= 100000000;
 		for (int i = 0; i < 4; i++, lo /= 100) {
-			p -= 2;
-			memcpy(p, digit_pairs + 2 * (lo % 100), 2);
+			end -= 2;
+			memcpy(end, digit_pairs + 2 * (lo % 100), 2);
 		}
 	}
-	for (uint32_t u = (uint32_t)v;; u /= 100) {
-		if (u < 10) {
-			*--p = (char)('0' + u);
-			break;
-		}
-		p -= 2;
-		memcpy(p, digit_pairs + 2 * (u % 100), 2);
-		if (u < 100)
-			break;
+	for (u = (uint32_t)v; u >= 100; u /= 100) {
+		end -= 2;
+		memcpy(end, digit_pairs + 2 * (u % 100), 2);
 	}
+	if (u >= 10) {
+		end -= 2;
+		memcpy(end, digit_pairs + 2 * u, 2);
+	} else {
+		*--end = (char)('0' + u);
+	}
+	return end;
+}
+
+/* The most a number takes here: 20 digits, or a time in microseconds with
+ * its three decimals (17 + 4). */
+#define NUM_ROOM 24
+
+/* The n bytes at from (n at most NUM_ROOM, from inside a scratch array
+ * with NUM_ROOM bytes readable from it) to the buffer: one fixed-size
+ * copy, whatever n is. */
+static inline void put_num(struct chrome_writer *w, const char *from, size_t n)
+{
+	if (__builtin_expect(w->len + NUM_ROOM <= w->cap, 1) || room_slow(w, NUM_ROOM)) {
+		memcpy(w->buf + w->len, from, NUM_ROOM);
+		w->len += n;
+	} else { /* no buffer at all */
+		put_slow(w, from, n);
+	}
+}
+
+static void put_u64(struct chrome_writer *w, uint64_t v)
+{
+	char d[2 * NUM_ROOM], *end = d + NUM_ROOM, *p = digits_before(end, v);
+
+	put_num(w, p, (size_t)(end - p));
 }
 
 static void put_i64(struct chrome_writer *w, int64_t v)
@@ -187,42 +206,122 @@ static const bool plain_byte[256] = {
 	[0x20 ... 0x21] = true, [0x23 ... 0x5b] = true, [0x5d ... 0x7e] = true, /* not '"' (0x22), '\\' (0x5c) */
 };
 
-/* A JSON string: runs of plain ASCII copied whole, other characters
- * checked one by one (invalid UTF-8 becomes U+FFFD). */
+/* As much of the JSON string body of s as fits in room bytes at dst, whole
+ * characters only: runs of plain ASCII copied whole, other characters one
+ * by one (invalid UTF-8 becomes U+FFFD). Returns the bytes written; *s
+ * moves past what was taken. */
+static size_t escape_into(char *dst, size_t room, const char **sp)
+{
+	const char *s = *sp;
+	char *d = dst, *end = dst + room;
+
+	while (*s) {
+		unsigned char c = (unsigned char)*s;
+
+		if (plain_byte[c]) {
+			if (d == end)
+				break;
+			*d++ = *s++;
+			continue;
+		}
+		if (c >= 0x80) {
+			size_t n = utf8_char_len(s);
+
+			if ((size_t)(end - d) < (n ? n : 6))
+				break;
+			if (n) {
+				memcpy(d, s, n);
+				d += n;
+			} else {
+				memcpy(d, "\\ufffd", 6);
+				d += 6;
+			}
+			s += n ? n : 1;
+		} else if (c == '"' || c == '\\') {
+			if (end - d < 2)
+				break;
+			*d++ = '\\';
+			*d++ = *s++;
+		} else {
+			if (end - d < 6)
+				break;
+			memcpy(d, "\\u00", 4);
+			d[4] = "0123456789abcdef"[c >> 4];
+			d[5] = "0123456789abcdef"[c & 15];
+			d += 6;
+			s++;
+		}
+	}
+	*sp = s;
+	return (size_t)(d - dst);
+}
+
+#define STR_CHUNK 256
+
+/* A JSON string, escaped straight into the buffer a chunk at a time. */
 static void str(struct chrome_writer *w, const char *s)
 {
 	PUT(w, "\"");
 	while (s && *s) {
-		size_t n = 0;
+		char chunk[STR_CHUNK];
+		const char *from = s;
 
-		while (plain_byte[(unsigned char)s[n]])
-			n++;
-		put(w, s, n);
-		s += n;
-		if (!*s)
+		if (w->len + STR_CHUNK <= w->cap || room_slow(w, STR_CHUNK)) {
+			w->len += escape_into(w->buf + w->len, STR_CHUNK, &s);
+		} else { /* no buffer: through a chunk of our own */
+			size_t n = escape_into(chunk, sizeof(chunk), &s);
+
+			put_slow(w, chunk, n);
+		}
+		if (s == from) /* cannot happen: a chunk takes any one character */
 			break;
-		if ((unsigned char)*s >= 0x80) {
-			n = utf8_char_len(s);
-			if (n)
-				put(w, s, n);
-			else
-				PUT(w, "\\ufffd");
-			s += n ? n : 1;
-			continue;
-		}
-		if (*s == '"' || *s == '\\') {
-			char esc[2] = { '\\', *s };
-
-			put(w, esc, 2);
-		} else {
-			char esc[6] = { '\\', 'u', '0', '0', "0123456789abcdef"[(unsigned char)*s >> 4],
-					"0123456789abcdef"[*s & 15] };
-
-			put(w, esc, 6);
-		}
-		s++;
 	}
 	PUT(w, "\"");
+}
+
+/* A name's JSON, from the cache (e: its slot in names or cats), filled
+ * on a miss; one too long for the room is written anew each time. */
+/* What a category is written as: runtime calls under the name the Spyre
+ * tools (and kineto) give them. */
+static const char *cat_shown(const char *cat)
+{
+	return strcmp(cat, "runtime") ? cat : "cuda_runtime";
+}
+
+static inline __attribute__((always_inline)) struct name_json *
+cached_str(struct chrome_writer *w, struct name_json *e, const char *key, bool is_cat)
+{
+	if (__builtin_expect(e->key != key, 0)) {
+		const char *rest = is_cat ? cat_shown(key) : key;
+		size_t n = escape_into(e->json + 1, NAME_ROOM - 2, &rest);
+
+		e->key = key;
+		e->json[0] = '"';
+		e->json[n + 1] = '"';
+		e->len = *rest ? 0 : (uint8_t)(n + 2);
+		e->driver = !strcmp(key, "driver");
+	}
+	if (e->len)
+		put(w, e->json, e->len);
+	else
+		str(w, is_cat ? cat_shown(key) : key);
+	return e;
+}
+
+/* str() of an event's or an argument's name (model.h: at a fixed address). */
+static inline void name(struct chrome_writer *w, const char *s)
+{
+	cached_str(w, &w->names[((uintptr_t)s >> 3) % NAME_CACHE], s, false);
+}
+
+/* A category (cat_shown); true for "driver". */
+static inline bool category(struct chrome_writer *w, const char *cat)
+{
+	if (!cat) {
+		PUT(w, "\"\"");
+		return false;
+	}
+	return cached_str(w, &w->cats[((uintptr_t)cat >> 3) % 16], cat, true)->driver;
 }
 
 static void begin_event(struct chrome_writer *w)
@@ -267,7 +366,27 @@ struct chrome_writer *chrome_writer_open_file(FILE *f, char *err, size_t errlen)
 
 static struct placement *place_of(struct chrome_writer *w, uint64_t track)
 {
-	return hm_get(&w->places, track);
+	size_t slot = (size_t)track % PLACE_CACHE;
+	struct placement *p;
+
+	if (w->place_cache[slot].track == track)
+		return w->place_cache[slot].p;
+	p = hm_get(&w->places, track);
+	if (p) {
+		w->place_cache[slot].track = track;
+		w->place_cache[slot].p = p;
+	}
+	return p;
+}
+
+/* ,"pid":P,"tid":T, rendered once per track. */
+static void place_render(struct placement *p)
+{
+	int n = snprintf(p->ids, sizeof(p->ids), ",\"pid\":%u", p->pid);
+
+	p->pid_len = (uint8_t)n;
+	n += snprintf(p->ids + n, sizeof(p->ids) - (size_t)n, ",\"tid\":%u", p->tid);
+	p->ids_len = (uint8_t)n;
 }
 
 static void meta_event(struct chrome_writer *w, const char *what, uint32_t pid, uint32_t tid,
@@ -338,20 +457,24 @@ static void on_track(void *ctx, const struct model_track *t)
 		meta_event(w, "process_name", CHROME_TRACER_PID, 0, "name", t->name, 0);
 		break;
 	}
+	place_render(p);
 }
 
 /* ,"key":MICROSECONDS.NNN, key a literal */
 #define TS_US(w, key, ns) ts_us(w, ",\"" key "\":", sizeof(",\"" key "\":") - 1, ns)
 
-static void ts_us(struct chrome_writer *w, const char *key, size_t keylen, uint64_t ns)
+static inline __attribute__((always_inline)) void ts_us(struct chrome_writer *w, const char *key, size_t keylen,
+						    uint64_t ns)
 {
+	char d[2 * NUM_ROOM], *end = d + NUM_ROOM, *p;
 	unsigned frac = (unsigned)(ns % 1000);
-	char d[4] = { '.', (char)('0' + frac / 100), digit_pairs[2 * (frac % 100)],
-		      digit_pairs[2 * (frac % 100) + 1] };
 
+	end[-4] = '.';
+	end[-3] = (char)('0' + frac / 100);
+	memcpy(end - 2, digit_pairs + 2 * (frac % 100), 2);
+	p = digits_before(end - 4, ns / 1000);
 	put(w, key, keylen);
-	put_u64(w, ns / 1000);
-	put(w, d, 4);
+	put_num(w, p, (size_t)(end - p));
 }
 
 static void args(struct chrome_writer *w, const struct model_event *e)
@@ -362,7 +485,7 @@ static void args(struct chrome_writer *w, const struct model_event *e)
 
 		if (i)
 			PUT(w, ",");
-		str(w, a->name);
+		name(w, a->name);
 		PUT(w, ":");
 		switch (a->type) {
 		case ARG_UINT: put_u64(w, a->u); break;
@@ -389,22 +512,19 @@ enum { FLOW_TO_JOB = 1, FLOW_TO_END = 2 };
 
 /* One end of an arrow: s binds to the slice starting here, f (bp e) to the
  * slice that holds ts. */
-static void flow_event(struct chrome_writer *w, bool start, const char *name, const char *cat,
+static void flow_event(struct chrome_writer *w, bool start, const char *what, const char *cat,
 		       uint64_t id, const struct placement *p, uint64_t ts)
 {
 	begin_event(w);
 	PUT(w, "{\"ph\":");
 	put(w, start ? "\"s\"" : "\"f\"", 3);
 	PUT(w, ",\"name\":");
-	str(w, name);
+	name(w, what);
 	PUT(w, ",\"cat\":");
-	str(w, cat);
+	name(w, cat);
 	PUT(w, ",\"id\":");
 	put_u64(w, id);
-	PUT(w, ",\"pid\":");
-	put_u64(w, p->pid);
-	PUT(w, ",\"tid\":");
-	put_u64(w, p->tid);
+	put(w, p->ids, p->ids_len);
 	TS_US(w, "ts", ts);
 	if (start)
 		PUT(w, "}");
@@ -462,15 +582,15 @@ static void on_event(void *ctx, const struct model_event *e)
 {
 	struct chrome_writer *w = ctx;
 	struct placement *p = place_of(w, e->track->id);
+	bool driver;
 
 	if (!p)
 		return;
 	begin_event(w);
 	if (e->kind == EV_COUNTER) {
 		PUT(w, "{\"ph\":\"C\",\"name\":");
-		str(w, e->name);
-		PUT(w, ",\"pid\":");
-		put_u64(w, p->pid);
+		name(w, e->name);
+		put(w, p->ids, p->pid_len);
 		TS_US(w, "ts", e->ts);
 		PUT(w, ",\"args\":{\"value\":");
 		put_i64(w, e->value);
@@ -481,14 +601,10 @@ static void on_event(void *ctx, const struct model_event *e)
 		PUT(w, "{\"ph\":\"X\",\"name\":");
 	else
 		PUT(w, "{\"ph\":\"i\",\"name\":");
-	str(w, e->name);
+	name(w, e->name);
 	PUT(w, ",\"cat\":");
-	/* runtime calls under the name the Spyre tools (and kineto) give them */
-	str(w, !e->cat ? "" : !strcmp(e->cat, "runtime") ? "cuda_runtime" : e->cat);
-	PUT(w, ",\"pid\":");
-	put_u64(w, p->pid);
-	PUT(w, ",\"tid\":");
-	put_u64(w, p->tid);
+	driver = category(w, e->cat);
+	put(w, p->ids, p->ids_len);
 	TS_US(w, "ts", e->ts);
 	if (e->kind == EV_SLICE)
 		TS_US(w, "dur", e->dur);
@@ -496,7 +612,7 @@ static void on_event(void *ctx, const struct model_event *e)
 		PUT(w, ",\"s\":\"t\"");
 	args(w, e);
 	PUT(w, "}");
-	if (e->cat && !strcmp(e->cat, "driver"))
+	if (driver)
 		note_card_ids(w, e);
 	/* flow events at the slice's start bind to it */
 	for (int i = 0; i < e->nxflows; i++)
