@@ -454,6 +454,27 @@ def run_sigint_command_ignores_term(tmp):
     assert any(e["type"] == "call_exit" for e in events), "nothing captured before SIGINT"
 
 
+def run_static_command_runs_once(tmp):
+    """-c with a static program: its libraries are listed by its own
+    dynamic loader, of which it has none, so nothing runs before the
+    tracer starts it, traced, once (LD_TRACE_LOADED_OBJECTS on the program
+    itself ran a static one for real, untraced, and waited for it)."""
+    busybox = shutil.which("busybox")
+    if not busybox:
+        raise Skip("busybox missing (make deps installs busybox-static)")
+    mark = os.path.join(tmp, "mark")
+    t0 = time.time()
+    r = subprocess.run(tracer(tmp, "-d", "2", "-c", f"{busybox} sh -c 'echo $$ >> {mark}; sleep 60'"),
+                       capture_output=True, text=True, timeout=90)
+    took = time.time() - t0
+    assert r.returncode == 0, f"tracer exit {r.returncode}: {r.stderr}"
+    runs = open(mark).read().split() if os.path.exists(mark) else []
+    events, ends, _ = end_record(os.path.join(tmp, "cap.sbt"))
+    traced = [e["pid"] for e in events if e["type"] == "process" and "busybox" in e.get("cmdline", "")]
+    assert runs == traced and len(runs) == 1, f"the command ran as {runs}; traced as {traced}"
+    assert took < 30, f"-d 2 took {took:.1f} s: something waited for the command"
+
+
 def run_sigkill_cleanup(tmp):
     # the kernel frees programs of earlier tests asynchronously
     wait_for(lambda: not our_bpf_objects()[0], 10, "programs of earlier runs to go away")
@@ -3381,6 +3402,7 @@ TESTS = [
     ("duration_while_attaching", run_duration_while_attaching),
     ("sigint_flushes_capture", run_sigint),
     ("sigint_command_ignores_term", run_sigint_command_ignores_term),
+    ("static_command_runs_once", run_static_command_runs_once),
     ("sigkill_leaves_nothing_behind", run_sigkill_cleanup),
     ("errors_one_line_with_hint", run_errors),
     ("probe_option", run_probe_option),

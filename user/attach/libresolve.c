@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gelf.h>
+
 #include "attach/libresolve.h"
 #include "base/procfs.h"
 
@@ -54,13 +56,93 @@ static void end_run(FILE *f, pid_t pid)
 		waitpid(pid, &status, 0);
 }
 
+/* The ELF interpreter (PT_INTERP) of the regular file at path, read
+ * without running anything: true with it in buf; false for a static
+ * program or what is not ELF. */
+static bool elf_interp(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	bool found = false;
+	struct stat st;
+	size_t n = 0;
+	Elf *elf;
+
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || elf_version(EV_CURRENT) == EV_NONE ||
+	    !(elf = elf_begin(fd, ELF_C_READ, NULL))) {
+		close(fd);
+		return false;
+	}
+	if (elf_kind(elf) == ELF_K_ELF && !elf_getphdrnum(elf, &n)) {
+		for (size_t i = 0; i < n && !found; i++) {
+			GElf_Phdr ph;
+			ssize_t got;
+
+			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_INTERP || !ph.p_filesz)
+				continue;
+			got = pread(fd, buf, ph.p_filesz < len ? ph.p_filesz : len - 1, (off_t)ph.p_offset);
+			if (got > 0) {
+				buf[got] = '\0';
+				found = buf[0] == '/';
+			}
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	return found;
+}
+
+/* A script's interpreter (its #! line; through env, the program env
+ * names, found on PATH): true with its path in buf. */
+static bool script_interp(const char *path, char *buf, size_t len)
+{
+	char line[256], *p, *word;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	ssize_t got;
+
+	if (fd < 0)
+		return false;
+	got = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (got < 3 || line[0] != '#' || line[1] != '!')
+		return false;
+	line[got] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	p = line + 2;
+	word = strtok(p, " \t");
+	if (!word)
+		return false;
+	if (!strcmp(word + (strrchr(word, '/') ? strrchr(word, '/') - word + 1 : 0), "env")) {
+		while ((word = strtok(NULL, " \t")) && word[0] == '-')
+			;
+		return word && sbt_which(word, buf, len);
+	}
+	snprintf(buf, len, "%s", word);
+	return true;
+}
+
 void libs_of_command(char *const argv[], lib_found_cb cb, void *ctx)
 {
-	char line[4096];
+	char prog[4096], interp[4096], line[4096];
+	char *list[4] = { interp, "--list", prog, NULL };
 	pid_t pid = -1;
-	/* the loader lists and exits without running the program */
-	FILE *f = run_reading(argv, "LD_TRACE_LOADED_OBJECTS=1", &pid);
+	FILE *f;
 
+	if (!sbt_which(argv[0], prog, sizeof(prog)))
+		return;
+	/* a script: what its interpreter links */
+	if (!elf_interp(prog, interp, sizeof(interp))) {
+		if (!script_interp(prog, line, sizeof(line)))
+			return; /* static, or not a program: nothing linked */
+		snprintf(prog, sizeof(prog), "%s", line);
+		if (!elf_interp(prog, interp, sizeof(interp)))
+			return;
+	}
+	/* the program's own dynamic loader lists what it links and exits,
+	 * running nothing of the program (LD_TRACE_LOADED_OBJECTS on the
+	 * program itself would run a static one for real) */
+	f = run_reading(list, NULL, &pid);
 	while (f && fgets(line, sizeof(line), f)) {
 		/* "\tlibflex.so => /path/libflex.so (0x...)" or "\t/lib64/ld... (0x...)" */
 		char *p = strstr(line, "=> "), *end;

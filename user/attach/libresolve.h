@@ -24,7 +24,8 @@ typedef void (*lib_found_cb)(const char *path, const char *why, void *ctx);
 /* Where execvp would find cmd (a path, or on PATH): true with path set. */
 bool sbt_which(const char *cmd, char *path, size_t len);
 
-/* The libraries the dynamic loader links for argv (not run). */
+/* The libraries the dynamic loader links for argv: its own loader (or its
+ * script interpreter's) lists them, nothing of the program runs. */
 void libs_of_command(char *const argv[], lib_found_cb cb, void *ctx);
 /* Files in each directory of a ':' list, and depth levels below. */
 void libs_in_dirs(const char *list, int depth, const char *why, lib_found_cb cb, void *ctx);
