@@ -53,8 +53,11 @@ static __always_inline __u32 vfio_handler_bdf(struct irqaction *action)
  * addresses of the kernel's wake functions. Else the sched_waking program
  * below does it. */
 const volatile bool wake_by_eventfd = false;
-const volatile __u64 wake_fn_task[3] = {}; /* default_, autoremove_, woken_wake_function */
+/* default_, autoremove_, woken_wake_function, ep_autoremove_wake_function
+ * (epoll_wait's, 6.1 on; 0 before) */
+const volatile __u64 wake_fn_task[4] = {};
 const volatile __u64 wake_fn_poll = 0; /* pollwake */
+const volatile __u64 wake_fn_epoll = 0; /* ep_poll_callback */
 
 /* vfio-pci's MSI and MSI-X handlers, by their vectors' names: their dev_id
  * is the eventfd they signal (INTx's is not). */
@@ -231,11 +234,69 @@ struct eventfd_ctx___sbt {
 } __attribute__((preserve_access_index));
 
 #define EVENTFD_MAX_WAITERS 4
+#define WQ_EXCLUSIVE 0x01 /* WQ_FLAG_EXCLUSIVE: a wake-up stops at the first such */
+
+static __always_inline bool wakes_task(__u64 fn)
+{
+	return fn && (fn == wake_fn_task[0] || fn == wake_fn_task[1] || fn == wake_fn_task[2] ||
+		      fn == wake_fn_task[3]);
+}
+
+/* The task an entry of a wait queue wakes: read()'s and epoll_wait()'s
+ * (private: the task), poll()'s (private: the poll_wqueues of the polling
+ * task); NULL for any other (epoll's own entry, handled by the caller). */
+static __always_inline struct task_struct *waiter_task(struct wait_queue_entry *e, __u64 fn)
+{
+	void *priv = BPF_CORE_READ(e, private);
+
+	if (wakes_task(fn))
+		return priv;
+	if (fn && fn == wake_fn_poll && priv)
+		return BPF_CORE_READ((struct poll_wqueues *)priv, polling_task);
+	return NULL;
+}
+
+/* The wait_queue_entry at pos on a wait queue; NULL when pos is back at
+ * its head (no more). */
+static __always_inline struct wait_queue_entry *entry_at(struct list_head *pos, struct list_head *head)
+{
+	if (!pos || pos == head)
+		return NULL;
+	return (void *)pos - bpf_core_field_offset(struct wait_queue_entry, entry);
+}
+
+/* An epoll instance the eventfd is in (its entry on the eventfd's queue,
+ * ep_poll_callback's): the thread in epoll_wait() on it that the wake-up
+ * reaches, the first exclusive waiter of the epoll's own queue and any
+ * before it. A nested epoll is not followed. */
+static __always_inline void epoll_waiters(struct wait_queue_entry *e, __u64 start_ts, __s32 irq, __u32 waker)
+{
+	struct eppoll_entry *pwq = (void *)e - bpf_core_field_offset(struct eppoll_entry, wait);
+	struct eventpoll *ep = BPF_CORE_READ(pwq, base, ep);
+	struct list_head *head, *pos;
+
+	if (!ep)
+		return;
+	head = __builtin_preserve_access_index(&ep->wq.head);
+	pos = BPF_CORE_READ(ep, wq.head.next);
+	for (int i = 0; i < EVENTFD_MAX_WAITERS; i++) {
+		struct wait_queue_entry *w = entry_at(pos, head);
+		struct task_struct *t;
+
+		if (!w)
+			break;
+		t = waiter_task(w, (__u64)BPF_CORE_READ(w, func));
+		if (t)
+			woke(t, start_ts, irq, waker);
+		if (BPF_CORE_READ(w, flags) & WQ_EXCLUSIVE)
+			break;
+		pos = BPF_CORE_READ(pos, next);
+	}
+}
 
 /* The threads waiting on an eventfd, woken when it is signalled: entries of
- * its wait queue whose wake function wakes a task (read(): private is the
- * task) or poll()'s (private: the poll_wqueues of the polling task). An
- * epoll waiter is not followed (its task waits on the epoll's own queue). */
+ * its wait queue whose wake function wakes a task, and through an epoll
+ * instance the eventfd is in, the thread waiting on that epoll. */
 static __always_inline void eventfd_waiters(void *eventfd, __u64 start_ts, __s32 irq, __u32 waker)
 {
 	struct eventfd_ctx___sbt *ctx = eventfd;
@@ -245,19 +306,21 @@ static __always_inline void eventfd_waiters(void *eventfd, __u64 start_ts, __s32
 		return;
 	head = __builtin_preserve_access_index(&ctx->wqh.head);
 	pos = BPF_CORE_READ(ctx, wqh.head.next);
-	for (int i = 0; i < EVENTFD_MAX_WAITERS && pos && pos != head; i++) {
-		struct wait_queue_entry *e =
-			(void *)pos - bpf_core_field_offset(struct wait_queue_entry, entry);
-		__u64 fn = (__u64)BPF_CORE_READ(e, func);
-		void *priv = BPF_CORE_READ(e, private);
-		struct task_struct *t = NULL;
+	for (int i = 0; i < EVENTFD_MAX_WAITERS; i++) {
+		struct wait_queue_entry *e = entry_at(pos, head);
+		struct task_struct *t;
+		__u64 fn;
 
-		if (fn && (fn == wake_fn_task[0] || fn == wake_fn_task[1] || fn == wake_fn_task[2]))
-			t = priv;
-		else if (fn && fn == wake_fn_poll && priv)
-			t = BPF_CORE_READ((struct poll_wqueues *)priv, polling_task);
+		if (!e)
+			break;
+		fn = (__u64)BPF_CORE_READ(e, func);
+		t = waiter_task(e, fn);
 		if (t)
 			woke(t, start_ts, irq, waker);
+		else if (fn && fn == wake_fn_epoll)
+			epoll_waiters(e, start_ts, irq, waker);
+		if (BPF_CORE_READ(e, flags) & WQ_EXCLUSIVE)
+			break;
 		pos = BPF_CORE_READ(pos, next);
 	}
 }

@@ -1360,18 +1360,22 @@ def check_wake_hook(log, cap, hook, by_interrupt):
 def run_guest_vfio_shared_container(tmp):
     """Two cards in one container: nothing but the interrupts tells which
     card a stream's jobs ran on. With fentry, the waiters of the eventfd
-    each interrupt signals, and of the one the woken thread writes next;
+    each interrupt signals, and of the one the woken thread writes next,
+    also when the runtime waits in epoll_wait() (the eventfd in an epoll);
     with kprobes and with no kernel-function probe, the sched_waking
     program: the same cards each way."""
-    sched = ("build/spyre-bpftrace -q -v --driver-probes off --device 1234:11e8 -o /out/sched.sbt -c "
-             "'build/spyre-sim-run --backend vfio --threads 2 --jobs 2 --bytes 8192 "
-             "--json /out/sched-sim.json' 2> /out/sched.log")
-    out = guest_vfio(tmp, 2, runs=(("auto", "fentry/fexit"), ("kprobe", "kprobe/kretprobe")), extra=(sched,))
-    for name, hook in (("auto", "fentry"), ("kprobe", "raw_tp"), ("sched", "raw_tp")):
+    extra = tuple(f"build/spyre-bpftrace -q -v {opts} --device 1234:11e8 -o /out/{name}.sbt -c "
+                  f"'build/spyre-sim-run --backend vfio --threads 2 --jobs 2 --bytes 8192 {sim} "
+                  f"--json /out/{name}-sim.json' 2> /out/{name}.log"
+                  for name, opts, sim in (("sched", "--driver-probes off", ""), ("epoll", "", "--wait-epoll")))
+    out = guest_vfio(tmp, 2, runs=(("auto", "fentry/fexit"), ("kprobe", "kprobe/kretprobe")), extra=extra)
+    for name, hook in (("auto", "fentry"), ("kprobe", "raw_tp"), ("sched", "raw_tp"), ("epoll", "fentry")):
         cap = os.path.join(out, f"{name}.sbt")
         check_wake_hook(open(os.path.join(out, f"{name}.log")).read(), cap, hook, 2)
-        if name == "sched":
-            check_jobs_on_cards(cap, json.load(open(os.path.join(out, "sched-sim.json"))))
+        if name in ("sched", "epoll"):
+            sim = json.load(open(os.path.join(out, f"{name}-sim.json")))
+            assert sim["job_failures"] == 0 and len(sim["devices"]) == 2, sim["devices"]
+            check_jobs_on_cards(cap, sim)
 
 
 GUEST_TWO_PROCESSES = r"""

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -290,12 +291,27 @@ int edu_open(struct edu *e, int container, bool set_iommu, const char *bdf, vfio
 	return 0;
 }
 
+int edu_wait_epoll(struct edu *e)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = e->msi };
+
+	e->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (e->epfd < 0)
+		return -errno;
+	return epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->msi, &ev) ? -errno : 0;
+}
+
 /* Wait for the device's interrupt, then acknowledge what raised it. */
 static int wait_irq(struct edu *e, uint32_t want)
 {
+	struct epoll_event ev;
 	uint64_t n;
 	uint32_t st;
 
+	/* as a runtime with more to wait for does: the eventfd in an epoll */
+	while (e->epfd > 0 && epoll_wait(e->epfd, &ev, 1, -1) != 1)
+		if (errno != EINTR)
+			return -errno;
 	if (read(e->msi, &n, sizeof(n)) != sizeof(n))
 		return -errno;
 	st = rd32(e, EDU_IRQ_STATUS);
@@ -340,6 +356,8 @@ void edu_close(struct edu *e)
 		munmap(e->bar0, e->bar0_size);
 	if (e->msi > 0)
 		close(e->msi);
+	if (e->epfd > 0)
+		close(e->epfd);
 	if (e->device > 0)
 		close(e->device);
 	if (e->group > 0)

@@ -13,6 +13,7 @@ typedef int (*vfio_call)(int fd, unsigned long cmd, const char *name, void *arg,
 struct edu {
 	char bdf[16];
 	int group, device, msi;
+	int epfd; /* > 0: interrupts are waited for in epoll_wait() on it (edu_wait_epoll) */
 	uint8_t *bar0;
 	uint64_t bar0_size;
 	unsigned long irqs;
@@ -58,6 +59,9 @@ int edu_open(struct edu *e, int container, bool set_iommu, const char *bdf, vfio
 /* Vector 0 of an interrupt index (MSI, MSI-X) on a new eventfd, e->msi.
  * 0, or -1 with errno set. */
 int edu_irq_eventfd(struct edu *e, unsigned int index, vfio_call call);
+/* From now on, wait for interrupts in epoll_wait() on an epoll holding the
+ * MSI eventfd (then read it), as a runtime with other fds to watch does. */
+int edu_wait_epoll(struct edu *e);
 int edu_copy_in(struct edu *e, uint64_t iova, uint64_t count);
 int edu_copy_out(struct edu *e, uint64_t iova, uint64_t count);
 int edu_factorial(struct edu *e, uint32_t n, uint32_t *result);

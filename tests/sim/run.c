@@ -20,7 +20,7 @@ static struct {
 	const char *backend, *mock_dir, *json;
 	unsigned long jobs, bytes, seed, delay_us;
 	unsigned int threads;
-	int wait_stdin, wait_ready, container_per_card, no_card;
+	int wait_stdin, wait_ready, container_per_card, no_card, wait_epoll;
 	const char *card;
 } opt = { .backend = "mock", .jobs = 4, .bytes = 65536, .seed = 1,
 	  .delay_us = 200, .threads = 1 };
@@ -43,6 +43,7 @@ static const struct argp_option options[] = {
 	{ "no-card", 'N', NULL, 0,
 	  "Call the runtime --jobs times (a deallocate of nothing, --delay-us apart) and never "
 	  "open a card: a tool that loads the runtime", 0 },
+	{ "wait-epoll", 'E', NULL, 0, "vfio: wait for a card's interrupts in epoll_wait(), not read()", 0 },
 	{ "container-per-card", 'C', NULL, 0,
 	  "vfio: each card in its own VFIO container (default: one for all)", 0 },
 	{ 0 }
@@ -74,6 +75,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case 'w': opt.wait_stdin = 1; break;
 	case 'R': opt.wait_ready = 1; break;
 	case 'C': opt.container_per_card = 1; break;
+	case 'E': opt.wait_epoll = 1; break;
 	case 'K': opt.card = arg; break;
 	case 'N': opt.no_card = 1; break;
 	default: return ARGP_ERR_UNKNOWN;
@@ -154,7 +156,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	struct sim_config cfg = { opt.backend, opt.mock_dir, (unsigned int)opt.delay_us,
-				  opt.container_per_card != 0, opt.card };
+				  opt.container_per_card != 0, opt.card, opt.wait_epoll != 0 };
 
 	if (sim_init(&cfg))
 		return 1;

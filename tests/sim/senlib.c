@@ -335,6 +335,8 @@ static int vfio_init(void)
 			return -1;
 		ret = edu_open(&S.devs[i].edu, S.devs[i].container, i == 0 || own, bdfs[i],
 			       call_logged);
+		if (!ret && S.cfg.wait_epoll)
+			ret = edu_wait_epoll(&S.devs[i].edu);
 		if (ret) {
 			fprintf(stderr, "spyre-sim: cannot drive %s through VFIO: %s\n", bdfs[i],
 				strerror(-ret));

@@ -73,6 +73,7 @@ struct sim_config {
 	unsigned int delay_us; /* mock device: time to complete a job */
 	bool container_per_card; /* vfio: each card in its own container */
 	const char *card; /* vfio: drive only the card at this PCI address */
+	bool wait_epoll; /* vfio: wait for a card's interrupt in epoll_wait(), not read() */
 };
 
 int sim_init(const struct sim_config *cfg);

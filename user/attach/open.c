@@ -94,11 +94,12 @@ static void daemon_trim(struct attacher *a)
 static void plan_wake(struct attacher *a, const char *off)
 {
 	static const char *const fns[] = { "default_wake_function", "autoremove_wake_function",
-					   "woken_wake_function", "pollwake" };
+					   "woken_wake_function", "ep_autoremove_wake_function", "pollwake",
+					   "ep_poll_callback" };
 	struct spyre_bpf *s = a->skel;
 	const char *when = a->o->daemon ? "in detail windows only: " : "";
-	bool found[4] = { false };
-	uint64_t addr[4] = { 0 };
+	bool found[6] = { false };
+	uint64_t addr[6] = { 0 };
 	const char *mech = NULL;
 	char why[160] = "";
 
@@ -115,7 +116,7 @@ static void plan_wake(struct attacher *a, const char *off)
 		snprintf(why, sizeof(why), "fentry only, --driver-probes %s",
 			 a->o->driver_mode == DRIVER_OFF ? "off" : "kprobe");
 	} else {
-		kallsyms_find(fns, 4, found, addr);
+		kallsyms_find(fns, 6, found, addr);
 		/* an address kptr_restrict hides reads 0: nothing would match it */
 		if (!addr[0] || !addr[1] || !addr[2])
 			snprintf(why, sizeof(why), "the kernel's wake functions have no address in /proc/kallsyms");
@@ -124,13 +125,15 @@ static void plan_wake(struct attacher *a, const char *off)
 	}
 	if (mech) {
 		s->rodata->wake_by_eventfd = true;
-		for (int i = 0; i < 3; i++)
+		/* 0 if absent: epoll_wait() before 6.1 uses autoremove_wake_function */
+		for (int i = 0; i < 4; i++)
 			s->rodata->wake_fn_task[i] = addr[i];
-		s->rodata->wake_fn_poll = addr[3]; /* 0 if absent: poll() waiters not followed */
+		s->rodata->wake_fn_poll = addr[4]; /* 0 if absent: poll() waiters not followed */
+		s->rodata->wake_fn_epoll = addr[5]; /* 0 if absent: epoll waiters not followed */
 		a->wake_prog = s->progs.eventfd_write_fentry;
 		a->wake_hook = "eventfd";
 		plan_add(&a->plan, "wake", mech, "%sthe traced thread waiting on the eventfd a card's interrupt "
-			 "signals, read at the interrupt; and the one it wakes next through an eventfd "
+			 "signals (read, poll or epoll_wait), read at the interrupt; and the one it wakes next through an eventfd "
 			 "(eventfd_write): which card a stream's jobs run on; no other wake-up pays", when);
 		return;
 	}
