@@ -142,6 +142,10 @@ mkdir -p "$init/work/build"
 for bin in spyre-syscall-loop spyre-sim-dlopen; do
 	[ -z "$NOBUILD" ] && [ -x "$build/$bin" ] && cp -a "$build/$bin" "$init/work/build/"
 done
+# (a pipe ping-pong, for what the wake-up hook costs: bench/wake_cost.py --guest)
+if [ -z "$NOBUILD" ] && [ -x "$build/bench/pingpong" ]; then
+	mkdir -p "$init/work/build/bench" && cp -a "$build/bench/pingpong" "$init/work/build/bench/"
+fi
 if [ "$ARCH" = x86_64 ]; then
 	for bin in "$init"/work/build/spyre-bpftrace "$init"/work/build/spyre-sim-run "$init"/work/build/spyre-sim-dlopen \
 		"$init"/work/build/sim/*.so; do
