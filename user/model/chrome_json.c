@@ -279,8 +279,6 @@ static void str(struct chrome_writer *w, const char *s)
 	PUT(w, "\"");
 }
 
-/* A name's JSON, from the cache (e: its slot in names or cats), filled
- * on a miss; one too long for the room is written anew each time. */
 /* What a category is written as: runtime calls under the name the Spyre
  * tools (and kineto) give them. */
 static const char *cat_shown(const char *cat)
@@ -288,6 +286,8 @@ static const char *cat_shown(const char *cat)
 	return strcmp(cat, "runtime") ? cat : "cuda_runtime";
 }
 
+/* A name's JSON, from the cache (e: its slot in names or cats), filled
+ * on a miss; one too long for the room is written anew each time. */
 static inline __attribute__((always_inline)) struct name_json *
 cached_str(struct chrome_writer *w, struct name_json *e, const char *key, bool is_cat)
 {
@@ -311,6 +311,10 @@ cached_str(struct chrome_writer *w, struct name_json *e, const char *key, bool i
 /* str() of an event's or an argument's name (model.h: at a fixed address). */
 static inline void name(struct chrome_writer *w, const char *s)
 {
+	if (!s) {
+		PUT(w, "\"\"");
+		return;
+	}
 	cached_str(w, &w->names[((uintptr_t)s >> 3) % NAME_CACHE], s, false);
 }
 
