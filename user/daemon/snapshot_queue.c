@@ -5,17 +5,39 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "base/thread.h"
 #include "daemon/snapshot_queue.h"
+
+/* The writer's class: idle (SCHED_IDLE, nice 19) while it writes, so that
+ * a snapshot takes no CPU from the jobs; the daemon's own otherwise, when
+ * it holds what other threads wait for (the queue's lock; in done() the
+ * daemon's counters lock and its log): an idle thread preempted holding
+ * one on a busy host would hold up the main loop, ctl and /metrics for as
+ * long as the host stays busy. Without CAP_SYS_NICE a thread cannot leave
+ * the idle class or nice 19 once in them: the writer then stays at the
+ * daemon's priority. */
+static void writer_class(struct snapshot_queue *q, bool idle)
+{
+	struct sched_param sp = { 0 };
+
+	pthread_setschedparam(pthread_self(), idle ? SCHED_IDLE : SCHED_OTHER, &sp);
+	setpriority(PRIO_PROCESS, (id_t)gettid(), idle ? 19 : q->nice);
+}
 
 static void *worker(void *arg)
 {
 	struct snapshot_queue *q = arg;
-	struct sched_param sp = { 0 };
+	/* raising its own priority (what leaving the idle class takes) is
+	 * what CAP_SYS_NICE allows: tried on nice, then put back */
+	bool can_leave = q->nice > -20 && !setpriority(PRIO_PROCESS, (id_t)gettid(), q->nice - 1);
 
-	/* best effort: without them it only runs at the daemon's priority */
-	pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
-	setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
+	if (can_leave) {
+		setpriority(PRIO_PROCESS, (id_t)gettid(), q->nice);
+	} else {
+		sbt_info(1, "snapshots are written at the daemon's priority, not the idle class: no CAP_SYS_NICE "
+			    "to leave it while the writer holds the daemon's locks\n");
+	}
 	pthread_mutex_lock(&q->lock);
 	q->tid = gettid();
 	for (;;) {
@@ -31,7 +53,17 @@ static void *worker(void *arg)
 		memmove(q->jobs, q->jobs + 1, (size_t)--q->n * sizeof(q->jobs[0]));
 		q->busy = true;
 		pthread_mutex_unlock(&q->lock);
+		/* idle for the writing alone; not once the daemon stops (it
+		 * waits for this): looked at again after, so that a stop that
+		 * came between is not undone */
+		if (can_leave && !__atomic_load_n(&q->stopping, __ATOMIC_ACQUIRE)) {
+			writer_class(q, true);
+			if (__atomic_load_n(&q->stopping, __ATOMIC_ACQUIRE))
+				writer_class(q, false);
+		}
 		ret = snapshot_write(j, err, sizeof(err));
+		if (can_leave)
+			writer_class(q, false);
 		q->done(q->ctx, j, ret, err);
 		snapshot_job_free(j);
 		pthread_mutex_lock(&q->lock);
@@ -46,6 +78,10 @@ int snapq_start(struct snapshot_queue *q, snapq_done_fn done, void *ctx)
 	int err;
 
 	memset(q, 0, sizeof(*q));
+	errno = 0;
+	q->nice = getpriority(PRIO_PROCESS, 0); /* the calling thread's: the daemon's */
+	if (errno)
+		q->nice = 0;
 	q->done = done;
 	q->ctx = ctx;
 	pthread_mutex_init(&q->lock, NULL);
@@ -88,14 +124,14 @@ void snapq_stop(struct snapshot_queue *q)
 	if (!q->started)
 		return;
 	pthread_mutex_lock(&q->lock);
-	q->stopping = true;
+	__atomic_store_n(&q->stopping, true, __ATOMIC_RELEASE);
 	/* what is queued is written before the daemon exits: at the daemon's
 	 * own priority now, or a host kept busy starves an idle-class writer
 	 * past any stop timeout (best effort, as at the start) */
 	if (q->n || q->busy) {
 		pthread_setschedparam(q->thread, SCHED_OTHER, &sp);
 		if (q->tid)
-			setpriority(PRIO_PROCESS, (id_t)q->tid, getpriority(PRIO_PROCESS, 0));
+			setpriority(PRIO_PROCESS, (id_t)q->tid, q->nice);
 	}
 	pthread_cond_signal(&q->wake);
 	pthread_mutex_unlock(&q->lock);

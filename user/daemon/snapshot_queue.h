@@ -27,6 +27,7 @@ struct snapshot_queue {
 	int n;
 	bool busy, stopping, started;
 	pid_t tid; /* the writer's, for its priority at the stop */
+	int nice; /* the daemon's, which the writer takes while it holds anything shared */
 	snapq_done_fn done;
 	void *ctx;
 };
