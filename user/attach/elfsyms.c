@@ -128,6 +128,41 @@ static bool sane_library(int fd, struct stat *st)
 	return !fstat(fd, st) && S_ISREG(st->st_mode) && (uint64_t)st->st_size <= MAX_LIB_BYTES;
 }
 
+bool elf_interp(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	bool found = false;
+	struct stat st;
+	size_t n = 0;
+	Elf *elf;
+
+	if (fd < 0)
+		return false;
+	/* any size: only its headers are read, not the whole file */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || elf_version(EV_CURRENT) == EV_NONE ||
+	    !(elf = elf_begin(fd, ELF_C_READ, NULL))) {
+		close(fd);
+		return false;
+	}
+	if (elf_kind(elf) == ELF_K_ELF && !elf_getphdrnum(elf, &n)) {
+		for (size_t i = 0; i < n && !found; i++) {
+			GElf_Phdr ph;
+			ssize_t got;
+
+			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_INTERP || !ph.p_filesz)
+				continue;
+			got = pread(fd, buf, ph.p_filesz < len ? ph.p_filesz : len - 1, (off_t)ph.p_offset);
+			if (got > 0) {
+				buf[got] = '\0';
+				found = buf[0] == '/';
+			}
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	return found;
+}
+
 int elf_open_library_at(int path_fd, const char *name, char *err, size_t errlen)
 {
 	struct stat before, after;

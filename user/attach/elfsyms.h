@@ -38,5 +38,9 @@ int elf_for_each_function_fd(int fd, const char *name, elf_sym_cb cb, void *ctx,
  * reading through it if it is a regular file of at most 1 GiB, and
  * checked again once open. The read fd, or -errno with err filled. */
 int elf_open_library_at(int path_fd, const char *name, char *err, size_t errlen);
+/* The ELF interpreter (PT_INTERP) of the regular file at path, read
+ * without running anything: true with it in buf; false for a static
+ * program or what is not ELF. */
+bool elf_interp(const char *path, char *buf, size_t len);
 
 #endif

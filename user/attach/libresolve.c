@@ -11,8 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <gelf.h>
-
+#include "attach/elfsyms.h"
 #include "attach/libresolve.h"
 #include "base/procfs.h"
 
@@ -54,43 +53,6 @@ static void end_run(FILE *f, pid_t pid)
 		fclose(f);
 	if (pid > 0)
 		waitpid(pid, &status, 0);
-}
-
-/* The ELF interpreter (PT_INTERP) of the regular file at path, read
- * without running anything: true with it in buf; false for a static
- * program or what is not ELF. */
-static bool elf_interp(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	bool found = false;
-	struct stat st;
-	size_t n = 0;
-	Elf *elf;
-
-	if (fd < 0)
-		return false;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || elf_version(EV_CURRENT) == EV_NONE ||
-	    !(elf = elf_begin(fd, ELF_C_READ, NULL))) {
-		close(fd);
-		return false;
-	}
-	if (elf_kind(elf) == ELF_K_ELF && !elf_getphdrnum(elf, &n)) {
-		for (size_t i = 0; i < n && !found; i++) {
-			GElf_Phdr ph;
-			ssize_t got;
-
-			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_INTERP || !ph.p_filesz)
-				continue;
-			got = pread(fd, buf, ph.p_filesz < len ? ph.p_filesz : len - 1, (off_t)ph.p_offset);
-			if (got > 0) {
-				buf[got] = '\0';
-				found = buf[0] == '/';
-			}
-		}
-	}
-	elf_end(elf);
-	close(fd);
-	return found;
 }
 
 /* A script's interpreter (its #! line; through env, the program env
