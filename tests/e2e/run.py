@@ -3340,6 +3340,83 @@ def run_daemon_hostile_library_path(tmp):
                 p.wait()
 
 
+def run_daemon_slow_library_off_main_loop(tmp):
+    """A process of user nobody puts a library that takes seconds to read
+    (1.5 million symbols, a regular file named like the runtime's) on its
+    LD_LIBRARY_PATH, dlopen()s a copy of the runtime the daemon never read
+    and takes a (mock) card inside a detail window. The daemon looks for
+    its libraries on its discovery thread: ctl status answers within 1 s
+    all the while the window is open; the runtime copy, read first, goes
+    on at once, not after the slow file (the process is traced in full
+    well before that read ends); the slow read stops at the 2 s budget (or
+    ends, on a machine that reads it faster)."""
+    import decoy_elf
+    pub = os.path.join(tmp, "pub")
+    os.makedirs(os.path.join(pub, "mock"))
+    shutil.copy2(os.path.join(BUILD, "spyre-sim-dlopen"), pub)
+    lib = hidden_runtime(pub, ("copy",))
+    slow_dir = os.path.join(pub, "slow")
+    os.makedirs(slow_dir)
+    slow = os.path.join(slow_dir, "libflex.so.4")
+    decoy_elf.write(slow, 1500000)
+    # how long the file takes to read whole, here: the bounds below mean
+    # something only if that is well over them
+    t = time.time()
+    subprocess.run([TOOL, "list", slow], capture_output=True, check=True, timeout=120)
+    read_s = time.time() - t
+    print(f"     reading the decoy library whole: {read_s:.1f} s")
+    assert read_s > 1.5, f"the decoy library reads in {read_s:.1f} s here: make it bigger"
+    for d, _, files in os.walk(pub):
+        os.chmod(d, 0o777)
+    os.chmod(tmp, 0o755)
+    daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers", "-v")
+    job, seconds = None, 4.0
+    try:
+        def during():
+            nonlocal job
+            env = dict(os.environ, LD_LIBRARY_PATH=slow_dir)
+            job = subprocess.Popen(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+                                    os.path.join(pub, "spyre-sim-dlopen"), lib, "--mock-dir",
+                                    os.path.join(pub, "mock"), "--jobs", "1000000", "--delay-us", "2000"],
+                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            t0, worst, asked = time.time(), 0.0, 0
+            # while the window is open (its close, which waits for the
+            # kernel to remove each uprobe, is not held to it)
+            while time.time() - t0 < seconds - 1:
+                t = time.time()
+                r = subprocess.run(ctl + ["status"], capture_output=True, text=True, timeout=30)
+                assert r.returncode == 0, r.stderr
+                worst = max(worst, time.time() - t)
+                asked += 1
+                time.sleep(0.05)
+            return worst, asked
+        out = os.path.join(tmp, "w.sbt")
+        (worst, asked), man = record_window_during(ctl, out, seconds, during)
+        print(f"     ctl status asked {asked} times in the window, at most {worst * 1000:.0f} ms")
+        assert worst < 1, f"ctl status took {worst:.2f} s while the library was read"
+        win, traced = window_of(man)
+        me = traced.get(job.pid)
+        assert me and me["joined"] == "card", win
+        late = (me["traced_from_boottime_ns"] - me["seen_boottime_ns"]) / 1e9
+        print(f"     traced in full {late:.2f} s after it joined")
+        assert late < 1.0, f"the runtime went on {late:.2f} s after the process joined: after the slow file"
+        events, _ = parse_dump(out, outputs=False)
+        assert [e for e in events if e["type"] == "call_enter" and e["tgid"] == job.pid], "no runtime call"
+        log = open(os.path.join(tmp, "daemon.log")).read()
+        # stopped by the budget, or by the window's end (they come together)
+        stopped = f"{slow}: reading stopped (" in log
+        whole = f"{slow} (the process's LD_LIBRARY_PATH): 0 functions" in log
+        assert stopped or whole, log[-3000:]
+        print(f"     the read {'stopped' if stopped else 'ended'}")
+        daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(timeout=30) == 0
+    finally:
+        for p in (daemon, job):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
 def run_daemon_kubelet_allocations(tmp):
     """spyre_device_allocation_info from the kubelet's pod-resources API:
     a kubelet stand-in serving v1.PodResourcesLister/List with the real
@@ -3441,6 +3518,7 @@ TESTS = [
     ("daemon_kubernetes_dirs", run_daemon_kubernetes_dirs),
     ("daemon_http_slow_clients", run_daemon_http_slow_clients),
     ("daemon_hostile_library_path", run_daemon_hostile_library_path),
+    ("daemon_slow_library_off_main_loop", run_daemon_slow_library_off_main_loop),
     ("daemon_fake_vfio_ignored", run_daemon_fake_vfio_ignored),
     ("daemon_recorder_share", run_daemon_recorder_share),
     ("daemon_private_tmp_said", run_daemon_private_tmp_said),

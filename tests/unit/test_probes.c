@@ -269,6 +269,43 @@ static void cold_parts_and_return_sites(void **state)
 	probe_set_free(&ps);
 }
 
+/* A search's findings taken into the attacher's set (another thread read
+ * them): numbered on, one library read by both only once, the cap
+ * applied where the set is. */
+static void adopt_found(void **state)
+{
+	struct probe_set dst = { 0 }, src = { 0 }, again = { 0 };
+	size_t first;
+	int n;
+
+	(void)state;
+	scan(&dst, sbt_builtin_probes, sbt_n_builtin_probes, "sim/cxx/libflex.so");
+	first = dst.n;
+	n = scan(&src, sbt_builtin_probes, sbt_n_builtin_probes, "sim/libflex.so");
+	assert_true(n > 0);
+	assert_int_equal(probe_set_adopt(&dst, &src), n);
+	assert_int_equal(src.n, 0);
+	assert_int_equal(src.nlibs, 0);
+	assert_int_equal(dst.nlibs, 2);
+	for (size_t i = 0; i < dst.n; i++)
+		assert_int_equal(dst.sites[i].id, i);
+	assert_string_equal(dst.sites[first].attach, dst.libs[1].attach);
+	/* the same file read by a second search: nothing of it taken twice */
+	scan(&again, sbt_builtin_probes, sbt_n_builtin_probes, "sim/libflex.so");
+	assert_int_equal(probe_set_adopt(&dst, &again), 0);
+	assert_int_equal(dst.nlibs, 2);
+	probe_set_free(&dst);
+	/* the cap is the destination's: what is past it is refused there */
+	dst.max_uprobes = 4;
+	scan(&src, sbt_builtin_probes, sbt_n_builtin_probes, "sim/libflex.so");
+	assert_int_equal(probe_set_adopt(&dst, &src), n);
+	assert_true(dst.uprobes <= 4);
+	assert_non_null(dst.sites[dst.n - 1].refused);
+	assert_non_null(strstr(dst.sites[dst.n - 1].refused, "--max-probes"));
+	assert_int_equal(dst.sites[dst.n - 1].nrets, 0);
+	probe_set_free(&dst);
+}
+
 static void elf_errors(void **state)
 {
 	char err[256];
@@ -291,6 +328,7 @@ int main(void)
 		cmocka_unit_test(elf_errors),
 		cmocka_unit_test(user_spec_refines_builtin),
 		cmocka_unit_test(cold_parts_and_return_sites),
+		cmocka_unit_test(adopt_found),
 	};
 
 	return cmocka_run_group_tests_name("probes", tests, NULL, NULL);

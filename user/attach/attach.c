@@ -4,6 +4,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <fnmatch.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,6 +272,7 @@ void attach_close(struct attacher *a)
 	link_free(&a->links);
 	spyre_bpf__destroy(a->skel);
 	probe_set_free(&a->probes);
+	pthread_mutex_destroy(&a->probes_lock);
 	free(a->specs);
 	for (int i = 0; i < SBT_MAX_USER_PROBES; i++)
 		free(a->real_libs[i]);

@@ -6,11 +6,13 @@
  * targeted at that process only, on every runtime library it has or can
  * load. `record` uses it, and the daemon for its detail windows. Opening
  * and the plan's decisions are in open.c (on plan.c's feature probes), the
- * per-process uprobes and the libraries they go on in uprobes.c.
+ * per-process uprobes in uprobes.c, finding the libraries they go on in
+ * libfind.c.
  */
 #ifndef SBT_ATTACH_H
 #define SBT_ATTACH_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -43,6 +45,9 @@ struct attacher {
 	size_t nspecs;
 	char *real_libs[SBT_MAX_USER_PROBES]; /* --probe libraries named by path, resolved */
 	struct probe_set probes;
+	/* held while probes' libraries change, and by a search on another
+	 * thread while it looks at them (libfind.h) */
+	pthread_mutex_t probes_lock;
 	struct link_set links; /* kernel programs */
 	struct attached_proc *procs;
 	size_t nprocs;
@@ -72,6 +77,12 @@ int attach_trace_pid(struct attacher *a, pid_t pid);
 /* Attach every loaded kernel program (not the runtime ones). */
 int attach_kernel(struct attacher *a);
 
+struct lib_search;
+/* What a search found (libfind.h) taken into the probe set, less what the
+ * set read meanwhile, and put on every traced process; the search's set is
+ * left empty. Returns the number of new functions, or -errno. */
+int attach_found(struct attacher *a, struct lib_search *s);
+/* The three below search and attach at once, within stop and deadline_ns. */
 /* Consider a file as a runtime library (by name; why says where it was
  * found): scan it once, and put its functions on every traced process.
  * Returns the number of new functions, or -errno. */

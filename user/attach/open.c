@@ -7,6 +7,7 @@
  */
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "attach/attach.h"
@@ -339,6 +340,7 @@ int attach_open(struct attacher *a, const struct record_opts *o)
 	int bad;
 
 	a->o = o;
+	pthread_mutex_init(&a->probes_lock, NULL);
 	a->nspecs = sbt_n_builtin_probes + (size_t)o->nprobes;
 	a->specs = probe_specs_table(o->probes, o->nprobes, a->real_libs, &bad);
 	if (!a->specs) {

@@ -178,15 +178,27 @@ struct scan_ctx {
 	const char *lib; /* as found: what specs match */
 	const char *attach; /* which file: what sites are told apart by */
 	int added, error;
+	unsigned int seen; /* symbols looked at: when to ask ps->stop */
 	struct cold_part *cold;
 	size_t ncold;
 };
+
+/* A read told to stop, asked every 4096 symbols (a library may have millions). */
+static bool stopped(struct scan_ctx *c)
+{
+	if ((++c->seen & 4095) || !c->ps->stop || !c->ps->stop(c->ps->stop_ctx))
+		return false;
+	c->error = -EINTR;
+	return true;
+}
 
 static int collect_cold(const struct elf_func *f, void *ctx)
 {
 	struct scan_ctx *c = ctx;
 	struct cold_part *grown, *p;
 
+	if (stopped(c))
+		return c->error;
 	if (!strstr(f->name, ".cold") || !f->code || !f->size)
 		return 0;
 	grown = realloc(c->cold, (c->ncold + 1) * sizeof(*grown));
@@ -319,6 +331,8 @@ static int scan_sym(const struct elf_func *f, void *ctx)
 	struct scan_ctx *c = ctx;
 	char *plain = NULL, *full = NULL;
 
+	if (stopped(c))
+		return c->error;
 	/* a cold part is no function of its own: it is decoded with its function */
 	if (site_exists(c->ps, c->attach, f->offset) || strstr(f->name, ".cold"))
 		return 0;
@@ -404,12 +418,31 @@ static int scan(struct probe_set *ps, const struct probe_spec *specs, size_t nsp
 	return c.added;
 }
 
+static void lib_free(struct probe_lib *l);
+
+/* A read that was stopped leaves nothing: not its library (to be read
+ * again when next found), not the functions it had found. */
+static int scan_or_forget(struct probe_set *ps, const struct probe_spec *specs, size_t nspecs,
+			  struct probe_lib *l, char *err, size_t errlen)
+{
+	size_t n = ps->n, uprobes = ps->uprobes;
+	int ret = scan(ps, specs, nspecs, l, err, errlen);
+
+	if (ret != -EINTR)
+		return ret;
+	while (ps->n > n)
+		site_free(&ps->sites[--ps->n]);
+	ps->uprobes = uprobes;
+	lib_free(&ps->libs[--ps->nlibs]);
+	return ret;
+}
+
 int probe_set_scan_lib(struct probe_set *ps, const struct probe_spec *specs,
 		       size_t nspecs, const char *libpath, char *err, size_t errlen)
 {
 	struct probe_lib *l = add_lib(ps, libpath, -1);
 
-	return l ? scan(ps, specs, nspecs, l, err, errlen) : -ENOMEM;
+	return l ? scan_or_forget(ps, specs, nspecs, l, err, errlen) : -ENOMEM;
 }
 
 int probe_set_scan_lib_fd(struct probe_set *ps, const struct probe_spec *specs, size_t nspecs,
@@ -417,19 +450,112 @@ int probe_set_scan_lib_fd(struct probe_set *ps, const struct probe_spec *specs, 
 {
 	struct probe_lib *l = add_lib(ps, libpath, fd);
 
-	return l ? scan(ps, specs, nspecs, l, err, errlen) : -ENOMEM;
+	return l ? scan_or_forget(ps, specs, nspecs, l, err, errlen) : -ENOMEM;
+}
+
+static void lib_free(struct probe_lib *l)
+{
+	free(l->path);
+	free(l->attach);
+	if (l->fd >= 0)
+		close(l->fd);
+}
+
+/* dst has read this file already (a search that ran beside another). */
+static bool has_same_file(const struct probe_set *dst, const struct probe_lib *l)
+{
+	for (size_t i = 0; i < dst->nlibs; i++) {
+		const struct probe_lib *d = &dst->libs[i];
+
+		if (d->stale)
+			continue;
+		if (l->ino ? d->dev == l->dev && d->ino == l->ino
+			   : d->fd < 0 && l->fd < 0 && !strcmp(d->path, l->path))
+			return true;
+	}
+	return false;
+}
+
+int probe_set_adopt(struct probe_set *dst, struct probe_set *src)
+{
+	size_t moved = 0;
+	bool *keep;
+
+	if (!src->nlibs)
+		return 0;
+	/* room for all of it first: nothing moves unless everything can */
+	if (dst->n + src->n > dst->cap) {
+		size_t cap = dst->n + src->n;
+		void *p = realloc(dst->sites, cap * sizeof(*dst->sites));
+
+		if (!p)
+			return -ENOMEM;
+		dst->sites = p;
+		dst->cap = cap;
+	}
+	{
+		void *p = realloc(dst->libs, (dst->nlibs + src->nlibs) * sizeof(*dst->libs));
+
+		if (!p)
+			return -ENOMEM;
+		dst->libs = p;
+	}
+	if (!(keep = calloc(src->nlibs, sizeof(*keep))))
+		return -ENOMEM;
+	for (size_t i = 0; i < src->nlibs; i++)
+		keep[i] = !has_same_file(dst, &src->libs[i]);
+	for (size_t k = 0; k < src->n; k++) {
+		struct probe_site *s = &src->sites[k];
+		bool kept = false;
+
+		for (size_t i = 0; i < src->nlibs; i++)
+			if (s->attach == src->libs[i].attach) {
+				kept = keep[i];
+				break;
+			}
+		if (!kept || dst->n > SBT_MAX_PROBE_ID) {
+			site_free(s);
+			continue;
+		}
+		if (!s->refused && dst->max_uprobes && dst->uprobes + 1 + (size_t)s->nrets > dst->max_uprobes) {
+			free(s->rets);
+			s->rets = NULL;
+			s->nrets = 0;
+			if (asprintf(&s->refused, "the cap of %zu uprobes per process is reached (--max-probes)",
+				     dst->max_uprobes) < 0) {
+				s->refused = NULL;
+				site_free(s); /* never probed without its returns */
+				continue;
+			}
+		}
+		if (!s->refused)
+			dst->uprobes += 1 + (size_t)s->nrets;
+		s->id = (uint32_t)dst->n;
+		dst->sites[dst->n++] = *s;
+		moved++;
+	}
+	for (size_t i = 0; i < src->nlibs; i++) {
+		if (keep[i])
+			dst->libs[dst->nlibs++] = src->libs[i];
+		else
+			lib_free(&src->libs[i]);
+	}
+	free(keep);
+	free(src->sites);
+	free(src->libs);
+	src->sites = NULL;
+	src->libs = NULL;
+	src->n = src->cap = src->nlibs = 0;
+	src->uprobes = 0;
+	return (int)moved;
 }
 
 void probe_set_free(struct probe_set *ps)
 {
 	for (size_t i = 0; i < ps->n; i++)
 		site_free(&ps->sites[i]);
-	for (size_t i = 0; i < ps->nlibs; i++) {
-		free(ps->libs[i].path);
-		free(ps->libs[i].attach);
-		if (ps->libs[i].fd >= 0)
-			close(ps->libs[i].fd);
-	}
+	for (size_t i = 0; i < ps->nlibs; i++)
+		lib_free(&ps->libs[i]);
 	free(ps->sites);
 	free(ps->libs);
 	memset(ps, 0, sizeof(*ps));

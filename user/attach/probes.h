@@ -64,6 +64,11 @@ struct probe_set {
 	size_t nlibs;
 	size_t uprobes; /* entries and return sites of the functions taken */
 	size_t max_uprobes; /* per process; past it functions are refused (0: no cap) */
+	/* asked every few thousand symbols while a library is read: true
+	 * stops the read (-EINTR, the library left out, to be read again);
+	 * NULL: never */
+	bool (*stop)(void *ctx);
+	void *stop_ctx;
 };
 
 
@@ -94,6 +99,11 @@ int probe_set_scan_lib(struct probe_set *ps, const struct probe_spec *specs,
  * /proc/self/fd/N, whose target the kernel opens. */
 int probe_set_scan_lib_fd(struct probe_set *ps, const struct probe_spec *specs, size_t nspecs,
 			  const char *libpath, int fd, char *err, size_t errlen);
+/* What src found moved into dst: its libraries (less one dst has read
+ * meanwhile, by file) with their functions, numbered on in dst, and one
+ * past dst's uprobe cap refused. src is left empty. Returns the functions
+ * moved, or -ENOMEM (nothing moved). */
+int probe_set_adopt(struct probe_set *dst, struct probe_set *src);
 void probe_set_free(struct probe_set *ps);
 
 #endif

@@ -1,26 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * The runtime's probes, per process: entry and return-site uprobes put on
- * each traced process only, and the libraries they go on, found where the
- * process has or can load them.
+ * each traced process only, on the libraries a search found (libfind.c).
  */
 #include <bpf/libbpf.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "attach/attach.h"
-#include "attach/elfsyms.h"
-#include "attach/libresolve.h"
+#include "attach/libfind.h"
 #include "attach/retsites.h"
 #include "base/clock.h"
 #include "base/log.h"
-#include "base/procfs.h"
 #include "spyre.skel.h"
 
 /* ---- runtime probes, per process ------------------------------------------ */
@@ -125,190 +119,125 @@ size_t attach_nfunctions(const struct attacher *a)
 	return n;
 }
 
-/* ---- finding libraries ------------------------------------------------------ */
+/* ---- what a search found: taken and probed ---------------------------------- */
 
-static bool wanted(const struct attacher *a, const char *path)
+int attach_found(struct attacher *a, struct lib_search *s)
 {
-	for (size_t i = 0; i < a->nspecs; i++)
-		if (probe_spec_wants_lib(&a->specs[i], path))
-			return true;
-	return false;
-}
-
-/* A library's functions read (from fd when it is one: kept) and probed on
- * every traced process: the end of finding one by path or by fd. */
-static int take_library(struct attacher *a, const char *shown, int fd, const char *why)
-{
-	char err[512];
 	size_t first = a->probes.n;
-	uint64_t t0 = sbt_now_boottime(), t1;
+	uint64_t t0 = sbt_now_boottime();
 	int ret;
 
-	ret = fd >= 0 ? probe_set_scan_lib_fd(&a->probes, a->specs, a->nspecs, shown, fd, err, sizeof(err))
-		      : probe_set_scan_lib(&a->probes, a->specs, a->nspecs, shown, err, sizeof(err));
-	t1 = sbt_now_boottime();
+	pthread_mutex_lock(&a->probes_lock);
+	ret = probe_set_adopt(&a->probes, &s->found);
+	pthread_mutex_unlock(&a->probes_lock);
 	if (ret < 0) {
-		sbt_warn("cannot read symbols: %s", err);
-		return 0;
+		sbt_err("out of memory");
+		return ret;
 	}
-	sbt_info(1, "  library    -> %s (%s): %d function%s\n", shown, why, ret, ret == 1 ? "" : "s");
 	for (size_t k = first; k < a->probes.n; k++) {
-		struct probe_site *s = &a->probes.sites[k];
+		struct probe_site *ps = &a->probes.sites[k];
 
-		if (s->refused) {
+		if (ps->refused) {
 			a->refused++;
-			sbt_info(1, "  refused    -> %s in %s: %s\n", s->name, s->lib, s->refused);
+			sbt_info(1, "  refused    -> %s in %s: %s\n", ps->name, ps->lib, ps->refused);
 		} else {
-			sbt_info(1, "  uprobe     -> %s+0x%llx %s, %d return site%s\n", s->lib,
-				 (unsigned long long)s->offset, s->name, s->nrets,
-				 s->nrets == 1 ? "" : "s");
+			sbt_info(1, "  uprobe     -> %s+0x%llx %s, %d return site%s\n", ps->lib,
+				 (unsigned long long)ps->offset, ps->name, ps->nrets,
+				 ps->nrets == 1 ? "" : "s");
 		}
 		if (a->on_function)
-			a->on_function(a->ctx, s);
+			a->on_function(a->ctx, ps);
 	}
 	for (size_t i = 0; i < a->nprocs && ret > 0; i++) {
-		int err2 = attach_runtime(a, a->procs[i].pid);
+		int err = attach_runtime(a, a->procs[i].pid);
 
-		if (err2 < 0)
-			return err2;
+		if (err < 0)
+			return err;
 	}
-	sbt_info(2, "  library    -> %s: symbols and return sites in %.2f ms, attached in %.2f ms\n",
-		 shown, (double)(t1 - t0) / 1e6, (double)(sbt_now_boottime() - t1) / 1e6);
+	if (ret > 0)
+		sbt_info(2, "  attached   -> %d function%s in %.2f ms\n", ret, ret == 1 ? "" : "s",
+			 (double)(sbt_now_boottime() - t0) / 1e6);
 	return ret;
+}
+
+/* Searching and attaching at once, on the caller's thread, within the
+ * attacher's own stop and deadline (record): each library goes on as soon
+ * as it is read. */
+struct at_once {
+	struct attacher *a;
+	int found, err;
+};
+
+static void attach_each(struct lib_search *s, void *ctx)
+{
+	struct at_once *o = ctx;
+	int ret;
+
+	if (o->err)
+		return; /* kept in the search, dropped with it */
+	ret = attach_found(o->a, s);
+	if (ret < 0)
+		o->err = ret;
+	else
+		o->found += ret;
+}
+
+static void search_at_once(struct lib_search *s, struct at_once *o, struct attacher *a)
+{
+	*o = (struct at_once){ a, 0, 0 };
+	lib_search_init(s, a, a->deadline_ns, NULL);
+	s->on_library = attach_each;
+	s->on_library_ctx = o;
+}
+
+/* The search's end: its error (-EINTR: stopped early), an attach error,
+ * or the new functions. */
+static int searched_at_once(struct lib_search *s, struct at_once *o, int err)
+{
+	if (s->interrupted)
+		o->a->interrupted = true;
+	lib_search_free(s);
+	return o->err ? o->err : err < 0 ? err : o->found;
 }
 
 int attach_library(struct attacher *a, const char *path, const char *why)
 {
-	char real[PATH_MAX];
+	struct lib_search s;
+	struct at_once o;
 
-	/* by name first: most files seen are not runtime libraries; and the
-	 * file a name leads to must be named like one too (a libflex.so that
-	 * is a symlink to /etc/shadow is not looked at) */
-	if (!wanted(a, path) || !realpath(path, real) || !wanted(a, real))
-		return 0;
-	/* one inode, one set of probes, whatever path led to it */
-	if (probe_set_has_lib(&a->probes, real, NULL))
-		return 0;
-	return take_library(a, real, -1, why);
+	search_at_once(&s, &o, a);
+	lib_search_path(&s, path, why);
+	return searched_at_once(&s, &o, 0);
 }
 
-/* A library open as fd (taken), found as shown: read from the fd, probed
- * through it. */
-static int attach_library_fd(struct attacher *a, int fd, const char *shown, const char *why)
-{
-	struct stat st;
-
-	if (fstat(fd, &st) || probe_set_has_lib(&a->probes, shown, &st)) {
-		close(fd);
-		return 0;
-	}
-	return take_library(a, shown, fd, why);
-}
-
-/* A path as PID sees it: resolved inside its root without opening (a FIFO
- * or a device never is), taken only if what it resolves to is named like a
- * runtime library too and is a regular file; read from an fd. */
-static int attach_library_in_root(struct attacher *a, pid_t pid, const char *path, const char *why)
-{
-	char err[512], fn[64], target[PATH_MAX];
-	int pfd, fd;
-	ssize_t n;
-
-	if (!wanted(a, path))
-		return 0;
-	if ((pfd = proc_open_in_root(pid, path, O_PATH)) < 0)
-		return 0; /* not there: nothing to probe */
-	snprintf(fn, sizeof(fn), "/proc/self/fd/%d", pfd);
-	n = readlink(fn, target, sizeof(target) - 1);
-	target[n > 0 ? n : 0] = '\0';
-	if (n <= 0 || !wanted(a, target)) {
-		sbt_info(1, "  skipped    -> %s in PID %d's root: it is %s, not a runtime library\n", path, pid,
-			 n > 0 ? target : "unknown");
-		close(pfd);
-		return 0;
-	}
-	fd = elf_open_library_at(pfd, path, err, sizeof(err));
-	close(pfd);
-	if (fd < 0) {
-		sbt_warn("PID %d: %s", pid, err);
-		return 0;
-	}
-	return attach_library_fd(a, fd, path, why);
-}
-
-static void found_cb(const char *path, const char *why, void *ctx)
-{
-	struct attacher *a = ctx;
-
-	if (!stop_now(a))
-		attach_library(a, path, why);
-}
-
-struct in_root {
-	struct attacher *a;
-	pid_t pid;
-};
-
-static void found_in_root_cb(const char *path, const char *why, void *ctx)
-{
-	struct in_root *r = ctx;
-
-	if (!stop_now(r->a))
-		attach_library_in_root(r->a, r->pid, path, why);
-}
-
-/* What the process has mapped: the very files, through /proc/PID/map_files
- * (whatever its root), else the path resolved inside its root. */
 int attach_find_mapped_libraries(struct attacher *a, pid_t pid)
 {
-	char **maps;
-	int n = proc_mapped_files(pid, &maps);
+	struct lib_search s;
+	struct at_once o;
+	int err;
 
-	for (int i = 0; i < n && !stop_now(a); i++) {
-		int fd;
-
-		if (!wanted(a, maps[i]))
-			continue;
-		fd = proc_open_mapped(pid, maps[i]);
-		if (fd >= 0)
-			attach_library_fd(a, fd, maps[i], "mapped by the process");
-		else
-			attach_library_in_root(a, pid, maps[i], "mapped by the process");
-	}
-	if (n > 0)
-		proc_free_paths(maps, n);
-	return a->interrupted ? -EINTR : 0;
+	search_at_once(&s, &o, a);
+	err = searched_at_once(&s, &o, lib_search_mapped(&s, pid));
+	return err < 0 ? err : 0;
 }
 
 int attach_find_libraries(struct attacher *a, pid_t pid, char *const *command)
 {
-	char env[8192];
+	struct lib_search s;
+	struct at_once o;
+	int err;
 
-	if (pid > 0)
-		attach_find_mapped_libraries(a, pid);
-	/* --probe naming a file: probed whether mapped or not */
-	for (int i = 0; i < a->o->nprobes; i++)
-		if (a->real_libs[i])
-			found_cb(a->real_libs[i], "named by --probe", a);
-	if (command) {
-		libs_of_command(command, found_cb, a);
-		libs_in_dirs(getenv("LD_LIBRARY_PATH"), 0, "LD_LIBRARY_PATH", found_cb, a);
-		libs_in_python_env(command, found_cb, a);
-	} else if (pid > 0 && !proc_getenv(pid, "LD_LIBRARY_PATH", env, sizeof(env))) {
-		struct in_root r = { a, pid };
-
-		/* its directories as it sees them: inside its root */
-		libs_in_dirs_of(pid, env, "the process's LD_LIBRARY_PATH", found_in_root_cb, &r);
-	}
-	libs_in_ldcache(found_cb, a);
-	libs_in_install_tree(found_cb, a);
-	return a->interrupted ? -EINTR : 0;
+	search_at_once(&s, &o, a);
+	err = searched_at_once(&s, &o, lib_search_all(&s, pid, command));
+	return err < 0 ? err : 0;
 }
 
 size_t attach_drop_changed_libraries(struct attacher *a)
 {
 	size_t changed = 0;
 
+	/* a search on another thread looks at the libraries meanwhile */
+	pthread_mutex_lock(&a->probes_lock);
 	for (size_t i = 0; i < a->probes.nlibs; i++) {
 		const char *lib = a->probes.libs[i].path, *file = a->probes.libs[i].attach;
 
@@ -327,6 +256,7 @@ size_t attach_drop_changed_libraries(struct attacher *a)
 			}
 		}
 	}
+	pthread_mutex_unlock(&a->probes_lock);
 	return changed;
 }
 

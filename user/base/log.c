@@ -12,11 +12,14 @@ void sbt_log_quiet(int q)
 	quiet = q;
 }
 
+/* One line, whole, whichever thread writes (the daemon's have several). */
 static void line(const char *fmt, va_list ap)
 {
+	flockfile(stderr);
 	fputs("spyre-bpftrace: ", stderr);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
+	funlockfile(stderr);
 }
 
 void sbt_err(const char *fmt, ...)

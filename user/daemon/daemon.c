@@ -40,6 +40,7 @@
 #include "daemon/control.h"
 #include "daemon/counters.h"
 #include "daemon/devstats.h"
+#include "daemon/discovery.h"
 #include "daemon/http.h"
 #include "daemon/kubelet.h"
 #include "daemon/metrics.h"
@@ -90,6 +91,7 @@ struct daemon {
 	struct meta_writer mw; /* what the windows say of their processes, into the recorder */
 	struct detail_window win;
 	struct newcomers news; /* from the drainer: who turned up in the window */
+	struct discovery disc; /* library searches, off the main loop */
 	pid_t learned[SBT_MAX_PIDS]; /* card holders whose mapped libraries were read */
 	unsigned int nlearned; /* a ring: ever added */
 	struct { /* a ctl record waits for the window's end */
@@ -438,6 +440,10 @@ static int start(struct daemon *d)
 		sbt_err("cannot set up the detail windows: %s", strerror(-ret));
 		return ret;
 	}
+	if (discovery_start(&d->disc, &d->at, err, sizeof(err))) {
+		sbt_err("cannot start library discovery: %s", err);
+		return -EIO;
+	}
 	if (recorder_init(&d->rec, d->o->recorder_mib, d->o->recorder_seconds, d->o->recorder_share) ||
 	    !(d->rb = ring_buffer__new(bpf_map__fd(d->at.skel->maps.events), on_record, d, NULL))) {
 		sbt_err("cannot set up the flight recorder: out of memory");
@@ -603,7 +609,7 @@ static void open_window(struct daemon *d, enum window_reason why, double seconds
 	d->self.window_open = true;
 	pthread_mutex_unlock(&d->lock);
 	newcomers_start(&d->news, pids, n, now);
-	uprobes = window_open(&d->win, &d->at, &d->mw, why, pids, n, now, now + (uint64_t)(seconds * 1e9));
+	uprobes = window_open(&d->win, &d->at, &d->disc, &d->mw, why, pids, n, now, now + (uint64_t)(seconds * 1e9));
 	window_gauges(d);
 	sbt_note("window (%s): %.3f s of %d process%s, %d uprobes%s", window_reason_name(why), seconds,
 		 d->win.nprocs, d->win.nprocs == 1 ? "" : "es", uprobes,
@@ -651,7 +657,7 @@ static void close_window(struct daemon *d)
 	uint64_t from = d->win.from;
 
 	newcomers_stop(&d->news);
-	window_close(&d->win, &d->at, &d->mw, now);
+	window_close(&d->win, &d->at, &d->disc, &d->mw, now);
 	window_gauges(d);
 	sample_devices(d, from, now);
 	sbt_note("window (%s) closed: %d process%s traced, %d of them joined while it was open%s",
@@ -682,7 +688,7 @@ static void hear_news(struct daemon *d)
 			const struct newcomer *e = &news[i];
 
 			if (e->kind == NEWS_JOINED)
-				window_join(&d->win, &d->at, &d->mw, e->pid, e->how, e->seen);
+				window_join(&d->win, &d->at, &d->disc, &d->mw, e->pid, e->how, e->seen);
 			else if (e->kind == NEWS_CARD)
 				window_cards(&d->win, &d->mw, &e->pid, 1);
 			else
@@ -694,17 +700,39 @@ static void hear_news(struct daemon *d)
 /* Between windows: the runtime a card holder has mapped is read (once a
  * process), so that the next window's probes are on it before a new
  * process of it makes its first call. Nothing is attached. */
-static void learn_libraries(struct daemon *d, const pid_t *pids, int n)
+static void learn_libraries(struct daemon *d, const pid_t *pids, int n, uint64_t now)
 {
 	for (int i = 0; i < n && !stop_sig; i++) {
 		bool known = false;
 
 		for (unsigned int k = 0; k < SBT_MAX_PIDS && !known; k++)
 			known = d->learned[k] == pids[i];
-		if (known)
-			continue;
+		if (known || discovery_ask(&d->disc, pids[i], true, 0, now + DISCOVERY_BUDGET_NS))
+			continue; /* asked already, or too many out: next time */
 		d->learned[d->nlearned++ % SBT_MAX_PIDS] = pids[i];
-		attach_find_mapped_libraries(&d->at, pids[i]);
+	}
+}
+
+/* What the discovery thread found goes on (on the window's processes, if
+ * one is open), and the window learns when each of its processes is
+ * traced in full. */
+static void take_discoveries(struct daemon *d)
+{
+	struct discovery_job *jobs[DISCOVERY_MAX_JOBS];
+	int n = discovery_take(&d->disc, jobs, DISCOVERY_MAX_JOBS);
+
+	for (int i = 0; i < n; i++) {
+		int found = attach_found(&d->at, &jobs[i]->search);
+
+		if (found < 0)
+			sbt_info(1, "window: PID %d: libraries: %s\n", jobs[i]->pid, strerror(-found));
+		if (!jobs[i]->partial && jobs[i]->err == -EINTR && !stop_sig &&
+		    jobs[i]->done_ns >= jobs[i]->deadline_ns)
+			sbt_warn("library discovery for PID %d stopped after its %llu s; a library not read "
+				 "by then is looked for again at the next window", jobs[i]->pid,
+				 DISCOVERY_BUDGET_NS / NS);
+		window_searched(&d->win, jobs[i], found);
+		discovery_job_free(jobs[i]);
 	}
 }
 
@@ -720,11 +748,11 @@ static void tend_window(struct daemon *d, uint64_t now)
 			close_window(d);
 		} else {
 			for (int i = 0; i < n; i++)
-				window_join(&d->win, &d->at, &d->mw, pids[i], JOIN_CARD, now);
+				window_join(&d->win, &d->at, &d->disc, &d->mw, pids[i], JOIN_CARD, now);
 			window_cards(&d->win, &d->mw, pids, n);
 		}
 	} else {
-		learn_libraries(d, pids, n);
+		learn_libraries(d, pids, n, now);
 	}
 	/* a sample that falls in another window is that window */
 	if (window_sample_due(&d->win, now) && !d->win.open)
@@ -899,7 +927,7 @@ int cmd_daemon(int argc, char **argv)
 	struct daemon_opts o;
 	struct daemon *d = calloc(1, sizeof(*d));
 	struct sigaction sa = { .sa_handler = on_signal };
-	uint64_t watchdog_us = 0, next_ping = 0, next_sweep, next_check, next_tick = 0, next_kubelet = 0;
+	uint64_t watchdog_us = 0, next_ping = 0, next_sweep, next_check, next_tick = 0, next_kubelet = 0, scrapes;
 	struct timespec now;
 	int ret;
 
@@ -915,6 +943,7 @@ int cmd_daemon(int argc, char **argv)
 	d->control_fd = -1;
 	d->waiter.client = -1;
 	d->news.wake_fd = -1;
+	d->disc.wake_fd = -1;
 	d->at.stop = &stop_sig;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_mutex_init(&d->rec_lock, NULL);
@@ -933,7 +962,9 @@ int cmd_daemon(int argc, char **argv)
 		next_check = sbt_now_boottime();
 		while (!stop_sig) {
 			uint64_t t = sbt_now_boottime();
-			struct pollfd p[2] = { { d->control_fd, POLLIN, 0 }, { d->news.wake_fd, POLLIN, 0 } };
+			struct pollfd p[3] = { { d->control_fd, POLLIN, 0 },
+					       { d->news.wake_fd, POLLIN, 0 },
+					       { d->disc.wake_fd, POLLIN, 0 } };
 
 			if (watchdog_us && t >= next_ping) {
 				sd_notify_send("WATCHDOG=1");
@@ -982,7 +1013,9 @@ int cmd_daemon(int argc, char **argv)
 				next_check = t + TRIGGER_CHECK_SECONDS * NS;
 			}
 			/* a signal ends it early */
-			if (poll(p, d->rb ? 2 : 1, 250) > 0) {
+			if (poll(p, d->rb ? 3 : 1, 250) > 0) {
+				if (p[2].revents & POLLIN)
+					take_discoveries(d);
 				if (p[1].revents & POLLIN)
 					hear_news(d);
 				if (p[0].revents & POLLIN)
@@ -992,8 +1025,10 @@ int cmd_daemon(int argc, char **argv)
 		sd_notify_send("STOPPING=1");
 		if (d->win.open) /* the window ends now; what waits for it is written */
 			close_window(d);
-		sbt_note("stopping on %s after %llu scrapes", strsignal(stop_sig),
-			 (unsigned long long)d->self.scrapes);
+		pthread_mutex_lock(&d->lock); /* the HTTP thread counts them */
+		scrapes = d->self.scrapes;
+		pthread_mutex_unlock(&d->lock);
+		sbt_note("stopping on %s after %llu scrapes", strsignal(stop_sig), (unsigned long long)scrapes);
 	}
 	if (d->draining) {
 		__atomic_store_n(&d->draining, false, __ATOMIC_RELEASE);
@@ -1009,6 +1044,10 @@ int cmd_daemon(int argc, char **argv)
 	http_stop(d->http);
 	if (d->stats_fd >= 0)
 		close(d->stats_fd);
+	/* a search still reading a file uses the attacher (in d): then both
+	 * are left as they are, for the exit to take */
+	if (!discovery_stop(&d->disc, 2 * NS))
+		return ret ? 1 : 0;
 	attach_close(&d->at);
 	pthread_mutex_destroy(&d->lock);
 	pthread_mutex_destroy(&d->rec_lock);

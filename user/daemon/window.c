@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/procfs.h"
+#include "daemon/discovery.h"
 #include "daemon/snapshot.h"
 #include "daemon/window.h"
 
@@ -95,40 +96,25 @@ static struct window_proc *take(struct detail_window *w, struct attacher *a, str
 	return p;
 }
 
-/* Looking for a process's libraries (reading ELF, finding return sites)
- * runs on the main loop: each look has this long, then stops, says so, and
- * the rest waits for the next window or join. ctl and /metrics stay live. */
-#define DISCOVERY_BUDGET_NS (2 * 1000000000ull)
-
-static void budget_start(struct attacher *a)
+/* A search asked for PID (0: the places all share), said when it cannot be. */
+static void ask(struct detail_window *w, struct discovery *q, pid_t pid, bool mapped_only, uint64_t deadline)
 {
-	a->deadline_ns = sbt_now_boottime() + DISCOVERY_BUDGET_NS;
+	int err = discovery_ask(q, pid, mapped_only, w->serial, deadline);
+
+	if (err)
+		sbt_warn("window: PID %d: its libraries are not looked for: %s", pid,
+			 err == -EBUSY ? "too many searches under way" : strerror(-err));
 }
 
-/* The budget lifted; true when it ran out (not when the daemon stops). */
-static bool budget_end(struct attacher *a, pid_t pid)
-{
-	bool out = a->interrupted && !(a->stop && *a->stop);
-	char who[32] = "";
-
-	a->deadline_ns = 0;
-	if (out) {
-		a->interrupted = false;
-		if (pid)
-			snprintf(who, sizeof(who), " for PID %d", pid);
-		sbt_warn("window: library discovery%s stopped after its %llu s; a library not read by "
-			 "then is probed from the next window on", who, DISCOVERY_BUDGET_NS / 1000000000ull);
-	}
-	return out;
-}
-
-int window_open(struct detail_window *w, struct attacher *a, struct meta_writer *mw,
+int window_open(struct detail_window *w, struct attacher *a, struct discovery *q, struct meta_writer *mw,
 		enum window_reason why, const pid_t *pids, int n, uint64_t now, uint64_t until)
 {
-	uint64_t ready;
+	/* the processes there at its opening share one budget */
+	uint64_t deadline = now + DISCOVERY_BUDGET_NS;
 	int err;
 
-	w->open = true;
+	__atomic_store_n(&w->open, true, __ATOMIC_RELAXED); /* the drainer polls faster while open */
+	w->serial++;
 	w->reason = why;
 	w->from = now;
 	w->until = until;
@@ -147,45 +133,50 @@ int window_open(struct detail_window *w, struct attacher *a, struct meta_writer 
 	attach_catch_newcomers(a, true);
 	if ((err = attach_runtime(a, ATTACH_EVERY_PROCESS)) < 0)
 		sbt_info(1, "window: runtime probes: %s\n", strerror(-err));
-	/* then what these processes can load (each found goes on at once) */
-	budget_start(a);
-	for (int i = 0; i < w->nprocs && !a->interrupted; i++)
-		if ((err = attach_find_libraries(a, w->procs[i].pid, NULL)) < 0 && err != -EINTR)
-			sbt_info(1, "window: PID %d: libraries: %s\n", w->procs[i].pid, strerror(-err));
-	if (!w->nprocs)
-		attach_find_libraries(a, 0, NULL);
-	budget_end(a, 0);
-	ready = sbt_now_boottime();
+	/* then what these processes can load: each found goes on as it comes */
+	w->libs_ready = now;
 	for (int i = 0; i < w->nprocs; i++)
-		w->procs[i].traced_from = ready;
-	w->libs_ready = ready;
+		ask(w, q, w->procs[i].pid, false, deadline);
+	if (!w->nprocs)
+		ask(w, q, 0, false, deadline);
 	return (int)attach_nuprobes(a);
 }
 
-int window_join(struct detail_window *w, struct attacher *a, struct meta_writer *mw, pid_t pid,
-		enum window_join how, uint64_t seen)
+int window_join(struct detail_window *w, struct attacher *a, struct discovery *q, struct meta_writer *mw,
+		pid_t pid, enum window_join how, uint64_t seen)
 {
 	struct window_proc *p;
-	size_t libs = a->probes.nlibs;
-	int err;
 
 	if (!w->open || window_has(w, pid) || !(p = take(w, a, mw, pid, how, seen)))
 		return 0;
 	w->joined++;
 	/* a first call means its library is probed already: only what else it
-	 * maps; one that took a card first may use a runtime not read yet */
-	budget_start(a);
-	err = how == JOIN_FIRST_CALL ? attach_find_mapped_libraries(a, pid) : attach_find_libraries(a, pid, NULL);
-	if (err < 0 && err != -EINTR)
-		sbt_info(1, "window: PID %d: libraries: %s\n", pid, strerror(-err));
-	budget_end(a, pid);
-	if (a->probes.nlibs != libs)
-		w->libs_ready = sbt_now_boottime();
-	/* its calls are all there from its first call, or from when the last
-	 * library it may use went on (none new: those it has were on already) */
-	p->traced_from = how == JOIN_FIRST_CALL ? seen : w->libs_ready;
+	 * maps, and its calls are all there from that first call; one that
+	 * took a card first may use a runtime not read yet: traced from when
+	 * its search ends */
+	if (how == JOIN_FIRST_CALL)
+		p->traced_from = seen;
+	ask(w, q, pid, how == JOIN_FIRST_CALL, sbt_now_boottime() + DISCOVERY_BUDGET_NS);
 	sbt_info(1, "window: PID %d joined (%s), %d processes now\n", pid, window_join_name(how), w->nprocs);
 	return 1;
+}
+
+void window_searched(struct detail_window *w, const struct discovery_job *j, int found)
+{
+	if (!w->open || j->tag != w->serial)
+		return; /* an earlier window's: what it found is kept for the next */
+	if (found > 0)
+		w->libs_ready = j->done_ns;
+	if (j->partial)
+		return; /* a library read; the search goes on */
+	/* a process's calls are all there from when the last library it may
+	 * use went on (none new: those it has were on already) */
+	for (int i = 0; i < w->nprocs; i++) {
+		struct window_proc *p = &w->procs[i];
+
+		if (!p->traced_from && p->pid == j->pid)
+			p->traced_from = w->libs_ready;
+	}
 }
 
 void window_cards(struct detail_window *w, struct meta_writer *mw, const pid_t *pids, int n)
@@ -207,12 +198,14 @@ void window_extend(struct detail_window *w, uint64_t until)
 		w->until = until;
 }
 
-void window_close(struct detail_window *w, struct attacher *a, struct meta_writer *mw, uint64_t now)
+void window_close(struct detail_window *w, struct attacher *a, struct discovery *q, struct meta_writer *mw,
+		  uint64_t now)
 {
 	struct window_past *p = &w->past[w->npast++ % WINDOW_HISTORY];
 
 	/* no one joins from now; the threads made meanwhile get their names */
 	attach_catch_newcomers(a, false);
+	discovery_cancel(q);
 	for (int i = 0; i < w->nprocs; i++)
 		if (proc_exists(w->procs[i].pid))
 			metaw_thread_names(mw, &w->procs[i].pid, 1);
@@ -221,6 +214,10 @@ void window_close(struct detail_window *w, struct attacher *a, struct meta_write
 	attach_untrace_all(a);
 	attach_forget(a, ATTACH_EVERY_PROCESS);
 	attach_untrace_all(a); /* one that joined while the first emptying ran */
+	/* a search not answered in time: its process may miss calls throughout */
+	for (int i = 0; i < w->nprocs; i++)
+		if (!w->procs[i].traced_from)
+			w->procs[i].traced_from = now;
 	p->from = w->from;
 	p->to = now;
 	p->reason = w->reason;
@@ -228,7 +225,7 @@ void window_close(struct detail_window *w, struct attacher *a, struct meta_write
 	p->joined = w->joined;
 	memcpy(p->detail, w->procs,
 	       (size_t)(w->nprocs < WINDOW_PAST_PROCS ? w->nprocs : WINDOW_PAST_PROCS) * sizeof(p->detail[0]));
-	w->open = false;
+	__atomic_store_n(&w->open, false, __ATOMIC_RELAXED);
 	w->nprocs = 0;
 }
 
@@ -238,10 +235,11 @@ void window_close(struct detail_window *w, struct attacher *a, struct meta_write
 static uint64_t may_miss_ns(const struct window_past *p, const struct window_proc *q)
 {
 	uint64_t since = q->how == JOIN_CARD && q->started > p->from ? q->started : p->from;
+	uint64_t from = q->traced_from ? q->traced_from : p->to; /* 0: its search not done yet */
 
-	if (q->how == JOIN_FIRST_CALL || q->traced_from <= since)
+	if (q->how == JOIN_FIRST_CALL || from <= since)
 		return 0;
-	return q->traced_from - since;
+	return from - since;
 }
 
 static size_t put(size_t len, size_t at, int n)

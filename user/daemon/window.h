@@ -24,6 +24,8 @@
 #define WINDOW_PAST_PROCS 64 /* of them, described in the manifests */
 
 struct attacher;
+struct discovery;
+struct discovery_job;
 struct meta_writer;
 
 enum window_reason { WIN_SAMPLE, WIN_REQUEST, WIN_TRIGGER };
@@ -38,7 +40,7 @@ struct window_proc {
 	pid_t pid;
 	enum window_join how;
 	uint64_t seen; /* BOOTTIME ns: the window's start, or its first record */
-	uint64_t traced_from; /* its probes in place */
+	uint64_t traced_from; /* its probes in place; 0: its library search not answered yet */
 	uint64_t started; /* the process's start; 0: unknown */
 	bool carded; /* its cards described */
 };
@@ -52,6 +54,7 @@ struct window_past {
 
 struct detail_window {
 	bool open;
+	uint64_t serial; /* windows opened so far: which one a search answers */
 	enum window_reason reason;
 	uint64_t from, until; /* BOOTTIME ns */
 	struct window_proc procs[WINDOW_MAX_PROCS];
@@ -78,23 +81,33 @@ bool window_sample_due(struct detail_window *w, uint64_t now);
  * go on every process that maps a runtime library the daemon knows (of
  * these processes' libraries, the ld.so cache, the install tree, earlier
  * windows and card holders), and a process not traced joins at its first
- * runtime call. n may be 0. Returns the uprobes attached. */
-int window_open(struct detail_window *w, struct attacher *a, struct meta_writer *mw,
+ * runtime call. n may be 0. The libraries these processes can load are
+ * asked of q, and go on as its answers come (window_searched). Returns
+ * the uprobes attached now. */
+int window_open(struct detail_window *w, struct attacher *a, struct discovery *q, struct meta_writer *mw,
 		enum window_reason why, const pid_t *pids, int n, uint64_t now, uint64_t until);
 /* A process that turned up in the open window (seen: its first record):
- * traced, described, its libraries looked for. Returns 1 when it joined,
+ * traced, described, its libraries asked of q. Returns 1 when it joined,
  * 0 when it was in already (or there is no room). */
-int window_join(struct detail_window *w, struct attacher *a, struct meta_writer *mw, pid_t pid,
-		enum window_join how, uint64_t seen);
+int window_join(struct detail_window *w, struct attacher *a, struct discovery *q, struct meta_writer *mw,
+		pid_t pid, enum window_join how, uint64_t seen);
+/* An answer to a search this window asked for, which attach_found() took
+ * (found: new functions): a library read (partial), or the search's end:
+ * then its process is traced in full from when the last library it may
+ * use went on. An earlier window's answer: nothing. */
+void window_searched(struct detail_window *w, const struct discovery_job *j, int found);
 /* These processes hold a card now: those of them in the window whose
  * cards are not described yet (they joined before taking one) are. */
 void window_cards(struct detail_window *w, struct meta_writer *mw, const pid_t *pids, int n);
 bool window_has(const struct detail_window *w, pid_t pid);
 /* The open window lasts at least until then. */
 void window_extend(struct detail_window *w, uint64_t until);
-/* Closes it: newcomers no longer caught, the threads made meanwhile named,
- * every uprobe released, the BPF filter emptied. */
-void window_close(struct detail_window *w, struct attacher *a, struct meta_writer *mw, uint64_t now);
+/* Closes it: newcomers no longer caught, its searches not begun dropped
+ * (the one under way ends early: what it read is kept for the next), the
+ * threads made meanwhile named, every uprobe released, the BPF filter
+ * emptied. */
+void window_close(struct detail_window *w, struct attacher *a, struct discovery *q, struct meta_writer *mw,
+		  uint64_t now);
 /* The windows that overlap [from, to], as a JSON array (for a manifest),
  * the open one too; each with its processes, how each joined and from
  * when its calls are all there. */

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Finding a process's runtime libraries and reading their functions into a
+ * search's own probe set (libfind.h). Nothing here attaches.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "attach/attach.h"
+#include "attach/elfsyms.h"
+#include "attach/libfind.h"
+#include "attach/libresolve.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/procfs.h"
+
+static bool stop_now(struct lib_search *s);
+
+static bool stop_reading(void *ctx)
+{
+	return stop_now(ctx);
+}
+
+void lib_search_init(struct lib_search *s, struct attacher *a, uint64_t deadline_ns, const atomic_bool *cancel)
+{
+	*s = (struct lib_search){ .a = a, .deadline_ns = deadline_ns, .cancel = cancel };
+	/* the attacher applies its cap when it takes what was found */
+	s->found.max_uprobes = 0;
+	/* a library of millions of symbols is not read past the deadline */
+	s->found.stop = stop_reading;
+	s->found.stop_ctx = s;
+}
+
+void lib_search_free(struct lib_search *s)
+{
+	probe_set_free(&s->found);
+}
+
+void lib_search_hand_over(struct lib_search *s, struct probe_set *to)
+{
+	*to = s->found;
+	to->stop = NULL;
+	to->stop_ctx = NULL;
+	s->found.sites = NULL;
+	s->found.libs = NULL;
+	s->found.n = s->found.cap = s->found.nlibs = 0;
+	s->found.uprobes = 0;
+}
+
+static bool stop_now(struct lib_search *s)
+{
+	if ((s->a->stop && *s->a->stop) || (s->cancel && atomic_load(s->cancel)) ||
+	    (s->deadline_ns && sbt_now_boottime() >= s->deadline_ns))
+		s->interrupted = true;
+	return s->interrupted;
+}
+
+static bool wanted(const struct attacher *a, const char *path)
+{
+	for (size_t i = 0; i < a->nspecs; i++)
+		if (probe_spec_wants_lib(&a->specs[i], path))
+			return true;
+	return false;
+}
+
+/* Read already, by this search or by the attacher (whose set the thread
+ * that attaches changes: looked at under its lock). */
+static bool known(struct lib_search *s, const char *path, const struct stat *st)
+{
+	bool has;
+
+	if (probe_set_has_lib(&s->found, path, st))
+		return true;
+	pthread_mutex_lock(&s->a->probes_lock);
+	has = probe_set_has_lib(&s->a->probes, path, st);
+	pthread_mutex_unlock(&s->a->probes_lock);
+	return has;
+}
+
+/* A library's functions read (from fd when it is one: kept). */
+static int take(struct lib_search *s, const char *shown, int fd, const char *why)
+{
+	const struct attacher *a = s->a;
+	char err[512];
+	uint64_t t0 = sbt_now_boottime();
+	int ret;
+
+	ret = fd >= 0 ? probe_set_scan_lib_fd(&s->found, a->specs, a->nspecs, shown, fd, err, sizeof(err))
+		      : probe_set_scan_lib(&s->found, a->specs, a->nspecs, shown, err, sizeof(err));
+	if (ret == -EINTR) {
+		sbt_info(1, "  library    -> %s: reading stopped (%s); read again when next found\n", shown,
+			 a->stop && *a->stop ? "stopping"
+			 : s->cancel && atomic_load(s->cancel) ? "no longer wanted"
+							       : "out of time");
+		return 0;
+	}
+	if (ret < 0) {
+		sbt_warn("cannot read symbols: %s", err);
+		return 0;
+	}
+	sbt_info(1, "  library    -> %s (%s): %d function%s\n", shown, why, ret, ret == 1 ? "" : "s");
+	sbt_info(2, "  library    -> %s: symbols and return sites in %.2f ms\n", shown,
+		 (double)(sbt_now_boottime() - t0) / 1e6);
+	if (s->on_library)
+		s->on_library(s, s->on_library_ctx);
+	return ret;
+}
+
+int lib_search_path(struct lib_search *s, const char *path, const char *why)
+{
+	char real[PATH_MAX];
+
+	/* by name first: most files seen are not runtime libraries; and the
+	 * file a name leads to must be named like one too (a libflex.so that
+	 * is a symlink to /etc/shadow is not looked at) */
+	if (!wanted(s->a, path) || !realpath(path, real) || !wanted(s->a, real))
+		return 0;
+	/* one inode, one set of probes, whatever path led to it */
+	if (known(s, real, NULL))
+		return 0;
+	return take(s, real, -1, why);
+}
+
+/* A library open as fd (taken), found as shown: read from the fd, probed
+ * through it. */
+static int take_fd(struct lib_search *s, int fd, const char *shown, const char *why)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) || known(s, shown, &st)) {
+		close(fd);
+		return 0;
+	}
+	return take(s, shown, fd, why);
+}
+
+/* A path as PID sees it: resolved inside its root without opening (a FIFO
+ * or a device never is), taken only if what it resolves to is named like a
+ * runtime library too and is a regular file; read from an fd. */
+static int take_in_root(struct lib_search *s, pid_t pid, const char *path, const char *why)
+{
+	char err[512], fn[64], target[PATH_MAX];
+	int pfd, fd;
+	ssize_t n;
+
+	if (!wanted(s->a, path))
+		return 0;
+	if ((pfd = proc_open_in_root(pid, path, O_PATH)) < 0)
+		return 0; /* not there: nothing to probe */
+	snprintf(fn, sizeof(fn), "/proc/self/fd/%d", pfd);
+	n = readlink(fn, target, sizeof(target) - 1);
+	target[n > 0 ? n : 0] = '\0';
+	if (n <= 0 || !wanted(s->a, target)) {
+		sbt_info(1, "  skipped    -> %s in PID %d's root: it is %s, not a runtime library\n", path, pid,
+			 n > 0 ? target : "unknown");
+		close(pfd);
+		return 0;
+	}
+	fd = elf_open_library_at(pfd, path, err, sizeof(err));
+	close(pfd);
+	if (fd < 0) {
+		sbt_warn("PID %d: %s", pid, err);
+		return 0;
+	}
+	return take_fd(s, fd, path, why);
+}
+
+static void found_cb(const char *path, const char *why, void *ctx)
+{
+	struct lib_search *s = ctx;
+
+	if (!stop_now(s))
+		lib_search_path(s, path, why);
+}
+
+struct in_root {
+	struct lib_search *s;
+	pid_t pid;
+};
+
+static void found_in_root_cb(const char *path, const char *why, void *ctx)
+{
+	struct in_root *r = ctx;
+
+	if (!stop_now(r->s))
+		take_in_root(r->s, r->pid, path, why);
+}
+
+int lib_search_mapped(struct lib_search *s, pid_t pid)
+{
+	char **maps;
+	int n = proc_mapped_files(pid, &maps);
+
+	for (int i = 0; i < n && !stop_now(s); i++) {
+		int fd;
+
+		if (!wanted(s->a, maps[i]))
+			continue;
+		fd = proc_open_mapped(pid, maps[i]);
+		if (fd >= 0)
+			take_fd(s, fd, maps[i], "mapped by the process");
+		else
+			take_in_root(s, pid, maps[i], "mapped by the process");
+	}
+	if (n > 0)
+		proc_free_paths(maps, n);
+	return s->interrupted ? -EINTR : 0;
+}
+
+int lib_search_all(struct lib_search *s, pid_t pid, char *const *command)
+{
+	const struct attacher *a = s->a;
+	char env[8192];
+
+	if (pid > 0)
+		lib_search_mapped(s, pid);
+	/* --probe naming a file: probed whether mapped or not */
+	for (int i = 0; i < a->o->nprobes; i++)
+		if (a->real_libs[i])
+			found_cb(a->real_libs[i], "named by --probe", s);
+	if (command) {
+		libs_of_command(command, found_cb, s);
+		libs_in_dirs(getenv("LD_LIBRARY_PATH"), 0, "LD_LIBRARY_PATH", found_cb, s);
+		libs_in_python_env(command, found_cb, s);
+	} else if (pid > 0 && !proc_getenv(pid, "LD_LIBRARY_PATH", env, sizeof(env))) {
+		struct in_root r = { s, pid };
+
+		/* its directories as it sees them: inside its root */
+		libs_in_dirs_of(pid, env, "the process's LD_LIBRARY_PATH", found_in_root_cb, &r);
+	}
+	libs_in_ldcache(found_cb, s);
+	libs_in_install_tree(found_cb, s);
+	return s->interrupted ? -EINTR : 0;
+}
