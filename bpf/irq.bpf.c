@@ -49,9 +49,10 @@ static __always_inline __u32 vfio_handler_bdf(struct irqaction *action)
 }
 
 /* Which thread an interrupt wakes, without a hook on every wake-up of the
- * host: set by the loader where eventfd_write takes fentry, with the
- * addresses of the kernel's wake functions. Else the sched_waking program
- * below does it. */
+ * host: set by the loader with the addresses of the kernel's wake
+ * functions (the interrupt's own program reads the eventfd's waiters; the
+ * next hop, where eventfd_write takes fentry or a kprobe). Else, and only
+ * when asked, the sched_waking program below does it. */
 const volatile bool wake_by_eventfd = false;
 /* default_, autoremove_, woken_wake_function, ep_autoremove_wake_function
  * (epoll_wait's, 6.1 on; 0 before) */
@@ -326,10 +327,7 @@ static __always_inline void eventfd_waiters(void *eventfd, __u64 start_ts, __s32
 }
 
 /* A thread an interrupt woke writes an eventfd (a completion thread passing
- * the news on): its waiters are hop 1. Only eventfd writes run this. Not
- * a kprobe: while a kprobe program runs, the kernel skips every other
- * (bpf_prog_active), and an interrupt landing then would lose its
- * vfio_msihandler kprobe. */
+ * the news on): its waiters are hop 1. Only eventfd writes run this. */
 static __always_inline int eventfd_written(struct file *file)
 {
 	struct irq_woken by;
@@ -347,12 +345,26 @@ int BPF_PROG(eventfd_write_fentry, struct file *file)
 	return eventfd_written(file);
 }
 
+/* Where fentry is not to be had. While a kprobe program runs the kernel
+ * skips every other kprobe program on that CPU (bpf_prog_active): a card's
+ * interrupt that lands in these few instructions loses its vfio_msihandler
+ * kprobe record (the kernel counts it, record reports it as lost; the
+ * interrupt itself is still seen by irq_handler_entry). That, rather than
+ * a program on every wake-up of the host. */
+SEC("kprobe/eventfd_write")
+int BPF_KPROBE(eventfd_write_kprobe, struct file *file)
+{
+	return eventfd_written(file);
+}
+
 /*
- * Where eventfd_write cannot be hooked: a wake-up while one of the traced
- * interrupts' handlers runs on this CPU is that interrupt's (vfio signals
- * the eventfd a thread waits on); a wake-up by a thread an interrupt woke
- * is the interrupt's too, once (a completion thread passing the news on).
- * It runs on every wake-up of the host. Recorded for traced processes only.
+ * On request (--wake-hook sched_waking), for a kernel where eventfd_write
+ * can be hooked neither way, or a runtime that passes the news on by other
+ * means than an eventfd: a wake-up while one of the traced interrupts'
+ * handlers runs on this CPU is that interrupt's (vfio signals the eventfd
+ * a thread waits on); a wake-up by a thread an interrupt woke is the
+ * interrupt's too, once (a completion thread passing the news on). It runs
+ * on every wake-up of the host. Recorded for traced processes only.
  */
 SEC("raw_tp/sched_waking")
 int BPF_PROG(irq_wake, struct task_struct *p)

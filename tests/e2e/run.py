@@ -1359,23 +1359,38 @@ def check_wake_hook(log, cap, hook, by_interrupt):
 
 def run_guest_vfio_shared_container(tmp):
     """Two cards in one container: nothing but the interrupts tells which
-    card a stream's jobs ran on. With fentry, the waiters of the eventfd
-    each interrupt signals, and of the one the woken thread writes next,
-    also when the runtime waits in epoll_wait() (the eventfd in an epoll);
-    with kprobes and with no kernel-function probe, the sched_waking
-    program: the same cards each way."""
+    card a stream's jobs ran on. The waiters of the eventfd each interrupt
+    signals, read at the interrupt, and of the one the woken thread writes
+    next, at eventfd_write: by fentry, also when the runtime waits in
+    epoll_wait() (the eventfd in an epoll), and by a kprobe; the
+    sched_waking program when asked for: the same cards each way. With no
+    kernel-function probe and no sched_waking, the interrupt's own waiters
+    still (the simulator's card thread), no program on any wake-up."""
     extra = tuple(f"build/spyre-bpftrace -q -v {opts} --device 1234:11e8 -o /out/{name}.sbt -c "
                   f"'build/spyre-sim-run --backend vfio --threads 2 --jobs 2 --bytes 8192 {sim} "
                   f"--json /out/{name}-sim.json' 2> /out/{name}.log"
-                  for name, opts, sim in (("sched", "--driver-probes off", ""), ("epoll", "", "--wait-epoll")))
+                  for name, opts, sim in (("sched", "--driver-probes off --wake-hook sched_waking", ""),
+                                          ("epoll", "", "--wait-epoll"), ("irqonly", "--driver-probes off", "")))
     out = guest_vfio(tmp, 2, runs=(("auto", "fentry/fexit"), ("kprobe", "kprobe/kretprobe")), extra=extra)
-    for name, hook in (("auto", "fentry"), ("kprobe", "raw_tp"), ("sched", "raw_tp"), ("epoll", "fentry")):
+    for name, hook in (("auto", "fentry"), ("kprobe", "kprobe"), ("sched", "raw_tp"), ("epoll", "fentry")):
         cap = os.path.join(out, f"{name}.sbt")
         check_wake_hook(open(os.path.join(out, f"{name}.log")).read(), cap, hook, 2)
         if name in ("sched", "epoll"):
             sim = json.load(open(os.path.join(out, f"{name}-sim.json")))
             assert sim["job_failures"] == 0 and len(sim["devices"]) == 2, sim["devices"]
             check_jobs_on_cards(cap, sim)
+    # nothing on the scheduler: only the interrupt's program, which finds
+    # the thread each MSI eventfd wakes (hop 0), and says what it misses
+    log = open(os.path.join(out, "irqonly.log")).read()
+    line = re.search(r"^  wake\s+-> raw_tp irq_handler_entry\s.*hint: --wake-hook sched_waking", log, re.M)
+    assert line, f"no interrupt-only wake plan:\n{log}"
+    sim = json.load(open(os.path.join(out, "irqonly-sim.json")))
+    assert sim["job_failures"] == 0 and len(sim["devices"]) == 2, sim["devices"]
+    events, _ = parse_dump(os.path.join(out, "irqonly.sbt"))
+    wakes = [e for e in events if e["type"] == "wake"]
+    irqs = sum(d["irqs"] for d in sim["devices"])
+    assert wakes and all(e["hop"] == "0" for e in wakes) and len(wakes) <= irqs, \
+        f"{len(wakes)} wake records (hops {sorted(set(e['hop'] for e in wakes))}) for {irqs} interrupts"
 
 
 GUEST_TWO_PROCESSES = r"""
@@ -2169,10 +2184,9 @@ def check_guest_daemon(out, phase, mech):
     hook = mech.split("/")[0]
     assert m.get(("spyre_bpftrace_hook_info", frozenset({("hook", "ioctl"), ("mechanism", hook)}))) == 1, \
         [k for k in m if k[0] == "spyre_bpftrace_hook_info"]
-    # who an interrupt woke, in windows: at the interrupt, with fentry on
-    # eventfd_write; with kprobes, sched_waking (a kprobe there would hide
-    # interrupts from vfio_msihandler's)
-    wake = "eventfd" if hook == "fentry" else "sched_waking"
+    # who an interrupt woke, in windows: at the interrupt, and at
+    # eventfd_write (fentry or a kprobe): no program on the scheduler
+    wake = "eventfd"
     assert m.get(("spyre_bpftrace_hook_info", frozenset({("hook", "wake"), ("mechanism", wake)}))) == 1, \
         [k for k in m if k[0] == "spyre_bpftrace_hook_info"]
     assert not {"ioctl_enter", "ioctl_exit"} & set(progs), f"syscall tracepoint programs loaded: {sorted(progs)}"

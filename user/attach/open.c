@@ -84,28 +84,31 @@ static void daemon_trim(struct attacher *a)
 
 /*
  * Which thread a card's interrupt wakes, so that a stream's jobs go on the
- * card that ran them. Where eventfd_write takes fentry, the interrupt's own
- * program reads the waiters of the eventfd vfio signals, and eventfd_write
- * those of the eventfd a woken thread writes next: no other wake-up of the
- * host runs anything. Else a sched_waking program, which every wake-up of
- * the host runs (not a kprobe on eventfd_write: while it ran, an interrupt
- * would lose its vfio_msihandler kprobe). The daemon attaches it in detail
- * windows only. off: why none is wanted (NULL: one is).
+ * card that ran them, without a program on every wake-up of the host: the
+ * interrupt's own program reads the waiters of the eventfd vfio signals
+ * (hop 0), and eventfd_write those of the eventfd a woken thread writes
+ * next (hop 1), by fentry, else a kprobe (which makes a vfio_msihandler
+ * kprobe miss an interrupt that lands while it runs: counted, reported),
+ * else not at all. A sched_waking program, which every wake-up of the host
+ * runs, only on request (--wake-hook sched_waking). The daemon attaches
+ * the hop-1 program in detail windows only. off: why none is wanted
+ * (NULL: one is).
  */
 static void plan_wake(struct attacher *a, const char *off)
 {
 	static const char *const fns[] = { "default_wake_function", "autoremove_wake_function",
 					   "woken_wake_function", "ep_autoremove_wake_function", "pollwake",
-					   "ep_poll_callback" };
+					   "ep_poll_callback", "eventfd_write" };
 	struct spyre_bpf *s = a->skel;
 	const char *when = a->o->daemon ? "in detail windows only: " : "";
-	bool found[6] = { false };
-	uint64_t addr[6] = { 0 };
+	bool found[7] = { false };
+	uint64_t addr[7] = { 0 };
 	const char *mech = NULL;
 	char why[160] = "";
 
 	bpf_program__set_autoload(s->progs.irq_wake, false);
 	bpf_program__set_autoload(s->progs.eventfd_write_fentry, false);
+	bpf_program__set_autoload(s->progs.eventfd_write_kprobe, false);
 	a->wake_prog = NULL;
 	a->wake_hook = NULL;
 	if (off) {
@@ -113,37 +116,59 @@ static void plan_wake(struct attacher *a, const char *off)
 			 "by a launch's DMA-mapped buffer", off);
 		return;
 	}
-	if (a->o->driver_mode == DRIVER_KPROBE || a->o->driver_mode == DRIVER_OFF) {
-		snprintf(why, sizeof(why), "fentry only, --driver-probes %s",
-			 a->o->driver_mode == DRIVER_OFF ? "off" : "kprobe");
+	kallsyms_find(fns, 7, found, addr);
+	if (a->o->wake_sched) {
+		bpf_program__set_autoload(s->progs.irq_wake, true);
+		a->wake_prog = s->progs.irq_wake;
+		a->wake_hook = "sched_waking";
+		plan_add(&a->plan, "wake", "raw_tp sched_waking", "%s--wake-hook sched_waking: the traced thread a "
+			 "card's interrupt woke, or the one it woke next: which card a stream's jobs run on (every "
+			 "wake-up of the host runs this program)", when);
+		return;
+	}
+	/* an address kptr_restrict hides reads 0: nothing would match it */
+	if (!addr[0] || !addr[1] || !addr[2]) {
+		plan_add(&a->plan, "wake", "-", "the kernel's wake functions have no address in /proc/kallsyms: a "
+			 "process that drives several cards has its jobs on a card only by a launch's DMA-mapped "
+			 "buffer; hint: --wake-hook sched_waking");
+		return;
+	}
+	s->rodata->wake_by_eventfd = true;
+	/* 0 if absent: epoll_wait() before 6.1 uses autoremove_wake_function */
+	for (int i = 0; i < 4; i++)
+		s->rodata->wake_fn_task[i] = addr[i];
+	s->rodata->wake_fn_poll = addr[4]; /* 0 if absent: poll() waiters not followed */
+	s->rodata->wake_fn_epoll = addr[5]; /* 0 if absent: epoll waiters not followed */
+	a->wake_hook = "eventfd";
+	if (a->o->driver_mode == DRIVER_OFF) {
+		snprintf(why, sizeof(why), "--driver-probes off");
 	} else {
-		kallsyms_find(fns, 6, found, addr);
-		/* an address kptr_restrict hides reads 0: nothing would match it */
-		if (!addr[0] || !addr[1] || !addr[2])
-			snprintf(why, sizeof(why), "the kernel's wake functions have no address in /proc/kallsyms");
-		else
+		if (a->o->driver_mode != DRIVER_KPROBE)
 			mech = driver_hook_kernel(s, DRIVER_FENTRY, "eventfd_write", &a->drv, why, sizeof(why));
+		if (mech) {
+			a->wake_prog = s->progs.eventfd_write_fentry;
+		} else if (a->o->driver_mode == DRIVER_FENTRY) {
+			/* fentry only: why says why not */
+		} else if (!sbt_have_kprobes() || !found[6]) {
+			snprintf(why + strlen(why), sizeof(why) - strlen(why), "%s%s", why[0] ? "; " : "",
+				 !found[6] ? "eventfd_write not in /proc/kallsyms" : "kprobes not available");
+		} else {
+			bpf_program__set_autoload(s->progs.eventfd_write_kprobe, true);
+			a->wake_prog = s->progs.eventfd_write_kprobe;
+			mech = "kprobe";
+		}
 	}
 	if (mech) {
-		s->rodata->wake_by_eventfd = true;
-		/* 0 if absent: epoll_wait() before 6.1 uses autoremove_wake_function */
-		for (int i = 0; i < 4; i++)
-			s->rodata->wake_fn_task[i] = addr[i];
-		s->rodata->wake_fn_poll = addr[4]; /* 0 if absent: poll() waiters not followed */
-		s->rodata->wake_fn_epoll = addr[5]; /* 0 if absent: epoll waiters not followed */
-		a->wake_prog = s->progs.eventfd_write_fentry;
-		a->wake_hook = "eventfd";
 		plan_add(&a->plan, "wake", mech, "%sthe traced thread waiting on the eventfd a card's interrupt "
 			 "signals (read, poll or epoll_wait), read at the interrupt; and the one it wakes next through an eventfd "
 			 "(eventfd_write): which card a stream's jobs run on; no other wake-up pays", when);
 		return;
 	}
-	bpf_program__set_autoload(s->progs.irq_wake, true);
-	a->wake_prog = s->progs.irq_wake;
-	a->wake_hook = "sched_waking";
-	plan_add(&a->plan, "wake", "raw_tp sched_waking", "%sthe traced thread a card's interrupt woke, or the one "
-		 "it woke next: which card a stream's jobs run on (eventfd_write: %s; every wake-up of the host "
-		 "runs this program)", when, why);
+	a->wake_hook = "interrupt";
+	plan_add(&a->plan, "wake", "raw_tp irq_handler_entry", "%sthe traced thread waiting on the eventfd a card's "
+		 "interrupt signals, read at the interrupt; not one it wakes next (eventfd_write: %s), so a "
+		 "runtime that waits through another thread has its streams on no card; hint: --wake-hook "
+		 "sched_waking", when, why);
 }
 
 /* Are all three of vfio's file handlers hooked (fentry or kprobe)? Then

@@ -16,7 +16,7 @@ struct plan {
 	struct plan_item {
 		char role[16];
 		char mech[64]; /* chosen mechanism, or "-" when a candidate was passed over */
-		char note[224];
+		char note[384];
 	} items[PLAN_MAX];
 	int n;
 };

@@ -36,7 +36,8 @@ struct record_opts {
 	unsigned long buffer_size;
 	unsigned long max_probes; /* uprobes per traced process */
 	bool keep_command; /* the -c command outlives the tracing */
-	bool no_wake_hook; /* no sched_waking program: streams are not put on cards */
+	bool no_wake_hook; /* which thread an interrupt woke is not looked for: streams stay off cards */
+	bool wake_sched; /* looked for by a program on every wake-up (sched_waking), not the eventfd's */
 	struct devfilter devices; /* --device; Spyre's ids if none given */
 	int driver_mode; /* enum driver_mode (driver.h) */
 	int verbose;

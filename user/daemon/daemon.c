@@ -839,8 +839,11 @@ static void status(struct daemon *d, int cfd)
 		 SBT_VERSION, d->counters.ncards - 1, n,
 		 !strcmp(d->at.ioctl_hook, "tracepoint") ? "tracepoint (syscalls:sys_*_ioctl)" : d->at.ioctl_hook,
 		 !d->at.wake_hook ? "none"
-		 : !strcmp(d->at.wake_hook, "eventfd") ? "eventfd (in detail windows; read at the interrupt)"
-						       : "sched_waking (in detail windows; every wake-up of the host)",
+		 : !strcmp(d->at.wake_hook, "eventfd")
+			 ? "eventfd (in detail windows; read at the interrupt and at eventfd_write)"
+		 : !strcmp(d->at.wake_hook, "interrupt")
+			 ? "interrupt (in detail windows; read at the interrupt only: eventfd_write not hooked)"
+			 : "sched_waking (in detail windows; every wake-up of the host)",
 		 (unsigned long long)d->self.scrapes,
 		 (unsigned long long)attach_read_lost(&d->at),
 		 (double)attach_read_ring_peak(&d->at) / (1 << 20), (double)attach_ring_size(&d->at) / (1 << 20),

@@ -53,16 +53,21 @@ static const char doc[] =
 	"See spyre-bpftrace(1) and docs/usage.md.";
 
 enum { OPT_PROBE = 1000, OPT_VFIO_PATH, OPT_IRQ, OPT_BUFFER, OPT_FORMAT, OPT_DEVICE, OPT_DRIVER,
-       OPT_MAX_PROBES, OPT_KEEP_COMMAND, OPT_NO_WAKE_HOOK };
+       OPT_MAX_PROBES, OPT_KEEP_COMMAND, OPT_NO_WAKE_HOOK, OPT_WAKE_HOOK };
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process (repeatable; a thread id means its process)", 0 },
 	{ "command", 'c', "CMD", 0, "Run CMD (split like a shell, no shell) and trace it", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long", 0 },
 	{ "no-wake-hook", OPT_NO_WAKE_HOOK, NULL, 0,
-	  "Do not watch wake-ups (sched_waking) for the thread a card's interrupt woke: every "
-	  "wake-up on the host then costs nothing; a process that drives several cards then has "
-	  "its jobs on a card only where a launch's buffer was mapped in one card's container", 0 },
+	  "Do not look for the thread a card's interrupt woke (--wake-hook none): a process that "
+	  "drives several cards then has its jobs on a card only where a launch's buffer was "
+	  "mapped in one card's container", 0 },
+	{ "wake-hook", OPT_WAKE_HOOK, "HOOK", 0,
+	  "How the thread a card's interrupt woke is found: auto (the eventfd's waiters, read at "
+	  "the interrupt, and at eventfd_write where fentry or a kprobe can hook it: no other "
+	  "wake-up pays), sched_waking (a program on every wake-up of the host: also a thread "
+	  "passing the news on where eventfd_write cannot be hooked) or none", 0 },
 	{ "keep-command", OPT_KEEP_COMMAND, NULL, 0,
 	  "When tracing ends before the -c command (-d, Ctrl-C, the tracer killed), leave it "
 	  "running untraced (default: it gets SIGTERM, and SIGKILL 5 s later)", 0 },
@@ -197,6 +202,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_WAKE_HOOK:
 		o->no_wake_hook = true;
+		break;
+	case OPT_WAKE_HOOK:
+		if (!strcmp(arg, "none"))
+			o->no_wake_hook = true;
+		else if (!strcmp(arg, "sched_waking"))
+			o->wake_sched = true;
+		else if (strcmp(arg, "auto"))
+			return fail(state, c, "unknown --wake-hook '%s'; hint: auto, sched_waking or none", arg);
 		break;
 	case OPT_KEEP_COMMAND:
 		o->keep_command = true;
