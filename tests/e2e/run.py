@@ -2666,6 +2666,23 @@ def daemon_up(tmp, *args):
     return daemon, [TOOL, "ctl", "--runtime-dir", run_dir], port
 
 
+def daemon_stuck(daemon, tmp):
+    """Where a daemon that does not answer is: each thread's kernel stack
+    and, where gdb is installed, its user stack; the end of its log."""
+    out = []
+    for t in sorted(os.listdir(f"/proc/{daemon.pid}/task")):
+        try:
+            comm = open(f"/proc/{daemon.pid}/task/{t}/comm").read().strip()
+            out.append(f"thread {t} ({comm}):\n" + open(f"/proc/{daemon.pid}/task/{t}/stack").read())
+        except OSError:
+            pass
+    if shutil.which("gdb"):
+        r = subprocess.run(["gdb", "-p", str(daemon.pid), "-batch", "-ex", "thread apply all bt"],
+                           capture_output=True, text=True, timeout=120)
+        out.append(r.stdout[-6000:])
+    return "\n".join(out) + "\nits log: " + open(os.path.join(tmp, "daemon.log")).read()[-2000:]
+
+
 def ctl_status(ctl):
     r = subprocess.run(ctl + ["status"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
@@ -2922,7 +2939,18 @@ def run_daemon_soak(tmp):
                                           "--jobs", "100000000", "--delay-us", delay,
                                           "--json", os.path.join(tmp, f"soak{i}.json")], stdout=subprocess.DEVNULL))
         end, rss, spool, snaps, busy, cut = time.time() + seconds, 0, 0, 0, 0, set()
+        worst = 0.0
         while time.time() < end:
+            # the main loop answers throughout: a window's library search is
+            # on its own thread (it once sat here on `ldconfig -p`, starved by
+            # the simulators, for over 30 s); closing a window, which waits
+            # for the kernel to remove each uprobe, is its longest step
+            t = time.time()
+            try:
+                subprocess.run(ctl + ["status"], capture_output=True, text=True, timeout=30, check=True)
+            except subprocess.TimeoutExpired:
+                raise AssertionError("ctl status got no answer in 30 s: " + daemon_stuck(daemon, tmp))
+            worst = max(worst, time.time() - t)
             r = subprocess.run(ctl + ["snapshot", "--last", "1s"], capture_output=True, text=True, timeout=120)
             assert r.returncode == 0 or "busy" in r.stderr, r.stdout + r.stderr
             snaps += r.returncode == 0
@@ -2952,7 +2980,12 @@ def run_daemon_soak(tmp):
               f"{int(m[('spyre_bpftrace_detail_windows_total', frozenset({('reason', 'sample')}))])} sampled windows, "
               f"max RSS {rss / 2**20:.1f} MiB, max spool {spool / 2**20:.2f} MiB, "
               f"recorder {m[('spyre_bpftrace_recorder_bytes', frozenset())] / 2**20:.0f} MiB, "
-              f"ring buffer at most {peak / 2**20:.2f} of {ring / 2**20:.0f} MiB in use")
+              f"ring buffer at most {peak / 2**20:.2f} of {ring / 2**20:.0f} MiB in use, "
+              f"ctl status answered in at most {worst:.1f} s")
+        # a window's close (26 uprobes removed: up to 5.4 s here flat out,
+        # ctl status at most 7.0 s in three runs), three times over for a
+        # slower machine; the ldconfig stall held it past 30 s
+        assert worst < 25, f"ctl status took {worst:.1f} s: the main loop was held"
         # the drainer outweighs the simulators' threads (nice -10: root has CAP_SYS_NICE)
         nices = [int(open(f"/proc/{daemon.pid}/task/{t}/stat").read().rsplit(")", 1)[1].split()[16])
                  for t in os.listdir(f"/proc/{daemon.pid}/task")]
@@ -2971,8 +3004,20 @@ def run_daemon_soak(tmp):
         lost = m[("spyre_bpftrace_lost_records_total", frozenset())]
         assert lost == 0, f"{lost:.0f} records lost; the daemon said: " + \
             " | ".join(l.strip() for l in open(os.path.join(tmp, "daemon.log")) if "lost" in l or "window" in l)[-3000:]
+        # stopped with the simulators still flat out and snapshots queued:
+        # those are written first, within Kubernetes' default grace of 30 s
+        try:
+            queued = ctl_status(ctl)["snapshots"]
+        except subprocess.TimeoutExpired:
+            raise AssertionError("ctl status got no answer in 30 s: " + daemon_stuck(daemon, tmp))
+        t = time.time()
         daemon.send_signal(signal.SIGTERM)
-        assert daemon.wait(timeout=30) == 0
+        try:
+            rc = daemon.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the daemon did not stop in 30 s ({queued}): " + daemon_stuck(daemon, tmp))
+        print(f"     stopped in {time.time() - t:.1f} s ({queued})")
+        assert rc == 0
     finally:
         for p in [daemon, *jobs]:
             if p.poll() is None:

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,11 +180,31 @@ void libs_in_dirs(const char *list, int depth, const char *why, lib_found_cb cb,
 	free(copy);
 }
 
-void libs_in_ldcache(lib_found_cb cb, void *ctx)
+/* What ldconfig -p listed, kept while /etc/ld.so.cache is the same file:
+ * running it at every search costs a fork and an exec, and on a host busy
+ * on every core it can take seconds to answer. */
+static struct {
+	pthread_mutex_t lock;
+	bool have;
+	uint64_t dev, ino, size, mtime_ns;
+	char **paths;
+	size_t n;
+} ldcache = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void free_paths(char **paths, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+}
+
+/* The paths ldconfig -p lists: "\tlibflex.so (libc6,x86-64) => /usr/lib/libflex.so" */
+static char **ldconfig_paths(size_t *n)
 {
 	static const char *const ldconfig[] = { "/sbin/ldconfig", "/usr/sbin/ldconfig" };
-	char line[4096];
+	char line[4096], **paths = NULL;
 
+	*n = 0;
 	for (size_t i = 0; i < 2; i++) {
 		char *argv[] = { (char *)ldconfig[i], "-p", NULL };
 		pid_t pid = -1;
@@ -192,19 +213,66 @@ void libs_in_ldcache(lib_found_cb cb, void *ctx)
 		if (access(ldconfig[i], X_OK))
 			continue;
 		f = run_reading(argv, NULL, &pid);
-		/* "\tlibflex.so (libc6,x86-64) => /usr/lib/libflex.so" */
 		while (f && fgets(line, sizeof(line), f)) {
-			char *p = strstr(line, "=> ");
+			char *p = strstr(line, "=> "), **grown;
 
 			if (!p)
 				continue;
 			p += 3;
 			p[strcspn(p, "\n")] = '\0';
-			cb(p, "the ld.so cache", ctx);
+			if (!(grown = realloc(paths, (*n + 1) * sizeof(*paths))) || !(grown[*n] = strdup(p))) {
+				paths = grown ? grown : paths;
+				break;
+			}
+			paths = grown;
+			(*n)++;
 		}
 		end_run(f, pid);
-		return;
+		break;
 	}
+	return paths;
+}
+
+void libs_in_ldcache(lib_found_cb cb, void *ctx)
+{
+	struct stat st;
+	bool known = !stat("/etc/ld.so.cache", &st);
+	uint64_t mtime = known ? (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec : 0;
+	char **paths = NULL;
+	size_t n = 0;
+
+	pthread_mutex_lock(&ldcache.lock);
+	if (known && ldcache.have && ldcache.dev == (uint64_t)st.st_dev && ldcache.ino == (uint64_t)st.st_ino &&
+	    ldcache.size == (uint64_t)st.st_size && ldcache.mtime_ns == mtime) {
+		/* a copy: the callback runs without the lock */
+		if ((paths = calloc(ldcache.n ? ldcache.n : 1, sizeof(*paths))))
+			for (; n < ldcache.n && (paths[n] = strdup(ldcache.paths[n])); n++)
+				;
+		pthread_mutex_unlock(&ldcache.lock);
+	} else {
+		pthread_mutex_unlock(&ldcache.lock);
+		paths = ldconfig_paths(&n);
+		if (known) {
+			char **keep = calloc(n ? n : 1, sizeof(*keep));
+			size_t k = 0;
+
+			for (; keep && k < n && (keep[k] = strdup(paths[k])); k++)
+				;
+			pthread_mutex_lock(&ldcache.lock);
+			free_paths(ldcache.paths, ldcache.n);
+			ldcache.paths = keep;
+			ldcache.n = keep ? k : 0;
+			ldcache.have = keep && k == n;
+			ldcache.dev = (uint64_t)st.st_dev;
+			ldcache.ino = (uint64_t)st.st_ino;
+			ldcache.size = (uint64_t)st.st_size;
+			ldcache.mtime_ns = mtime;
+			pthread_mutex_unlock(&ldcache.lock);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		cb(paths[i], "the ld.so cache", ctx);
+	free_paths(paths, n);
 }
 
 void libs_in_install_tree(lib_found_cb cb, void *ctx)

@@ -61,7 +61,7 @@
 #define NO_RECORDER "error: this daemon runs with --no-recorder; hint: restart it without\n"
 
 
-#define DRAINER_NICE (-10)
+#define DRAINER_NICE (-10) /* SNAPQ_STOP_NICE too */
 /* Records the drainer holds, in order, before it hands them to the
  * recorder: rather than wait for the recorder's lock (a snapshot's copy
  * in the main loop), it holds up to some 0.2 s of a detail window's
@@ -658,6 +658,7 @@ static void close_window(struct daemon *d)
 
 	newcomers_stop(&d->news);
 	window_close(&d->win, &d->at, &d->disc, &d->mw, now);
+	sbt_info(1, "window: closed in %.2f s (its uprobes removed)\n", (double)(sbt_now_boottime() - now) / 1e9);
 	window_gauges(d);
 	sample_devices(d, from, now);
 	sbt_note("window (%s) closed: %d process%s traced, %d of them joined while it was open%s",

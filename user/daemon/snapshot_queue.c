@@ -17,12 +17,21 @@
  * long as the host stays busy. Without CAP_SYS_NICE a thread cannot leave
  * the idle class or nice 19 once in them: the writer then stays at the
  * daemon's priority. */
+/* Out of the idle class: the daemon's priority; once the daemon stops,
+ * what is queued is all that is left to do before a stop timeout, on a
+ * host that may be busy on every core: the ring buffer reader's then. */
+static int awake_nice(const struct snapshot_queue *q)
+{
+	return __atomic_load_n(&q->stopping, __ATOMIC_ACQUIRE) && SNAPQ_STOP_NICE < q->nice ? SNAPQ_STOP_NICE
+											 : q->nice;
+}
+
 static void writer_class(struct snapshot_queue *q, bool idle)
 {
 	struct sched_param sp = { 0 };
 
 	pthread_setschedparam(pthread_self(), idle ? SCHED_IDLE : SCHED_OTHER, &sp);
-	setpriority(PRIO_PROCESS, (id_t)gettid(), idle ? 19 : q->nice);
+	setpriority(PRIO_PROCESS, (id_t)gettid(), idle ? 19 : awake_nice(q));
 }
 
 static void *worker(void *arg)
@@ -125,13 +134,14 @@ void snapq_stop(struct snapshot_queue *q)
 		return;
 	pthread_mutex_lock(&q->lock);
 	__atomic_store_n(&q->stopping, true, __ATOMIC_RELEASE);
-	/* what is queued is written before the daemon exits: at the daemon's
-	 * own priority now, or a host kept busy starves an idle-class writer
-	 * past any stop timeout (best effort, as at the start) */
+	/* what is queued is written before the daemon exits: out of the idle
+	 * class and above the daemon's priority now, or a host kept busy
+	 * starves the writer past any stop timeout (best effort, as at the
+	 * start) */
 	if (q->n || q->busy) {
 		pthread_setschedparam(q->thread, SCHED_OTHER, &sp);
 		if (q->tid)
-			setpriority(PRIO_PROCESS, (id_t)q->tid, q->nice);
+			setpriority(PRIO_PROCESS, (id_t)q->tid, awake_nice(q));
 	}
 	pthread_cond_signal(&q->wake);
 	pthread_mutex_unlock(&q->lock);

@@ -14,6 +14,11 @@
 #include "daemon/snapshot.h"
 
 #define SNAPQ_MAX 4
+/* The writer's nice once the daemon stops and snapshots still wait: the
+ * ring buffer reader's (daemon.c), so that jobs busy on every core do not
+ * hold the stop past the service manager's timeout. Best effort: without
+ * CAP_SYS_NICE it stays at the daemon's. */
+#define SNAPQ_STOP_NICE (-10)
 
 /* Told of each job once written (ret 0) or not (ret -1, err says why), in
  * the queue's thread; the job is freed after. */
