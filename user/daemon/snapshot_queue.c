@@ -9,14 +9,6 @@
 #include "base/thread.h"
 #include "daemon/snapshot_queue.h"
 
-/* The writer's class: idle (SCHED_IDLE, nice 19) while it writes, so that
- * a snapshot takes no CPU from the jobs; the daemon's own otherwise, when
- * it holds what other threads wait for (the queue's lock; in done() the
- * daemon's counters lock and its log): an idle thread preempted holding
- * one on a busy host would hold up the main loop, ctl and /metrics for as
- * long as the host stays busy. Without CAP_SYS_NICE a thread cannot leave
- * the idle class or nice 19 once in them: the writer then stays at the
- * daemon's priority. */
 /* Out of the idle class: the daemon's priority; once the daemon stops,
  * what is queued is all that is left to do before a stop timeout, on a
  * host that may be busy on every core: the ring buffer reader's then. */
@@ -26,6 +18,14 @@ static int awake_nice(const struct snapshot_queue *q)
 											 : q->nice;
 }
 
+/* The writer's class: idle (SCHED_IDLE, nice 19) while it writes, so that
+ * a snapshot takes no CPU from the jobs; the daemon's own otherwise, when
+ * it holds what other threads wait for (the queue's lock; in done() the
+ * daemon's counters lock and its log): an idle thread preempted holding
+ * one on a busy host would hold up the main loop, ctl and /metrics for as
+ * long as the host stays busy. Without CAP_SYS_NICE a thread cannot leave
+ * the idle class or nice 19 once in them: the writer then stays at the
+ * daemon's priority. */
 static void writer_class(struct snapshot_queue *q, bool idle)
 {
 	struct sched_param sp = { 0 };
