@@ -96,10 +96,10 @@ def default_hook(turns, rounds):
     a round trip)]}, and the default's plan line."""
     res = {"default": [], "no_wake_hook": []}
     order = ["default", "no_wake_hook"]
-    plan = subprocess.run([TOOL, "-v", "--irq", "1", "-d", "0.1", "-o", "/dev/null", "--format", "sbt",
+    tmp = tempfile.mkdtemp(prefix="sbt-bench-wake-")
+    plan = subprocess.run([TOOL, "-v", "--irq", "1", "-d", "0.1", "-o", os.path.join(tmp, "plan.sbt"),
                            "-c", "true"], capture_output=True, text=True).stderr
     line = next((ln.strip() for ln in plan.splitlines() if ln.strip().startswith("wake ")), "wake: not in the plan")
-    tmp = tempfile.mkdtemp(prefix="sbt-bench-wake-")
     try:
         with bpf_stats():
             for t in range(turns):

@@ -27,6 +27,13 @@ FILE *outfile_create(struct outfile *of, const char *path, char *err, size_t err
 		snprintf(err, errlen, "%s", strerror(EISDIR));
 		goto out;
 	}
+	/* written beside it and renamed over it: a device (/dev/null), a FIFO
+	 * or a socket would be replaced by a regular file */
+	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "not a regular file (a trace is written beside its path and renamed "
+			 "over it)");
+		goto out;
+	}
 	if (asprintf(&of->tmp, "%s/.%s.XXXXXX", dirname(d), basename(b)) < 0) {
 		of->tmp = NULL;
 		goto oom;
