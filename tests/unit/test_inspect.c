@@ -271,6 +271,98 @@ static void long_trace_from_file(void **state)
 	}
 }
 
+/* The writer builds an event behind one-byte lengths and makes them longer
+ * at the end: a packet of 128 bytes or more (a long string argument, many
+ * arguments, many flows) must still decode to what was written, and the
+ * packet after it too. */
+static void long_bodies_round_trip(void **state)
+{
+	static const struct model_track thr = { .id = 3, .kind = TRACK_THREAD, .name = "t", .pid = 1, .tid = 1 };
+	uint64_t xflows[20], flows_seen = 0, strings_seen = 0, events = 0;
+	char longs[301], err[128];
+	struct perfetto_writer *w;
+	struct model_sink s;
+	size_t len;
+	uint8_t *buf;
+
+	(void)state;
+	memset(longs, 'x', 300);
+	longs[300] = 0;
+	for (int i = 0; i < 20; i++)
+		xflows[i] = 1000 + (uint64_t)i;
+	snprintf(path, sizeof(path), "/tmp/sbt-inspect-lb-%d.pftrace", getpid());
+	w = perfetto_open(path, err, sizeof(err));
+	assert_non_null(w);
+	s = perfetto_sink(w);
+	s.track(s.ctx, &thr);
+	for (int k = 0; k < 4; k++) { /* long string; many args; many flows, both ends */
+		struct model_event e = { .kind = EV_SLICE, .track = &thr, .ts = 100 + (uint64_t)k * 10,
+					 .dur = 5, .name = "call", .cat = "runtime" };
+
+		if (k == 0)
+			e.args[e.nargs++] = (struct model_arg){ .name = "s", .type = ARG_STR, .s = longs };
+		for (int i = 0; k == 1 && i < MODEL_MAX_ARGS; i++)
+			e.args[e.nargs++] = (struct model_arg){ .name = "h", .type = ARG_HEX, .u = ~0ull - (uint64_t)i };
+		if (k == 2) {
+			e.xflows = xflows;
+			e.nxflows = 20;
+		}
+		if (k == 3) {
+			e.xterm = xflows;
+			e.nxterm = 20;
+		}
+		s.event(s.ctx, &e);
+	}
+	assert_int_equal(perfetto_close(w), 0);
+	buf = slurp(&len);
+	assert_int_equal(check(buf, len), 0);
+	/* Trace.packet -> TracePacket.track_event -> its fields */
+	struct pb_reader r = pb_reader_of(buf, len);
+	uint32_t f;
+	int t;
+	uint64_t v;
+	const uint8_t *d;
+	size_t n;
+
+	while (pb_next(&r, &f, &t, &v, &d, &n) == 1) {
+		struct pb_reader pk = pb_reader_of(d, n);
+		const uint8_t *d2;
+		size_t n2;
+
+		while (pb_next(&pk, &f, &t, &v, &d2, &n2) == 1) {
+			if (f != 11)
+				continue;
+			struct pb_reader ev = pb_reader_of(d2, n2);
+			const uint8_t *d3;
+			size_t n3;
+
+			events++;
+			while (pb_next(&ev, &f, &t, &v, &d3, &n3) == 1) {
+				if (f == 47 || f == 48)
+					flows_seen++;
+				if (f == 4) {
+					struct pb_reader da = pb_reader_of(d3, n3);
+					const uint8_t *d4;
+					size_t n4;
+
+					while (pb_next(&da, &f, &t, &v, &d4, &n4) == 1)
+						if (f == 6 && n4 == 300 && !memcmp(d4, longs, 300))
+							strings_seen++;
+					assert_int_equal(da.error, 0);
+				}
+			}
+			assert_int_equal(ev.error, 0);
+		}
+		assert_int_equal(pk.error, 0);
+	}
+	assert_int_equal(r.error, 0);
+	assert_int_equal(events, 8); /* four begins, four ends */
+	assert_int_equal(strings_seen, 1);
+	assert_int_equal(flows_seen, 40);
+	free(buf);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -280,6 +372,7 @@ int main(void)
 		cmocka_unit_test(dangling_flow_is_found),
 		cmocka_unit_test(hand_made_violations),
 		cmocka_unit_test(long_trace_from_file),
+		cmocka_unit_test(long_bodies_round_trip),
 	};
 
 	return cmocka_run_group_tests_name("inspect", tests, NULL, NULL);

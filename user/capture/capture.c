@@ -83,44 +83,45 @@ int capture_close(struct capture_writer *w)
 	return -w->error;
 }
 
+#define P(t) (sizeof(struct t) - sizeof(struct sbt_hdr))
+const uint16_t sbt_min_payload_of[SBT_TYPE_MAX] = {
+	[SBT_CALL_ENTER] = P(sbt_call_enter),
+	[SBT_CALL_EXIT] = P(sbt_call_exit),
+	[SBT_IOCTL] = P(sbt_ioctl),
+	[SBT_IRQ] = P(sbt_irq),
+	[SBT_IOMMU_MAP] = P(sbt_iommu),
+	[SBT_IOMMU_UNMAP] = P(sbt_iommu),
+	[SBT_DMA_MAP] = P(sbt_dma),
+	[SBT_DMA_UNMAP] = P(sbt_dma),
+	[SBT_TASK_NEW] = P(sbt_task),
+	[SBT_TASK_COMM] = P(sbt_task),
+	[SBT_TASK_EXIT] = P(sbt_task),
+	[SBT_META_CLOCK] = P(sbt_meta_clock),
+	[SBT_META_HOST] = P(sbt_meta_host),
+	[SBT_META_PROC] = P(sbt_meta_proc),
+	[SBT_META_PROBE] = P(sbt_meta_probe),
+	[SBT_META_IRQ] = P(sbt_meta_irq),
+	[SBT_THREAD_NAME] = P(sbt_thread_name),
+	[SBT_LOST] = P(sbt_lost),
+	[SBT_META_END] = P(sbt_meta_end),
+	[SBT_META_DEVICE] = P(sbt_meta_device),
+	[SBT_META_NSPID] = P(sbt_meta_nspid),
+	[SBT_DRV] = P(sbt_drv),
+	[SBT_LIB_OPEN] = P(sbt_lib_open) - SBT_LIB_PATH_LEN,
+	[SBT_WAKE] = P(sbt_wake),
+};
+#undef P
+
 size_t sbt_min_payload(uint16_t type)
 {
-#define P(t) (sizeof(struct t) - sizeof(struct sbt_hdr))
-	switch (type) {
-	case SBT_CALL_ENTER: return P(sbt_call_enter);
-	case SBT_CALL_EXIT: return P(sbt_call_exit);
-	case SBT_IOCTL: return P(sbt_ioctl);
-	case SBT_IRQ: return P(sbt_irq);
-	case SBT_IOMMU_MAP:
-	case SBT_IOMMU_UNMAP: return P(sbt_iommu);
-	case SBT_DMA_MAP:
-	case SBT_DMA_UNMAP: return P(sbt_dma);
-	case SBT_TASK_NEW:
-	case SBT_TASK_COMM:
-	case SBT_TASK_EXIT: return P(sbt_task);
-	case SBT_META_CLOCK: return P(sbt_meta_clock);
-	case SBT_META_HOST: return P(sbt_meta_host);
-	case SBT_META_PROC: return P(sbt_meta_proc);
-	case SBT_META_PROBE: return P(sbt_meta_probe);
-	case SBT_META_IRQ: return P(sbt_meta_irq);
-	case SBT_THREAD_NAME: return P(sbt_thread_name);
-	case SBT_LOST: return P(sbt_lost);
-	case SBT_META_END: return P(sbt_meta_end);
-	case SBT_META_DEVICE: return P(sbt_meta_device);
-	case SBT_META_NSPID: return P(sbt_meta_nspid);
-	case SBT_DRV: return P(sbt_drv);
-	case SBT_LIB_OPEN: return P(sbt_lib_open) - SBT_LIB_PATH_LEN;
-	case SBT_WAKE: return P(sbt_wake);
-	default: return 0;
-	}
-#undef P
+	return type < SBT_TYPE_MAX ? sbt_min_payload_of[type] : 0;
 }
 
 /* Files are read through a window, not mapped: a file cut short while it
  * is read (a capture still being written, a full disk) then ends the read
  * as a cut-short capture instead of killing the reader with SIGBUS. */
 #define WINDOW (4u << 20)
-#define MAX_RECORD (sizeof(struct sbt_hdr) + 0xffff + 8)
+#define MAX_RECORD CAPTURE_MAX_RECORD
 
 static int reader_check_header(struct capture_reader *r)
 {
@@ -229,7 +230,7 @@ int capture_open(struct capture_reader *r, const char *path)
 	return 0;
 }
 
-enum capture_status capture_next(struct capture_reader *r, const struct sbt_hdr **rec)
+enum capture_status capture_next_checked(struct capture_reader *r, const struct sbt_hdr **rec)
 {
 	const struct sbt_hdr *h;
 	struct sbt_hdr ours; /* the header in this host's order */
@@ -285,32 +286,28 @@ void capture_close_reader(struct capture_reader *r)
 	memset(r, 0, sizeof(*r));
 }
 
-int capture_each(const char *path, int (*fn)(void *ctx, const struct sbt_hdr *h), void *ctx,
-		 uint64_t *records)
+int capture_each_open(struct capture_reader *r, const char *path)
 {
-	struct capture_reader r;
-	const struct sbt_hdr *h;
-	enum capture_status st;
-	int ret = 0;
-
-	if (records)
-		*records = 0;
-	if (capture_open(&r, path)) {
-		sbt_err("cannot read '%s': %s", path, r.error);
-		return 1;
+	if (capture_open(r, path)) {
+		sbt_err("cannot read '%s': %s", path, r->error);
+		return -1;
 	}
-	while ((st = capture_next(&r, &h)) == CAPTURE_OK)
-		if ((ret = fn(ctx, h)))
-			break;
+	return 0;
+}
+
+int capture_each_end(struct capture_reader *r, const char *path, enum capture_status st, int ret,
+		     uint64_t *records)
+{
 	if (!ret && st == CAPTURE_TRUNCATED)
 		sbt_warn("%s ends inside a record (cut short?); used the %llu whole records", path,
-			 (unsigned long long)r.records);
+			 (unsigned long long)r->records);
 	if (!ret && st == CAPTURE_CORRUPT) {
-		sbt_err("%s: %s; used the %llu records before it", path, r.error, (unsigned long long)r.records);
+		sbt_err("%s: %s; used the %llu records before it", path, r->error,
+			(unsigned long long)r->records);
 		ret = 1;
 	}
 	if (records)
-		*records = r.records;
-	capture_close_reader(&r);
+		*records = r->records;
+	capture_close_reader(r);
 	return ret;
 }

@@ -52,6 +52,10 @@ static inline size_t sbt_record_len(const struct sbt_hdr *h)
 
 /* Smallest payload a record of this type may have; 0 for unknown types. */
 size_t sbt_min_payload(uint16_t type);
+extern const uint16_t sbt_min_payload_of[SBT_TYPE_MAX];
+
+/* The longest record: a header, the most a 16-bit size says, padding. */
+#define CAPTURE_MAX_RECORD (sizeof(struct sbt_hdr) + 0xffff + 8)
 
 enum capture_status {
 	CAPTURE_OK = 0,
@@ -80,8 +84,30 @@ struct capture_reader {
 int capture_open(struct capture_reader *r, const char *path);
 /* Read from memory (the fuzzer and tests). 0, or -1 with r->error set. */
 int capture_open_mem(struct capture_reader *r, const void *data, size_t len);
-/* Next record: CAPTURE_OK with *rec set, or why there is none. */
-enum capture_status capture_next(struct capture_reader *r, const struct sbt_hdr **rec);
+/* Next record, checked (capture_next's way when it is not the common case). */
+enum capture_status capture_next_checked(struct capture_reader *r, const struct sbt_hdr **rec);
+
+/* Next record: CAPTURE_OK with *rec set, or why there is none. Inline for
+ * the common case, a record of a known type in this host's byte order with
+ * room for the longest record after it (no refill, no cut possible): the
+ * converter reads millions of them. */
+static inline enum capture_status capture_next(struct capture_reader *r, const struct sbt_hdr **rec)
+{
+	const uint8_t *p = r->data + r->off;
+	uint16_t type, size;
+
+	if (r->len - r->off >= CAPTURE_MAX_RECORD && !r->foreign) {
+		__builtin_memcpy(&type, p + offsetof(struct sbt_hdr, type), sizeof(type));
+		__builtin_memcpy(&size, p + offsetof(struct sbt_hdr, size), sizeof(size));
+		if (type < SBT_TYPE_MAX && sbt_min_payload_of[type] && size >= sbt_min_payload_of[type]) {
+			r->off += (sizeof(struct sbt_hdr) + size + 7) & ~(size_t)7;
+			r->records++;
+			*rec = (const struct sbt_hdr *)p;
+			return CAPTURE_OK;
+		}
+	}
+	return capture_next_checked(r, rec);
+}
 void capture_close_reader(struct capture_reader *r);
 
 /*
@@ -92,8 +118,28 @@ void capture_close_reader(struct capture_reader *r);
  * records and a warning; a record that makes no sense stops the read with
  * an error naming it, what came before used. 0 (read to its end, or cut),
  * 1 (unreadable or damaged: said), or fn's return. *records: how many.
+ * Inline, so that a caller's fn is inlined into the loop.
  */
-int capture_each(const char *path, int (*fn)(void *ctx, const struct sbt_hdr *h), void *ctx,
-		 uint64_t *records);
+int capture_each_open(struct capture_reader *r, const char *path);
+int capture_each_end(struct capture_reader *r, const char *path, enum capture_status st, int ret,
+		     uint64_t *records);
+
+static inline int capture_each(const char *path, int (*fn)(void *ctx, const struct sbt_hdr *h),
+			       void *ctx, uint64_t *records)
+{
+	struct capture_reader r;
+	const struct sbt_hdr *h;
+	enum capture_status st;
+	int ret = 0;
+
+	if (records)
+		*records = 0;
+	if (capture_each_open(&r, path))
+		return 1;
+	while ((st = capture_next(&r, &h)) == CAPTURE_OK)
+		if ((ret = fn(ctx, h)))
+			break;
+	return capture_each_end(&r, path, st, ret, records);
+}
 
 #endif

@@ -27,7 +27,9 @@ struct placement {
 /* A name's JSON (quoted, escaped), by the name's address: names stay put
  * and unchanged for the whole trace (model.h), and events of a track
  * repeat a few of them. A name longer than the room is written anew. */
-#define NAME_CACHE 256
+#define NAME_CACHE_BITS 9
+#define NAME_CACHE (1 << NAME_CACHE_BITS)
+#define CAT_CACHE_BITS 4
 #define NAME_ROOM 54
 struct name_json {
 	const char *key;
@@ -52,7 +54,7 @@ struct chrome_writer {
 		uint64_t track; /* 0: empty (track ids start at 1) */
 		struct placement *p;
 	} place_cache[PLACE_CACHE];
-	struct name_json names[NAME_CACHE], cats[16];
+	struct name_json names[NAME_CACHE], cats[1 << CAT_CACHE_BITS];
 	struct hashmap flows; /* flow id -> its leg: FLOW_TO_JOB, FLOW_TO_END */
 	struct {
 		int rank;
@@ -190,17 +192,6 @@ static void put_i64(struct chrome_writer *w, int64_t v)
 	}
 }
 
-static void put_hex(struct chrome_writer *w, uint64_t v)
-{
-	char d[16];
-	int i = sizeof(d);
-
-	do
-		d[--i] = "0123456789abcdef"[v & 15];
-	while ((v >>= 4));
-	put(w, d + i, sizeof(d) - (size_t)i);
-}
-
 /* Bytes a JSON string takes as they are: printable ASCII but '"' and '\\'. */
 static const bool plain_byte[256] = {
 	[0x20 ... 0x21] = true, [0x23 ... 0x5b] = true, [0x5d ... 0x7e] = true, /* not '"' (0x22), '\\' (0x5c) */
@@ -286,26 +277,55 @@ static const char *cat_shown(const char *cat)
 	return strcmp(cat, "runtime") ? cat : "cuda_runtime";
 }
 
-/* A name's JSON, from the cache (e: its slot in names or cats), filled
- * on a miss; one too long for the room is written anew each time. */
-static inline __attribute__((always_inline)) struct name_json *
-cached_str(struct chrome_writer *w, struct name_json *e, const char *key, bool is_cat)
+/* A name's JSON, filled into e. */
+static void fill_name(struct name_json *e, const char *key, bool is_cat)
 {
-	if (__builtin_expect(e->key != key, 0)) {
-		const char *rest = is_cat ? cat_shown(key) : key;
-		size_t n = escape_into(e->json + 1, NAME_ROOM - 2, &rest);
+	const char *rest = is_cat ? cat_shown(key) : key;
+	size_t n = escape_into(e->json + 1, NAME_ROOM - 2, &rest);
 
-		e->key = key;
-		e->json[0] = '"';
-		e->json[n + 1] = '"';
-		e->len = *rest ? 0 : (uint8_t)(n + 2);
-		e->driver = !strcmp(key, "driver");
-	}
+	e->key = key;
+	e->json[0] = '"';
+	e->json[n + 1] = '"';
+	e->len = *rest ? 0 : (uint8_t)(n + 2);
+	e->driver = !strcmp(key, "driver");
+}
+
+/* A name's cache entry (set: the two ways of its slot in names or cats,
+ * the newest first), filled on a miss. Two ways: a trace's few dozen
+ * names would meet in one slot of a direct-mapped cache, and take turns
+ * missing. */
+static inline __attribute__((always_inline)) struct name_json *
+name_entry(struct name_json *set, const char *key, bool is_cat)
+{
+	if (__builtin_expect(set->key == key, 1))
+		return set;
+	if (set[1].key == key)
+		return set + 1;
+	set[1] = set[0]; /* the older way goes, the newest comes first */
+	fill_name(set, key, is_cat);
+	return set;
+}
+
+/* A name's JSON from the cache; one too long for the room is written
+ * anew each time. */
+static inline __attribute__((always_inline)) struct name_json *
+cached_str(struct chrome_writer *w, struct name_json *set, const char *key, bool is_cat)
+{
+	struct name_json *e = name_entry(set, key, is_cat);
+
 	if (e->len)
 		put(w, e->json, e->len);
 	else
 		str(w, is_cat ? cat_shown(key) : key);
 	return e;
+}
+
+/* A cache slot by a string's address, of 1 << bits: literals lie a few
+ * bytes apart, a probe's names at a fixed stride; a multiplicative hash
+ * spreads both. Even: the first of a set of two ways. */
+static inline size_t slot_of(const char *s, unsigned bits)
+{
+	return (size_t)(((uint64_t)(uintptr_t)s * 0x9e3779b97f4a7c15ull) >> (64 - bits)) & ~(size_t)1;
 }
 
 /* str() of an event's or an argument's name (model.h: at a fixed address). */
@@ -315,17 +335,7 @@ static inline void name(struct chrome_writer *w, const char *s)
 		PUT(w, "\"\"");
 		return;
 	}
-	cached_str(w, &w->names[((uintptr_t)s >> 3) % NAME_CACHE], s, false);
-}
-
-/* A category (cat_shown); true for "driver". */
-static inline bool category(struct chrome_writer *w, const char *cat)
-{
-	if (!cat) {
-		PUT(w, "\"\"");
-		return false;
-	}
-	return cached_str(w, &w->cats[((uintptr_t)cat >> 3) % 16], cat, true)->driver;
+	cached_str(w, &w->names[slot_of(s, NAME_CACHE_BITS)], s, false);
 }
 
 static void begin_event(struct chrome_writer *w)
@@ -481,28 +491,136 @@ static inline __attribute__((always_inline)) void ts_us(struct chrome_writer *w,
 	put_num(w, p, (size_t)(end - p));
 }
 
-static void args(struct chrome_writer *w, const struct model_event *e)
+/*
+ * An event is built through a cursor in room taken once (EVENT_ROOM):
+ * put() must reload the buffer's length and size after every piece (the
+ * bytes it writes may alias them), a cursor in a register need not. Fixed
+ * parts, cached names and numbers have a bound; what has none (a name too
+ * long for the cache, a string argument) goes through str() with the
+ * cursor handed back (at_sync), and room is taken anew after it.
+ */
+#define EVENT_ROOM 1536 /* 2 names, ids, 2 times, 10 args: about 1,100 */
+_Static_assert(EVENT_ROOM <= JSON_START, "the first buffer holds an event");
+
+/* Room for EVENT_ROOM bytes; the buffer holds that much from the start,
+ * written out if need be, so this always succeeds. */
+static inline char *at_room(struct chrome_writer *w)
 {
-	PUT(w, ",\"args\":{");
+	if (__builtin_expect(w->len + EVENT_ROOM <= w->cap, 1) || room_slow(w, EVENT_ROOM))
+		return w->buf + w->len;
+	return NULL; /* not reached: cap is at least JSON_START */
+}
+
+static inline void at_sync(struct chrome_writer *w, char *at)
+{
+	w->len = (size_t)(at - w->buf);
+}
+
+static inline char *at_put(char *at, const char *s, size_t n)
+{
+	memcpy(at, s, n);
+	return at + n;
+}
+
+#define AT_PUT(at, lit) at_put(at, "" lit, sizeof(lit) - 1) /* literals only */
+
+/* A number: its digits in a scratch, moved with one fixed-size copy (the
+ * room counts NUM_ROOM for it). */
+static inline char *at_u64(char *at, uint64_t v)
+{
+	char d[2 * NUM_ROOM], *end = d + NUM_ROOM, *p = digits_before(end, v);
+
+	memcpy(at, p, NUM_ROOM);
+	return at + (end - p);
+}
+
+static inline char *at_i64(char *at, int64_t v)
+{
+	if (v < 0) {
+		*at++ = '-';
+		return at_u64(at, -(uint64_t)v);
+	}
+	return at_u64(at, (uint64_t)v);
+}
+
+/* "0x..." in lower-case hex */
+static inline char *at_hex(char *at, uint64_t v)
+{
+	char d[48], *end = d + 20, *p = end; /* 20 bytes read from p, wherever it starts */
+
+	*--p = '"';
+	do
+		*--p = "0123456789abcdef"[v & 15];
+	while ((v >>= 4));
+	*--p = 'x';
+	*--p = '0';
+	*--p = '"';
+	memcpy(at, p, 20); /* 16 digits and the quotes and 0x at most */
+	return at + (end - p);
+}
+
+/* ,"key":MICROSECONDS.NNN, key a literal */
+#define AT_TS(at, key, ns) at_ts(at, ",\"" key "\":", sizeof(",\"" key "\":") - 1, ns)
+
+static inline char *at_ts(char *at, const char *key, size_t keylen, uint64_t ns)
+{
+	char d[2 * NUM_ROOM], *end = d + NUM_ROOM, *p;
+	unsigned frac = (unsigned)(ns % 1000);
+
+	end[-4] = '.';
+	end[-3] = (char)('0' + frac / 100);
+	memcpy(end - 2, digit_pairs + 2 * (frac % 100), 2);
+	p = digits_before(end - 4, ns / 1000);
+	at = at_put(at, key, keylen);
+	memcpy(at, p, NUM_ROOM);
+	return at + (end - p);
+}
+
+/* A name (or, is_cat, a category) from the cache: its JSON with one
+ * fixed-size copy. *driver: the category is "driver". */
+static inline char *at_name(struct chrome_writer *w, char *at, const char *s, bool is_cat,
+			    bool *driver)
+{
+	struct name_json *e;
+
+	if (!s)
+		return AT_PUT(at, "\"\"");
+	e = name_entry(is_cat ? &w->cats[slot_of(s, CAT_CACHE_BITS)] : &w->names[slot_of(s, NAME_CACHE_BITS)],
+		       s, is_cat);
+	if (driver)
+		*driver = e->driver;
+	if (__builtin_expect(e->len, 1)) {
+		memcpy(at, e->json, NAME_ROOM);
+		return at + e->len;
+	}
+	at_sync(w, at); /* too long for the cache: written anew */
+	str(w, is_cat ? cat_shown(s) : s);
+	return at_room(w);
+}
+
+static char *at_args(struct chrome_writer *w, char *at, const struct model_event *e)
+{
+	at = AT_PUT(at, ",\"args\":{");
 	for (int i = 0; i < e->nargs; i++) {
 		const struct model_arg *a = &e->args[i];
 
 		if (i)
-			PUT(w, ",");
-		name(w, a->name);
-		PUT(w, ":");
+			*at++ = ',';
+		at = at_name(w, at, a->name, false, NULL);
+		*at++ = ':';
 		switch (a->type) {
-		case ARG_UINT: put_u64(w, a->u); break;
-		case ARG_INT: put_i64(w, a->i); break;
-		case ARG_HEX:
-			PUT(w, "\"0x");
-			put_hex(w, a->u);
-			PUT(w, "\"");
+		case ARG_UINT: at = at_u64(at, a->u); break;
+		case ARG_INT: at = at_i64(at, a->i); break;
+		case ARG_HEX: at = at_hex(at, a->u); break;
+		case ARG_STR: /* no bound */
+			at_sync(w, at);
+			str(w, a->s);
+			at = at_room(w);
 			break;
-		case ARG_STR: str(w, a->s); break;
 		}
 	}
-	PUT(w, "}");
+	*at++ = '}';
+	return at;
 }
 
 /*
@@ -513,6 +631,20 @@ static void args(struct chrome_writer *w, const struct model_event *e)
  */
 enum { FLOW_TO_JOB = 1, FLOW_TO_END = 2 };
 #define FLOW_END_IDS (1ull << 40)
+
+/* An arrow's end from its id on: the track, the time, how it binds. */
+static inline __attribute__((always_inline)) void
+flow_tail(struct chrome_writer *w, bool start, uint64_t id, const struct placement *p,
+	  uint64_t ts)
+{
+	put_u64(w, id);
+	put(w, p->ids, p->ids_len);
+	TS_US(w, "ts", ts);
+	if (start)
+		PUT(w, "}");
+	else
+		PUT(w, ",\"bp\":\"e\"}");
+}
 
 /* One end of an arrow: s binds to the slice starting here, f (bp e) to the
  * slice that holds ts. */
@@ -527,22 +659,30 @@ static void flow_event(struct chrome_writer *w, bool start, const char *what, co
 	PUT(w, ",\"cat\":");
 	name(w, cat);
 	PUT(w, ",\"id\":");
-	put_u64(w, id);
-	put(w, p->ids, p->ids_len);
-	TS_US(w, "ts", ts);
-	if (start)
-		PUT(w, "}");
-	else
-		PUT(w, ",\"bp\":\"e\"}");
+	flow_tail(w, start, id, p, ts);
 }
 
+/* flow_event() of a job's flow, whose names are known: its head is one
+ * literal (a job makes four of these). */
 static void flow(struct chrome_writer *w, bool start, uint64_t id, int leg, const struct placement *p,
 		 uint64_t ts)
 {
-	if (leg == FLOW_TO_JOB)
-		flow_event(w, start, "ac2g", "ac2g", id, p, ts);
-	else
-		flow_event(w, start, "job end", "flow", FLOW_END_IDS + id, p, ts);
+#define FLOW_HEAD(ph, name, cat) "{\"ph\":\"" ph "\",\"name\":\"" name "\",\"cat\":\"" cat "\",\"id\":"
+	begin_event(w);
+	if (leg == FLOW_TO_JOB) {
+		if (start)
+			PUT(w, FLOW_HEAD("s", "ac2g", "ac2g"));
+		else
+			PUT(w, FLOW_HEAD("f", "ac2g", "ac2g"));
+	} else {
+		id += FLOW_END_IDS;
+		if (start)
+			PUT(w, FLOW_HEAD("s", "job end", "flow"));
+		else
+			PUT(w, FLOW_HEAD("f", "job end", "flow"));
+	}
+#undef FLOW_HEAD
+	flow_tail(w, start, id, p, ts);
 }
 
 /* An arrow of another kind than a job's (model.h): named by its kind; the
@@ -586,36 +726,43 @@ static void on_event(void *ctx, const struct model_event *e)
 {
 	struct chrome_writer *w = ctx;
 	struct placement *p = place_of(w, e->track->id);
-	bool driver;
+	bool driver = false;
+	char *at;
 
 	if (!p)
 		return;
-	begin_event(w);
+	at = at_room(w);
+	at = w->first ? AT_PUT(at, "\n") : AT_PUT(at, ",\n");
+	w->first = false;
 	if (e->kind == EV_COUNTER) {
-		PUT(w, "{\"ph\":\"C\",\"name\":");
-		name(w, e->name);
-		put(w, p->ids, p->pid_len);
-		TS_US(w, "ts", e->ts);
-		PUT(w, ",\"args\":{\"value\":");
-		put_i64(w, e->value);
-		PUT(w, "}}");
+		at = AT_PUT(at, "{\"ph\":\"C\",\"name\":");
+		at = at_name(w, at, e->name, false, NULL);
+		memcpy(at, p->ids, sizeof(p->ids)); /* the pid of it */
+		at += p->pid_len;
+		at = AT_TS(at, "ts", e->ts);
+		at = AT_PUT(at, ",\"args\":{\"value\":");
+		at = at_i64(at, e->value);
+		at = AT_PUT(at, "}}");
+		at_sync(w, at);
 		return;
 	}
 	if (e->kind == EV_SLICE)
-		PUT(w, "{\"ph\":\"X\",\"name\":");
+		at = AT_PUT(at, "{\"ph\":\"X\",\"name\":");
 	else
-		PUT(w, "{\"ph\":\"i\",\"name\":");
-	name(w, e->name);
-	PUT(w, ",\"cat\":");
-	driver = category(w, e->cat);
-	put(w, p->ids, p->ids_len);
-	TS_US(w, "ts", e->ts);
+		at = AT_PUT(at, "{\"ph\":\"i\",\"name\":");
+	at = at_name(w, at, e->name, false, NULL);
+	at = AT_PUT(at, ",\"cat\":");
+	at = at_name(w, at, e->cat, true, &driver);
+	memcpy(at, p->ids, sizeof(p->ids));
+	at += p->ids_len;
+	at = AT_TS(at, "ts", e->ts);
 	if (e->kind == EV_SLICE)
-		TS_US(w, "dur", e->dur);
+		at = AT_TS(at, "dur", e->dur);
 	else
-		PUT(w, ",\"s\":\"t\"");
-	args(w, e);
-	PUT(w, "}");
+		at = AT_PUT(at, ",\"s\":\"t\"");
+	at = at_args(w, at, e);
+	*at++ = '}';
+	at_sync(w, at);
 	if (driver)
 		note_card_ids(w, e);
 	/* flow events at the slice's start bind to it */

@@ -97,6 +97,12 @@ struct process {
 struct correlator {
 	struct model_sink sinks[CORRELATE_MAX_SINKS];
 	int nsinks;
+	/* the sinks that take events, apart: every record makes one or two */
+	struct {
+		void (*fn)(void *ctx, const struct model_event *e);
+		void *ctx;
+	} ev[CORRELATE_MAX_SINKS];
+	int nev;
 	struct capture_meta meta;
 	struct correlate_stats st;
 	struct hashmap procs, threads, jobs, devices_by_irq;
@@ -138,7 +144,8 @@ static void announce(struct correlator *c, struct model_track *t)
 
 static void emit(struct correlator *c, const struct model_event *e)
 {
-	TO_SINKS(c, event, e);
+	for (int i = 0; i < c->nev; i++)
+		c->ev[i].fn(c->ev[i].ctx, e);
 }
 
 static void new_track(struct correlator *c, struct model_track *t, enum model_track_kind kind,
@@ -1225,12 +1232,26 @@ static void on_lost(struct correlator *c, const struct sbt_lost *r)
 #define MAX_JUMP_NS (3600ull * 1000000000ull) /* the loader writes a clock every 10 s */
 #define MAX_BACK_NS 1000000000ull /* one thread's records come in order */
 
+/* Record types that happen on a thread, in its order (an interrupt's tid
+ * is whom it interrupted, a driver call's may be an interrupt's): bit t. */
+#define THREAD_TYPES ((1u << SBT_CALL_ENTER) | (1u << SBT_CALL_EXIT) | (1u << SBT_IOCTL) |        \
+		      (1u << SBT_IOMMU_MAP) | (1u << SBT_IOMMU_UNMAP) | (1u << SBT_DMA_MAP) |     \
+		      (1u << SBT_DMA_UNMAP) | (1u << SBT_TASK_NEW) | (1u << SBT_TASK_COMM) |      \
+		      (1u << SBT_TASK_EXIT) | (1u << SBT_LIB_OPEN) | (1u << SBT_WAKE))
+_Static_assert(SBT_WAKE < 32 && SBT_META_CLOCK > SBT_WAKE, "thread types fit the mask");
+
+static inline bool on_thread(uint16_t type)
+{
+	return type < 32 && (THREAD_TYPES >> type & 1);
+}
+
 static bool implausible(struct correlator *c, const struct sbt_hdr *h)
 {
 	uint64_t start = 0, prev;
 
-	if (c->newest_ts && (h->ts > c->newest_ts + MAX_JUMP_NS || h->ts + MAX_JUMP_NS < c->newest_ts))
-		return true; /* an hour away from everything around it */
+	/* an hour away from everything around it (unsigned: both ways) */
+	if (c->newest_ts && h->ts - c->newest_ts + MAX_JUMP_NS > 2 * MAX_JUMP_NS)
+		return true;
 	switch (h->type) {
 	case SBT_CALL_EXIT: start = ((const struct sbt_call_exit *)h)->entry_ts; break;
 	case SBT_IOCTL: start = ((const struct sbt_ioctl *)h)->start_ts; break;
@@ -1238,10 +1259,10 @@ static bool implausible(struct correlator *c, const struct sbt_hdr *h)
 	case SBT_DRV: start = ((const struct sbt_drv *)h)->start_ts; break;
 	default: break;
 	}
-	if (start > h->ts || (start && h->ts - start > MAX_JUMP_NS))
-		return true; /* ends before it begins, or an hour after */
-	/* the thread's own records (an interrupt's tid is whom it interrupted) */
-	if (h->type < SBT_META_CLOCK && h->type != SBT_IRQ && h->type != SBT_DRV) {
+	/* ends before it begins (unsigned: a huge difference), or an hour after */
+	if (start && h->ts - start > MAX_JUMP_NS)
+		return true;
+	if (on_thread(h->type)) {
 		if (!c->ts_held || c->ts_tid != h->tid) {
 			/* out of memory putting it back: check less, drop nothing */
 			if (c->ts_held && c->ts_newest)
@@ -1434,6 +1455,11 @@ struct correlator *correlator_new(const struct model_sink *sinks, int nsinks)
 	}
 	memcpy(c->sinks, sinks, (size_t)nsinks * sizeof(*sinks));
 	c->nsinks = nsinks;
+	for (int i = 0; i < nsinks; i++)
+		if (sinks[i].event) {
+			c->ev[c->nev].fn = sinks[i].event;
+			c->ev[c->nev++].ctx = sinks[i].ctx;
+		}
 	meta_init(&c->meta);
 	new_track(c, &c->global, TRACK_GLOBAL, 0, "spyre-bpftrace");
 	return c;

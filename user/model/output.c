@@ -98,14 +98,6 @@ oom:
 	return -ENOMEM;
 }
 
-void output_add(struct output *o, const struct sbt_hdr *h)
-{
-	if (o->fmt == FMT_SBT && capture_write(&o->cap, h) && !o->error)
-		o->error = o->cap.error;
-	if (correlator_add(o->corr, h) && !o->error)
-		o->error = ENOMEM;
-}
-
 void output_flush(struct output *o)
 {
 	int ret = 0;

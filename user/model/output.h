@@ -8,6 +8,7 @@
 #ifndef SBT_OUTPUT_H
 #define SBT_OUTPUT_H
 
+#include <errno.h>
 #include <stdio.h>
 
 #include "base/outfile.h"
@@ -47,7 +48,14 @@ int output_open(struct output *o, const char *path, enum out_format fmt, bool wi
  * there). Before it, output_free leaves an existing file untouched. 0 or
  * -errno. */
 int output_commit(struct output *o);
-void output_add(struct output *o, const struct sbt_hdr *h);
+/* One record: inline, the converter hands over millions. */
+static inline void output_add(struct output *o, const struct sbt_hdr *h)
+{
+	if (o->fmt == FMT_SBT && capture_write(&o->cap, h) && !o->error)
+		o->error = o->cap.error;
+	if (correlator_add(o->corr, h) && !o->error)
+		o->error = ENOMEM;
+}
 void output_flush(struct output *o);
 uint64_t output_bytes(const struct output *o);
 /* Ends the model (unfinished work shown), closes files. 0 or -errno. */

@@ -74,15 +74,21 @@ enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER 
 
 #define OUT_BUF (1 << 20)
 
+#define SEEN_BITS 4
+#define SEEN_SLOTS (1 << SEEN_BITS)
+
 struct sequence {
 	uint32_t id;
 	/* what every packet of it says first after its time: its id and
 	 * "needs incremental state", encoded once (at most 8 bytes) */
 	uint8_t head[8], head_len;
-	/* the strings of its last event with their iids, interned on it
-	 * already: events of one track and depth repeat their names */
-	const char *last_name, *last_cat, *last_aname[MODEL_MAX_ARGS];
-	uint64_t last_name_iid, last_cat_iid, last_aname_iid[MODEL_MAX_ARGS];
+	/* strings interned on it already, with their iids, by address (a
+	 * name stays at its address: model.h): a track's events at one depth
+	 * use a few names over and over */
+	struct seen {
+		const char *s[SEEN_SLOTS];
+		uint64_t iid[SEEN_SLOTS];
+	} seen[3]; /* by field - 1: categories, names, annotation names */
 	uint64_t clock; /* value of its incremental clock: the last delta's end */
 	uint8_t *interned[3]; /* bitsets by iid: sent on this sequence already */
 	size_t interned_bytes[3];
@@ -131,8 +137,9 @@ struct perfetto_writer *perfetto_open_file(FILE *f, char *err, size_t errlen)
 	}
 	w->f = f;
 	w->next_seq = SEQ_MAIN + 1;
-	/* it grows as packets come, to OUT_BUF at most between writes */
-	if (pb_reserve(&w->out, 16 << 10)) {
+	/* room for OUT_BUF from the start: below flush_if_full's mark, a
+	 * small packet always fits without asking */
+	if (pb_reserve(&w->out, OUT_BUF)) {
 		snprintf(err, errlen, "out of memory");
 		fclose(w->f);
 		free(w);
@@ -235,10 +242,11 @@ static void on_track(void *ctx, const struct model_track *t)
 }
 
 /* The iid of s (the same on every sequence), adding it to this packet's
- * interned data if the sequence has not had it yet. */
-static inline __attribute__((always_inline)) uint64_t
-intern(struct perfetto_writer *w, struct sequence *q, struct strtab *t,
-		       uint32_t field, const char *s)
+ * interned data if the sequence has not had it yet. Out of line: the
+ * sequence's cache (intern_seen) nearly always answers first. */
+static __attribute__((noinline)) uint64_t
+intern(struct perfetto_writer *w, struct sequence *q, struct strtab *t, uint32_t field,
+       const char *s)
 {
 	uint64_t iid = strtab_id_cached(t, &w->cache[field - 1], s);
 	uint8_t **bits = &q->interned[field - 1];
@@ -267,21 +275,25 @@ intern(struct perfetto_writer *w, struct sequence *q, struct strtab *t,
 	return iid;
 }
 
-/* intern(), for the string that took this place in the sequence's last
- * event (*last, its iid *last_iid): the same address is the same string,
- * sent on this sequence already. Remembered only when interning worked. */
+/* intern(), for a string this sequence may have had before: found by its
+ * address in the sequence's few remembered ones. Remembered only when
+ * interning worked. */
 static inline __attribute__((always_inline)) uint64_t
-intern_again(struct perfetto_writer *w, struct sequence *q, struct strtab *t, uint32_t field,
-	     const char *s, const char **last, uint64_t *last_iid)
+intern_seen(struct perfetto_writer *w, struct sequence *q, struct strtab *t, uint32_t field,
+	    const char *s)
 {
+	struct seen *seen = &q->seen[field - 1];
+	uintptr_t a = (uintptr_t)s;
+	/* literals lie a few bytes apart, probe names at a fixed stride */
+	size_t slot = (size_t)((a * 0x9e3779b97f4a7c15ull) >> (64 - SEEN_BITS));
 	uint64_t iid;
 
-	if (s == *last)
-		return *last_iid;
+	if (seen->s[slot] == s)
+		return seen->iid[slot];
 	iid = intern(w, q, t, field, s);
 	if (iid && !w->error) {
-		*last = s;
-		*last_iid = iid;
+		seen->s[slot] = s;
+		seen->iid[slot] = iid;
 	}
 	return iid;
 }
@@ -353,38 +365,93 @@ static struct sequence *sequence_slow(struct perfetto_writer *w, uint64_t track,
 /* Most bytes an event packet can take, but for long string values (each
  * argument's key, name iid and value fit 32 bytes; a longer string value
  * reserves its own room as it is written). */
+#define PACKET_BOUND_FIXED (96 + (2 * MODEL_MAX_FLOWS) * 11 + MODEL_MAX_ARGS * 32)
 static inline size_t packet_bound(const struct model_event *e, size_t interned)
 {
-	return 96 + interned + (size_t)(e->nflows + e->nterm + e->nxflows + e->nxterm) * 11 + (size_t)e->nargs * 32;
+	if (!(e->nxflows | e->nxterm)) /* nearly always: one bound for all */
+		return PACKET_BOUND_FIXED + interned;
+	return PACKET_BOUND_FIXED + interned + (size_t)(e->nxflows + e->nxterm) * 11;
 }
 
-/* A slice's begin or an instant: name, category, args and flows. */
+/* A string argument (debug annotation name_iid, string_value) at p, in a
+ * packet whose bound counted 32 bytes for it: room for a longer one is
+ * made here (the buffer may move: the packet is known by offsets), and a
+ * body of 128 bytes or more gets its longer length. Out of line: numbers
+ * are most arguments. */
+static __attribute__((noinline)) uint8_t *
+string_arg(struct perfetto_writer *w, const struct model_event *e, uint8_t *p, uint64_t aname,
+	   const char *s)
+{
+	size_t slen = s ? strlen(s) : 0, off;
+	uint8_t *da;
+
+	if (slen > 8) { /* past the bound's 32 bytes: room for it and the rest */
+		off = (size_t)(p - w->out.buf);
+		w->out.len = off;
+		if (pb_reserve(&w->out, slen + packet_bound(e, 0))) {
+			w->error = ENOMEM;
+			return NULL;
+		}
+		p = w->out.buf + off;
+	}
+	p = pb_put_varint(p, TE_DEBUG_ANNOTATIONS << 3 | PB_LEN);
+	da = ++p; /* the body; its one-byte length sits before it */
+	p = pb_put_uint(p, DA_NAME_IID, aname);
+	p = pb_put_bytes(p, DA_STRING, s ? s : "", slen);
+	if (p - da < 0x80) {
+		da[-1] = (uint8_t)(p - da);
+		return p;
+	}
+	w->out.len = (size_t)(p - w->out.buf); /* a longer length: the body moves */
+	pb_end(&w->out, (size_t)(da - w->out.buf));
+	return w->out.buf + w->out.len;
+}
+
+/* The packet at offset start, its event at offset te, end at p: a length
+ * of two bytes or more for either, the bodies moved to make room. */
+static __attribute__((noinline)) void long_lengths(struct perfetto_writer *w, uint8_t *p, size_t start,
+						   size_t te)
+{
+	w->out.len = (size_t)(p - w->out.buf);
+	pb_end(&w->out, te); /* the event's length first: the packet's body holds it */
+	pb_end(&w->out, start + 2);
+	if (w->out.error && !w->error)
+		w->error = ENOMEM;
+}
+
+/* A slice's begin or an instant: name, category, args and flows. Built in
+ * place behind a one-byte length for the packet and one for its event,
+ * made longer at the end only when a body has 128 bytes or more. */
 static void event_packet(struct perfetto_writer *w, const struct model_event *e, int type,
 			 uint64_t ts)
 {
+	/* DebugAnnotation's value field by argument type (strings apart) */
+	static const uint8_t value_tag[] = { [ARG_UINT] = DA_UINT << 3 | PB_VARINT,
+					     [ARG_INT] = DA_INT << 3 | PB_VARINT,
+					     [ARG_HEX] = DA_POINTER << 3 | PB_VARINT };
 	struct sequence *q = sequence_of(w, e->track->id, e->depth, ts);
 	uint64_t name, cat = 0, anames[MODEL_MAX_ARGS];
-	bool delta;
-	uint8_t *p;
-	size_t te;
+	int nargs = e->nargs;
+	size_t start, te; /* offsets: a long string argument may move the buffer */
+	uint8_t *buf, *p;
 
 	if (!q)
 		return;
 	w->interned.len = 0;
-	name = intern_again(w, q, &w->names, ID_NAMES, e->name, &q->last_name, &q->last_name_iid);
+	name = intern_seen(w, q, &w->names, ID_NAMES, e->name);
 	if (e->cat)
-		cat = intern_again(w, q, &w->cats, ID_CATEGORIES, e->cat, &q->last_cat, &q->last_cat_iid);
-	for (int i = 0; i < e->nargs; i++)
-		anames[i] = intern_again(w, q, &w->anames, ID_ANNOTATION_NAMES, e->args[i].name,
-					 &q->last_aname[i], &q->last_aname_iid[i]);
-	packet_begin(w);
-	if (pb_reserve(&w->out, packet_bound(e, w->interned.len))) {
+		cat = intern_seen(w, q, &w->cats, ID_CATEGORIES, e->cat);
+	for (int i = 0; i < nargs; i++)
+		anames[i] = intern_seen(w, q, &w->anames, ID_ANNOTATION_NAMES, e->args[i].name);
+	flush_if_full(w);
+	if (pb_reserve(&w->out, 2 + packet_bound(e, w->interned.len))) {
 		w->error = ENOMEM;
 		return;
 	}
-	p = w->out.buf + w->out.len;
-	delta = ts >= q->clock;
-	if (delta) {
+	start = w->out.len;
+	buf = w->out.buf;
+	p = buf + start + 2; /* Trace.packet's tag and one-byte length go before */
+	if (ts >= q->clock) {
 		p = pb_put_uint(p, TP_TIMESTAMP, ts - q->clock);
 		q->clock = ts;
 	} else { /* a straggler: absolute, and the incremental clock stays put */
@@ -402,57 +469,49 @@ static void event_packet(struct perfetto_writer *w, const struct model_event *e,
 	if (w->interned.len)
 		p = pb_put_bytes(p, TP_INTERNED_DATA, w->interned.buf, w->interned.len);
 	p = pb_put_varint(p, TP_TRACK_EVENT << 3 | PB_LEN);
-	te = (size_t)(++p - w->out.buf); /* a one-byte length, fixed below */
+	te = (size_t)(++p - buf); /* a one-byte length before it, fixed below */
 	p = pb_put_uint(p, TE_TYPE, (uint64_t)type); /* the track is the sequence's default */
 	p = pb_put_uint(p, TE_NAME_IID, name);
 	if (cat)
 		p = pb_put_uint(p, TE_CATEGORY_IIDS, cat);
-	for (int i = 0; i < e->nargs; i++) {
+	for (int i = 0; i < nargs; i++) {
 		const struct model_arg *a = &e->args[i];
-		size_t slen = a->type == ARG_STR && a->s ? strlen(a->s) : 0;
+		enum model_arg_type at = a->type;
+		uint64_t v = a->u; /* INT: its two's complement, as int64 is sent */
 		uint8_t *da;
 
-		if (slen > 8) { /* past the bound's 32 bytes: room for it and the rest */
-			size_t off = (size_t)(p - w->out.buf);
-
-			w->out.len = off;
-			if (pb_reserve(&w->out, slen + packet_bound(e, 0))) {
-				w->error = ENOMEM;
+		if (at == ARG_STR) {
+			if (!(p = string_arg(w, e, p, anames[i], a->s)))
 				return;
-			}
-			p = w->out.buf + off;
+			buf = w->out.buf; /* it may have moved */
+			continue;
 		}
+		/* a number's body is at most 15 bytes: a one-byte length */
 		p = pb_put_varint(p, TE_DEBUG_ANNOTATIONS << 3 | PB_LEN);
 		da = ++p;
 		p = pb_put_uint(p, DA_NAME_IID, anames[i]);
-		switch (a->type) {
-		case ARG_UINT: p = pb_put_uint(p, DA_UINT, a->u); break;
-		case ARG_INT: p = pb_put_uint(p, DA_INT, (uint64_t)a->i); break;
-		case ARG_HEX: p = pb_put_uint(p, DA_POINTER, a->u); break;
-		case ARG_STR:
-			p = pb_put_bytes(p, DA_STRING, a->s ? a->s : "", slen);
-			break;
-		}
-		/* da is the body's start; its one-byte length sits before it */
-		if (p - da < 0x80) {
-			da[-1] = (uint8_t)(p - da);
-		} else { /* a long string value: room for a longer length */
-			w->out.len = (size_t)(p - w->out.buf);
-			pb_end(&w->out, (size_t)(da - w->out.buf));
-			p = w->out.buf + w->out.len;
-		}
+		*p++ = value_tag[at];
+		p = pb_put_varint(p, v);
+		da[-1] = (uint8_t)(p - da);
 	}
-	for (int i = 0; i < e->nflows; i++)
-		p = pb_put_fixed64(p, TE_FLOW_IDS, e->flows[i]);
-	for (int i = 0; i < e->nxflows; i++)
-		p = pb_put_fixed64(p, TE_FLOW_IDS, e->xflows[i]);
-	for (int i = 0; i < e->nterm; i++)
-		p = pb_put_fixed64(p, TE_TERM_FLOW_IDS, e->term_flows[i]);
-	for (int i = 0; i < e->nxterm; i++)
-		p = pb_put_fixed64(p, TE_TERM_FLOW_IDS, e->xterm[i]);
-	w->out.len = (size_t)(p - w->out.buf);
-	pb_end(&w->out, te);
-	packet_end(w);
+	if (e->nflows | e->nxflows | e->nterm | e->nxterm) {
+		for (int i = 0; i < e->nflows; i++)
+			p = pb_put_fixed64(p, TE_FLOW_IDS, e->flows[i]);
+		for (int i = 0; i < e->nxflows; i++)
+			p = pb_put_fixed64(p, TE_FLOW_IDS, e->xflows[i]);
+		for (int i = 0; i < e->nterm; i++)
+			p = pb_put_fixed64(p, TE_TERM_FLOW_IDS, e->term_flows[i]);
+		for (int i = 0; i < e->nxterm; i++)
+			p = pb_put_fixed64(p, TE_TERM_FLOW_IDS, e->xterm[i]);
+	}
+	buf[start] = 1 << 3 | PB_LEN; /* Trace.packet */
+	if (__builtin_expect(p - (buf + te) < 0x80 && p - (buf + start + 2) < 0x80, 1)) {
+		buf[te - 1] = (uint8_t)(p - (buf + te));
+		buf[start + 1] = (uint8_t)(p - (buf + start + 2));
+		w->out.len = (size_t)(p - buf);
+		return;
+	}
+	long_lengths(w, p, start, te);
 }
 
 /* A slice's end or a counter value: no names, no args, no flows, so at most
@@ -466,11 +525,7 @@ static void small_packet(struct perfetto_writer *w, const struct model_event *e,
 
 	if (!q)
 		return;
-	flush_if_full(w);
-	if (pb_reserve(&w->out, 64)) {
-		w->error = ENOMEM;
-		return;
-	}
+	flush_if_full(w); /* leaves at least 64 KiB of the buffer's OUT_BUF */
 	start = w->out.buf + w->out.len;
 	p = start + 2; /* the packet's tag and one-byte length go before */
 	if (ts >= q->clock) {
