@@ -103,6 +103,8 @@ void attach_forget(struct attacher *a, pid_t pid)
 
 	if (!ap)
 		return;
+	if (a->reaper)
+		reaper_take(a->reaper, &ap->links);
 	link_free(&ap->links);
 	*ap = a->procs[--a->nprocs];
 }

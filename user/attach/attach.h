@@ -20,6 +20,7 @@
 
 #include "attach/driver.h"
 #include "attach/links.h"
+#include "attach/reaper.h"
 #include "attach/plan.h"
 #include "attach/probes.h"
 #include "attach/trace_opts.h"
@@ -65,6 +66,9 @@ struct attacher {
 	struct bpf_program *wake_prog;
 	const char *wake_hook;
 	struct bpf_link *wake_link; /* the daemon's wake-up hook, attached while a window is open */
+	/* where a forgotten process's uprobes go to be destroyed (reaper.h);
+	 * NULL: destroyed at once */
+	struct link_reaper *reaper;
 };
 
 /* Open and configure (before load): the attach plan is decided here

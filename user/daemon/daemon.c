@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -72,6 +73,8 @@
 struct daemon {
 	struct daemon_opts *o;
 	struct attacher at;
+	struct link_reaper reaper; /* a closed window's uprobes go here */
+	bool reaper_said; /* a window waits for it: said once */
 	struct daemon_counters counters;
 	struct daemon_counts *counts; /* for the triggers */
 	struct http_server *http;
@@ -99,6 +102,9 @@ struct daemon {
 		uint64_t from;
 		char path[CONTROL_LINE]; /* "": into the spool */
 		const char *note; /* for the answer, or NULL */
+		/* its window waits for the last one's uprobes to go (seconds) */
+		bool unopened;
+		double seconds;
 	} waiter;
 	struct { /* a trigger's snapshot, written at the window's end */
 		bool pending;
@@ -444,6 +450,11 @@ static int start(struct daemon *d)
 		sbt_err("cannot start library discovery: %s", err);
 		return -EIO;
 	}
+	if ((ret = reaper_start(&d->reaper)))
+		sbt_warn("no thread to remove uprobes on (%s): a window's close holds the main loop",
+			 strerror(-ret));
+	else
+		d->at.reaper = &d->reaper;
 	if (recorder_init(&d->rec, d->o->recorder_mib, d->o->recorder_seconds, d->o->recorder_share) ||
 	    !(d->rb = ring_buffer__new(bpf_map__fd(d->at.skel->maps.events), on_record, d, NULL))) {
 		sbt_err("cannot set up the flight recorder: out of memory");
@@ -488,6 +499,7 @@ static void snapshot_done(void *ctx, struct snapshot_job *j, int ret, const char
 		ret = -1;
 	}
 	spool = spool_usage(d->spool);
+	malloc_trim(0); /* the writer's buffers back to the system, not kept resident */
 	pthread_mutex_lock(&d->lock);
 	d->self.spool_bytes = spool;
 	if (ret)
@@ -554,8 +566,10 @@ static void submit_snapshot(struct daemon *d, uint64_t from, uint64_t to, const 
 		j->spooled = !path;
 		/* the spool's bound holds for each snapshot alone too: one
 		 * over it keeps its newest part rather than nothing */
-		if (j->spooled)
+		if (j->spooled) {
 			j->max_bytes = (uint64_t)d->o->spool_mib << 20;
+			j->spool_dir = d->spool;
+		}
 		j->note = note;
 		if (path)
 			snprintf(j->path, sizeof(j->path), "%s", path);
@@ -598,11 +612,28 @@ static void window_gauges(struct daemon *d)
 /* Opens a window of seconds: the processes that hold a card now, and any
  * that starts using the runtime in it (none now is fine: an empty window
  * is an answer too). */
-static void open_window(struct daemon *d, enum window_reason why, double seconds)
+static bool open_window(struct daemon *d, enum window_reason why, double seconds)
 {
 	pid_t pids[SBT_MAX_PIDS];
 	uint64_t now = sbt_now_boottime();
-	int n = card_holders(d, pids), uprobes;
+	int n, uprobes;
+	size_t left = reaper_pending(&d->reaper);
+
+	/* the last window's uprobes still in place would run beside the new
+	 * ones (each call twice), and attaching waits behind their removal */
+	if (left) {
+		if (!d->reaper_said)
+			sbt_note("window (%s) not opened: the last window's %zu uprobes are still being "
+				 "removed (the kernel waits for its grace periods: a busy host)",
+				 window_reason_name(why), left);
+		d->reaper_said = true;
+		pthread_mutex_lock(&d->lock);
+		d->self.windows_deferred++;
+		pthread_mutex_unlock(&d->lock);
+		return false;
+	}
+	d->reaper_said = false;
+	n = card_holders(d, pids);
 
 	/* said open before the first uprobe goes in, as closed after the last goes */
 	pthread_mutex_lock(&d->lock);
@@ -614,6 +645,7 @@ static void open_window(struct daemon *d, enum window_reason why, double seconds
 	sbt_note("window (%s): %.3f s of %d process%s, %d uprobes%s", window_reason_name(why), seconds,
 		 d->win.nprocs, d->win.nprocs == 1 ? "" : "es", uprobes,
 		 uprobes ? "; newcomers join at their first call" : "; no runtime library known yet");
+	return true;
 }
 
 /* The window's time is up (or the daemon stops): the uprobes go, and the
@@ -646,6 +678,18 @@ static void sample_devices(struct daemon *d, uint64_t from, uint64_t to)
 	}
 	snapshot_job_free(j);
 	free(next);
+	malloc_trim(0); /* the window's copy back to the system: the daemon's resident size is a goal */
+}
+
+/* The closed windows' uprobes not yet gone, for /metrics (before the
+ * window is said closed, and then a few times a second). */
+static void note_removals(struct daemon *d)
+{
+	size_t n = reaper_pending(&d->reaper);
+
+	pthread_mutex_lock(&d->lock);
+	d->self.uprobes_removing = n;
+	pthread_mutex_unlock(&d->lock);
 }
 
 static void close_window(struct daemon *d)
@@ -658,7 +702,9 @@ static void close_window(struct daemon *d)
 
 	newcomers_stop(&d->news);
 	window_close(&d->win, &d->at, &d->disc, &d->mw, now);
-	sbt_info(1, "window: closed in %.2f s (its uprobes removed)\n", (double)(sbt_now_boottime() - now) / 1e9);
+	note_removals(d);
+	sbt_info(1, "window: closed in %.2f s (%zu uprobes being removed on their own thread)\n",
+		 (double)(sbt_now_boottime() - now) / 1e9, reaper_pending(&d->reaper));
 	window_gauges(d);
 	sample_devices(d, from, now);
 	sbt_note("window (%s) closed: %d process%s traced, %d of them joined while it was open%s",
@@ -755,6 +801,13 @@ static void tend_window(struct daemon *d, uint64_t now)
 	} else {
 		learn_libraries(d, pids, n, now);
 	}
+	note_removals(d);
+	/* a ctl record that waited for the last window's uprobes to go */
+	if (!d->win.open && d->waiter.client >= 0 && d->waiter.unopened && !stop_sig &&
+	    open_window(d, WIN_REQUEST, d->waiter.seconds)) {
+		d->waiter.unopened = false;
+		d->waiter.from = now;
+	}
 	/* a sample that falls in another window is that window */
 	if (window_sample_due(&d->win, now) && !d->win.open)
 		open_window(d, WIN_SAMPLE, d->o->window_seconds);
@@ -792,10 +845,13 @@ static void check_triggers(struct daemon *d, uint64_t now)
 	d->fired.pending = true;
 	d->fired.kind = k;
 	d->fired.from = now > (uint64_t)(d->o->trigger_before * 1e9) ? now - (uint64_t)(d->o->trigger_before * 1e9) : 0;
-	if (d->win.open)
+	if (d->win.open) {
 		window_extend(&d->win, now + (uint64_t)(d->o->window_seconds * 1e9));
-	else
-		open_window(d, WIN_TRIGGER, d->o->window_seconds);
+	} else if (!open_window(d, WIN_TRIGGER, d->o->window_seconds)) {
+		/* no window now: the recorder's time before it, at once */
+		submit_snapshot(d, d->fired.from, now, NULL, (enum snap_reason)(SNAP_ERRORS + k), -1, NULL);
+		d->fired.pending = false;
+	}
 }
 
 /* ---- the control socket ---------------------------------------------------- */
@@ -807,11 +863,15 @@ static void status(struct daemon *d, int cfd)
 	size_t mib;
 	pid_t pids[SBT_MAX_PIDS];
 	int n = card_holders(d, pids), pending = d->rb ? snapq_pending(&d->q) : 0;
+	size_t removing = reaper_pending(&d->reaper);
 
 	if (d->win.open)
 		snprintf(win, sizeof(win), "%s, %d process%s, %.1f s left", window_reason_name(d->win.reason),
 			 d->win.nprocs, d->win.nprocs == 1 ? "" : "es",
 			 d->win.until > now ? (double)(d->win.until - now) / 1e9 : 0.0);
+	else if (removing)
+		snprintf(win, sizeof(win), "none (the last one's %zu uprobes being removed%s)", removing,
+			 d->waiter.client >= 0 ? "; a ctl record waits for them" : "");
 	else
 		snprintf(win, sizeof(win), "none");
 	if (d->win.sample_ns)
@@ -875,9 +935,15 @@ static void request_window(struct daemon *d, int cfd, double secs, const char *p
 		control_reply(cfd, "error: a window is open already for another ctl record; hint: wait for it\n");
 		return;
 	}
+	d->waiter.unopened = false;
 	if (d->win.open) {
 		window_extend(&d->win, until);
 		sbt_note("window (%s): lengthened for a ctl record of %.3f s", window_reason_name(d->win.reason), secs);
+	} else if (reaper_pending(&d->reaper)) {
+		/* opened by tend_window once they are gone */
+		sbt_note("window (request): waits for the last window's uprobes to be removed");
+		d->waiter.unopened = true;
+		d->waiter.seconds = secs;
 	} else {
 		open_window(d, WIN_REQUEST, secs);
 	}
@@ -1028,19 +1094,29 @@ int cmd_daemon(int argc, char **argv)
 		}
 		sd_notify_send("STOPPING=1");
 		if (d->win.open) /* the window ends now; what waits for it is written */
-			close_window(d);
+			close_window(d); /* says how long it took (-v) */
+		if (d->waiter.client >= 0) { /* a ctl record whose window never opened */
+			control_reply(d->waiter.client, "error: the daemon is stopping; its window did not open\n");
+			d->waiter.client = -1;
+		}
 		pthread_mutex_lock(&d->lock); /* the HTTP thread counts them */
 		scrapes = d->self.scrapes;
 		pthread_mutex_unlock(&d->lock);
 		sbt_note("stopping on %s after %llu scrapes", strsignal(stop_sig), (unsigned long long)scrapes);
 	}
+	/* each step of the stop timed (-v): a stop slower than a unit's or
+	 * a pod's grace period is killed, and what took the time must show */
+	uint64_t t0 = sbt_now_boottime(), t1, t2, t3, t4, t5;
+
 	if (d->draining) {
 		__atomic_store_n(&d->draining, false, __ATOMIC_RELEASE);
 		pthread_join(d->drainer, NULL);
 	}
 	reorder_free(&d->held);
+	t1 = sbt_now_boottime();
 	if (d->rb)
 		snapq_stop(&d->q);
+	t2 = sbt_now_boottime();
 	control_close(d->control_fd, o.runtime_dir);
 	ring_buffer__free(d->rb);
 	recorder_free(&d->rec);
@@ -1048,11 +1124,23 @@ int cmd_daemon(int argc, char **argv)
 	http_stop(d->http);
 	if (d->stats_fd >= 0)
 		close(d->stats_fd);
+	t3 = sbt_now_boottime();
 	/* a search still reading a file uses the attacher (in d): then both
 	 * are left as they are, for the exit to take */
 	if (!discovery_stop(&d->disc, 2 * NS))
 		return ret ? 1 : 0;
+	t4 = sbt_now_boottime();
+	/* last: all is written by now, and the kernel may take long */
+	if (reaper_pending(&d->reaper))
+		sbt_note("stopping: everything written; the kernel is removing %zu uprobes",
+			 reaper_pending(&d->reaper));
+	reaper_stop(&d->reaper);
+	t5 = sbt_now_boottime();
 	attach_close(&d->at);
+	sbt_info(1, "stop: ring reader %.2f s, queued snapshots %.2f s, recorder and servers %.2f s, "
+		    "library search %.2f s, uprobes removed %.2f s, BPF programs detached %.2f s\n",
+		 (double)(t1 - t0) / 1e9, (double)(t2 - t1) / 1e9, (double)(t3 - t2) / 1e9,
+		 (double)(t4 - t3) / 1e9, (double)(t5 - t4) / 1e9, (double)(sbt_now_boottime() - t5) / 1e9);
 	pthread_mutex_destroy(&d->lock);
 	pthread_mutex_destroy(&d->rec_lock);
 	free(d->counts);

@@ -247,6 +247,13 @@ static void self_metrics(struct page *p, const struct metrics_self *s)
 	for (int r = WIN_SAMPLE; r <= WIN_TRIGGER; r++)
 		put(p, "spyre_bpftrace_detail_windows_total{reason=\"%s\"} %llu\n", window_reason_name(r),
 		    (unsigned long long)s->windows[r]);
+	head(p, "spyre_bpftrace_detail_windows_deferred_total", "counter",
+	     "Detail windows not opened (a sample skipped, a request told to retry, a trigger's snapshot "
+	     "taken without one) while the last window's uprobes were still being removed.");
+	put(p, "spyre_bpftrace_detail_windows_deferred_total %llu\n", (unsigned long long)s->windows_deferred);
+	head(p, "spyre_bpftrace_uprobes_being_removed", "gauge",
+	     "A closed window's uprobes the kernel has not removed yet (it waits for grace periods).");
+	put(p, "spyre_bpftrace_uprobes_being_removed %llu\n", (unsigned long long)s->uprobes_removing);
 	head(p, "spyre_bpftrace_detail_window_open", "gauge", "1 while a detail window is open.");
 	put(p, "spyre_bpftrace_detail_window_open %d\n", s->window_open);
 	head(p, "spyre_bpftrace_hook_info", "gauge", "How the daemon sees what it counts: hook, and the "

@@ -33,6 +33,8 @@ struct metrics_self {
 	uint64_t snapshots[SNAP_N], snapshot_failures;
 	uint64_t snapshots_cut; /* written with only their newest part, to fit the spool */
 	uint64_t windows[3]; /* detail windows opened, by enum window_reason */
+	uint64_t windows_deferred; /* not opened: the last one's uprobes still being removed */
+	uint64_t uprobes_removing; /* a closed window's, not yet gone */
 	bool window_open;
 	uint64_t spool_bytes, recorder_bytes;
 	const char *ioctl_hook; /* how VFIO ioctls are seen: fentry, kprobe, tracepoint */

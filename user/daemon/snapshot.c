@@ -22,6 +22,7 @@
 #include "base/vec.h"
 #include "capture/capture.h"
 #include "daemon/snapshot.h"
+#include "daemon/spool.h"
 
 #define MAX_PROCS 256
 
@@ -209,7 +210,28 @@ static int write_once(struct snapshot_job *j, char *err, size_t errlen)
 	for (int i = 0; i < p->n; i++) /* names of those still there that no window named */
 		if (!p->described[i] && proc_exists((pid_t)p->pid[i]))
 			metaw_proc(&mw, (pid_t)p->pid[i], NULL);
-	if (output_close(&out) || output_commit(&out)) {
+	if (output_close(&out)) {
+		snprintf(err, errlen, "writing '%s' failed: %s", j->path, strerror(out.error));
+		output_free(&out);
+		goto done;
+	}
+	/* a trace over the bound alone never takes its name: it is written
+	 * again, cut (snapshot_write) */
+	j->over_bytes = 0;
+	if (j->max_bytes && output_bytes(&out) > j->max_bytes) {
+		j->over_bytes = output_bytes(&out);
+		output_free(&out);
+		ret = 0;
+		goto done;
+	}
+	/* room first, then the name: older snapshots go before this one
+	 * joins them (the manifest's bytes are kept room for too) */
+	if (j->spooled && j->spool_dir) {
+		uint64_t need = output_bytes(&out) + SPOOL_MANIFEST_ROOM;
+
+		spool_trim(j->spool_dir, j->max_bytes > need ? j->max_bytes - need : 0, NULL);
+	}
+	if (output_commit(&out)) {
 		snprintf(err, errlen, "writing '%s' failed: %s", j->path, strerror(out.error));
 		output_free(&out);
 		goto done;
@@ -297,7 +319,7 @@ int snapshot_write(struct snapshot_job *j, char *err, size_t errlen)
 	int ret = write_once(j, err, errlen);
 
 	for (int i = 0; !ret && j->max_bytes && i < CUT_TRIES; i++) {
-		uint64_t size = written_bytes(j), keep;
+		uint64_t size = j->over_bytes ? j->over_bytes : written_bytes(j), keep;
 
 		if (size <= j->max_bytes)
 			break;
@@ -310,6 +332,11 @@ int snapshot_write(struct snapshot_job *j, char *err, size_t errlen)
 			return -1;
 		}
 		ret = write_once(j, err, errlen);
+	}
+	if (!ret && j->over_bytes) {
+		snprintf(err, errlen, "the snapshot is over %llu bytes even cut to its newest records; hint: "
+			 "a larger --spool-mib", (unsigned long long)j->max_bytes);
+		return -1;
 	}
 	return ret;
 }

@@ -55,6 +55,11 @@ struct snapshot_job {
 	bool cut; /* the oldest records were left out to fit max_bytes */
 	int client; /* who waits for the answer; -1: nobody */
 	bool spooled; /* in the state directory: its bound is kept after */
+	/* spooled: the spool, whose older snapshots make room for this one
+	 * before it takes its name, so the spool never holds more than
+	 * max_bytes (its bound) at any moment */
+	const char *spool_dir;
+	uint64_t over_bytes; /* the last try's trace, left unwritten: over max_bytes alone */
 	const char *note; /* a line for the answer (a static string), or NULL */
 	bool oom;
 };

@@ -22,5 +22,8 @@ uint64_t spool_usage(const char *dir);
  * that alone is over the bound goes too: -EFBIG. Else how many were
  * removed. */
 int spool_trim(const char *dir, uint64_t bound, const char *newest);
+/* Room kept for a snapshot's manifest while its trace takes its name (its
+ * size known only once written; trimmed again after, to the byte). */
+#define SPOOL_MANIFEST_ROOM (16u << 10)
 
 #endif
