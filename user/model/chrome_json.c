@@ -477,16 +477,23 @@ static void on_track(void *ctx, const struct model_track *t)
 /* ,"key":MICROSECONDS.NNN, key a literal */
 #define TS_US(w, key, ns) ts_us(w, ",\"" key "\":", sizeof(",\"" key "\":") - 1, ns)
 
-static inline __attribute__((always_inline)) void ts_us(struct chrome_writer *w, const char *key, size_t keylen,
-						    uint64_t ns)
+/* ns as microseconds with three decimals, written backwards to end at
+ * end; returns where the text starts. */
+static inline char *us_before(char *end, uint64_t ns)
 {
-	char d[2 * NUM_ROOM], *end = d + NUM_ROOM, *p;
 	unsigned frac = (unsigned)(ns % 1000);
 
 	end[-4] = '.';
 	end[-3] = (char)('0' + frac / 100);
 	memcpy(end - 2, digit_pairs + 2 * (frac % 100), 2);
-	p = digits_before(end - 4, ns / 1000);
+	return digits_before(end - 4, ns / 1000);
+}
+
+static inline __attribute__((always_inline)) void ts_us(struct chrome_writer *w, const char *key, size_t keylen,
+						    uint64_t ns)
+{
+	char d[2 * NUM_ROOM], *end = d + NUM_ROOM, *p = us_before(end, ns);
+
 	put(w, key, keylen);
 	put_num(w, p, (size_t)(end - p));
 }
@@ -564,13 +571,8 @@ static inline char *at_hex(char *at, uint64_t v)
 
 static inline char *at_ts(char *at, const char *key, size_t keylen, uint64_t ns)
 {
-	char d[2 * NUM_ROOM], *end = d + NUM_ROOM, *p;
-	unsigned frac = (unsigned)(ns % 1000);
+	char d[2 * NUM_ROOM], *end = d + NUM_ROOM, *p = us_before(end, ns);
 
-	end[-4] = '.';
-	end[-3] = (char)('0' + frac / 100);
-	memcpy(end - 2, digit_pairs + 2 * (frac % 100), 2);
-	p = digits_before(end - 4, ns / 1000);
 	at = at_put(at, key, keylen);
 	memcpy(at, p, NUM_ROOM);
 	return at + (end - p);
