@@ -23,7 +23,6 @@ static void *reap(void *arg)
 		bpf_link__destroy(l); /* the long wait, off the lock */
 		pthread_mutex_lock(&r->lock);
 		r->busy = 0;
-		r->destroyed++;
 	}
 	pthread_mutex_unlock(&r->lock);
 	return NULL;

@@ -12,7 +12,6 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 
 #include "attach/links.h"
 
@@ -22,7 +21,6 @@ struct link_reaper {
 	pthread_cond_t wake;
 	struct link_set todo;
 	size_t busy; /* taken off todo, being destroyed */
-	uint64_t destroyed;
 	bool started, stopping;
 };
 
