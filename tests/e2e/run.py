@@ -3004,12 +3004,14 @@ def run_daemon_soak(tmp):
                  for t in os.listdir(f"/proc/{daemon.pid}/task")]
         assert -10 in nices, f"no daemon thread at nice -10: {nices}"
         assert 0 < peak <= ring
-        # written by a lowest-priority thread while two simulators run flat
-        # out on every core: slow (10 s each here, so no count of them is
-        # asked for), but every request answered, and a busy answer is
-        # only ever "four are being written already"
+        # written by a lowest-priority thread (the daemon's while others
+        # wait) while two simulators run flat out on every core: slow (up
+        # to 15 s each seen, so no count of them is asked for), but every
+        # request answered; a trigger's snapshot waits for room rather
+        # than being dropped, so the only failures are busy answers
         assert snaps >= 1, f"no snapshot written in {seconds} s ({busy} busy)"
-        assert m[("spyre_bpftrace_snapshot_failures_total", frozenset())] <= busy, "a snapshot failed"
+        assert m[("spyre_bpftrace_snapshot_failures_total", frozenset())] <= busy, "a snapshot failed: " + \
+            " | ".join(l.strip() for l in open(os.path.join(tmp, "daemon.log")) if "snapshot" in l)[-3000:]
         assert m[("spyre_bpftrace_snapshots_cut_total", frozenset())] >= len(cut)
         assert rss <= 64 << 20, f"daemon RSS reached {rss / 2**20:.1f} MiB"
         assert m[("spyre_bpftrace_recorder_bytes", frozenset())] <= 8 << 20
@@ -3046,6 +3048,107 @@ def run_daemon_soak(tmp):
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+FREEZER = "/sys/fs/cgroup/freezer"
+
+
+def daemon_thread(daemon, name):
+    """The TID of the daemon's thread of that name (top -H shows it)."""
+    found = []
+
+    def look():
+        found[:] = [int(t) for t in os.listdir(f"/proc/{daemon.pid}/task")
+                    if open(f"/proc/{daemon.pid}/task/{t}/comm").read().strip() == name]
+        return found
+    wait_for(look, 10, f"a thread {name} in the daemon")
+    return found[0]
+
+
+def trigger_waits_for_room(tmp, stop_first):
+    """A trigger whose snapshot comes while four wait to be written: the
+    snapshot writer frozen (cgroup v1 freezer, that thread alone) with four
+    requests queued and a fifth refused as busy, the failed setup ioctls of
+    a job fire the errors trigger; its snapshot waits for room, said once in
+    the log, while ctl still answers. Thawed, everything is written: the
+    four requests, then the trigger's snapshot, which holds the job's
+    records. With stop_first, the daemon is told to stop while it waits: the
+    stop makes room, and writes it before exiting."""
+    if not os.path.isdir(FREEZER):
+        raise Skip("no cgroup v1 freezer to stop the snapshot writer with")
+    os.makedirs(os.path.join(tmp, "mock"))
+    daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--window-seconds", "1", "--trigger-errors", "1",
+                                  "--trigger-slow", "0", "--trigger-every", "1h", "--trigger-before", "20s")
+    frozen = os.path.join(FREEZER, os.path.basename(tmp))
+    try:
+        os.makedirs(frozen)
+    except OSError as e:
+        daemon.kill()
+        daemon.wait()
+        raise Skip(f"the cgroup v1 freezer takes no new group here: {e}")
+    job, asks = None, []
+    log = os.path.join(tmp, "daemon.log")
+    try:
+        writer = daemon_thread(daemon, "sbt-snapshots")
+        open(os.path.join(frozen, "tasks"), "w").write(str(writer))
+        open(os.path.join(frozen, "freezer.state"), "w").write("FROZEN")
+        wait_for(lambda: open(os.path.join(frozen, "freezer.state")).read().strip() == "FROZEN", 10,
+                 "the snapshot writer to freeze")
+        for i in range(5):
+            asks.append(subprocess.Popen(ctl + ["snapshot", "--last", "2s", "-o", os.path.join(tmp, f"ask{i}.sbt")],
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        wait_for(lambda: any(a.poll() is not None for a in asks), 20, "the fifth request's answer")
+        refused = [a for a in asks if a.poll() is not None]
+        assert len(refused) == 1 and refused[0].returncode == 1 and \
+            "busy writing snapshots" in refused[0].stderr.read(), [a.poll() for a in asks]
+        job = subprocess.Popen(shlex.split(long_sim(tmp)), stdout=subprocess.DEVNULL)
+        wait_for(lambda: "its snapshot waits for room" in open(log).read(), 30,
+                 "the trigger's snapshot to wait for room")
+        assert ctl_status(ctl)["version"]
+        if stop_first:
+            daemon.send_signal(signal.SIGTERM)
+            time.sleep(1)
+            assert daemon.poll() is None, "the daemon exited with its snapshots unwritten"
+        open(os.path.join(frozen, "freezer.state"), "w").write("THAWED")
+        for a in asks:
+            if a is not refused[0]:
+                out, err = a.communicate(timeout=60)
+                assert a.returncode == 0 and out.startswith("ok "), out + err
+        if stop_first:
+            assert daemon.wait(timeout=60) == 0
+        else:
+            wait_for(lambda: [f for f in spool_files(tmp) if "-errors-" in f and f.endswith(".manifest.json")],
+                     30, "the trigger's snapshot")
+            m = parse_metrics(http_get(f"http://127.0.0.1:{port}/metrics")[1])
+            assert m[("spyre_bpftrace_snapshots_total", frozenset({("reason", "errors")}))] == 1
+            assert m[("spyre_bpftrace_snapshot_failures_total", frozenset())] == 1  # the busy request
+        said = open(log).read()
+        assert said.count("its snapshot waits for room") == 1, said
+        assert said.count("dropped") == 1 and "snapshot (request) dropped: four wait to be written" in said, said
+        trace = [f for f in spool_files(tmp) if "-errors-" in f and f.endswith(".pftrace")]
+        assert len(trace) == 1, spool_files(tmp)
+        man = json.load(open(trace[0] + ".manifest.json"))
+        assert man["reason"] == "errors" and job.pid in man["processes"] and man["records"] > 0, man
+        r = subprocess.run([TOOL, "inspect", trace[0]], capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+    finally:
+        for p in [daemon, job, *asks]:
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+        try:
+            open(os.path.join(frozen, "freezer.state"), "w").write("THAWED")
+            os.rmdir(frozen)
+        except OSError:
+            pass
+
+
+def run_daemon_trigger_waits_for_room(tmp):
+    trigger_waits_for_room(tmp, stop_first=False)
+
+
+def run_daemon_trigger_waits_at_stop(tmp):
+    trigger_waits_for_room(tmp, stop_first=True)
 
 
 def run_daemon_snapshot_cut_to_fit(tmp):
@@ -3606,6 +3709,8 @@ TESTS = [
     ("daemon_private_tmp_said", run_daemon_private_tmp_said),
     ("daemon_soak", run_daemon_soak),
     ("daemon_snapshot_cut_to_fit", run_daemon_snapshot_cut_to_fit),
+    ("daemon_trigger_waits_for_room", run_daemon_trigger_waits_for_room),
+    ("daemon_trigger_waits_at_stop", run_daemon_trigger_waits_at_stop),
     ("guest_kernel_6_1", run_guest_kernel),
     ("guest_hang_is_a_failure", run_guest_hang_is_a_failure),
     ("guest_vfio_one_card", run_guest_vfio_one_card),

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "attach/reaper.h"
+#include "base/thread.h"
 
 static void *reap(void *arg)
 {
@@ -35,11 +36,11 @@ int reaper_start(struct link_reaper *r)
 	memset(r, 0, sizeof(*r));
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->wake, NULL);
-	err = pthread_create(&r->thread, NULL, reap, r);
+	err = thread_start_quiet(&r->thread, "sbt-unprobe", reap, r);
 	if (err) {
 		pthread_mutex_destroy(&r->lock);
 		pthread_cond_destroy(&r->wake);
-		return -err;
+		return err;
 	}
 	r->started = true;
 	return 0;

@@ -7,8 +7,9 @@
 #include <pthread.h>
 #include <signal.h>
 
-/* 0, or -errno. */
-static inline int thread_start_quiet(pthread_t *t, void *(*fn)(void *), void *arg)
+/* 0, or -errno. name (at most 15 bytes) is what top -H, ps -L and gdb
+ * show for it. */
+static inline int thread_start_quiet(pthread_t *t, const char *name, void *(*fn)(void *), void *arg)
 {
 	sigset_t all, old;
 	int err;
@@ -17,6 +18,8 @@ static inline int thread_start_quiet(pthread_t *t, void *(*fn)(void *), void *ar
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	err = pthread_create(t, NULL, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!err)
+		pthread_setname_np(*t, name);
 	return -err;
 }
 

@@ -108,6 +108,7 @@ struct daemon {
 	} waiter;
 	struct { /* a trigger's snapshot, written at the window's end */
 		bool pending;
+		bool waiting; /* the window ended; it waits for room in the queue */
 		enum trigger kind;
 		uint64_t from;
 	} fired;
@@ -460,12 +461,13 @@ static int start(struct daemon *d)
 		sbt_err("cannot set up the flight recorder: out of memory");
 		return -ENOMEM;
 	}
-	if ((ret = snapq_start(&d->q, snapshot_done, d))) {
+	/* snapshots waiting hold a recorder's worth of records at most */
+	if ((ret = snapq_start(&d->q, (uint64_t)d->o->recorder_mib << 20, snapshot_done, d))) {
 		sbt_err("cannot start the snapshot thread: %s", strerror(-ret));
 		return ret;
 	}
 	d->draining = true;
-	if ((ret = thread_start_quiet(&d->drainer, drain, d))) {
+	if ((ret = thread_start_quiet(&d->drainer, "sbt-drain", drain, d))) {
 		d->draining = false;
 		sbt_err("cannot start the ring buffer's thread: %s", strerror(-ret));
 		return ret;
@@ -534,21 +536,22 @@ static void snapshot_done(void *ctx, struct snapshot_job *j, int ret, const char
 
 /* A snapshot of [from, to] (BOOTTIME) to path, or into the spool (NULL),
  * handed to the snapshot thread. Answers client (-1: nobody) once written,
- * or now with the error. */
-static void submit_snapshot(struct daemon *d, uint64_t from, uint64_t to, const char *path,
-			    enum snap_reason why, int client, const char *note)
+ * or now with the error. With can_wait, a queue with no room for it is
+ * the caller's to wait for: -EBUSY, nothing said or counted. */
+static int submit_snapshot(struct daemon *d, uint64_t from, uint64_t to, const char *path,
+			   enum snap_reason why, int client, const char *note, bool can_wait)
 {
 	uint64_t off = realtime_offset();
 	struct snapshot_window w = { from + off, to + off, from, to, 0, 0, 0 };
 	struct snapshot_job *j;
 	struct snapshot_leave_out leave[SNAPSHOT_LEAVE_OUT];
 	char *windows;
-	int nleave;
+	int nleave, ret = -ENOMEM;
 
 	if (!d->rb) {
 		if (client >= 0)
 			control_reply(client, NO_RECORDER);
-		return;
+		return -ENODEV;
 	}
 	catch_up(d); /* what came just now too */
 	w.lost = attach_read_lost(&d->at);
@@ -576,17 +579,44 @@ static void submit_snapshot(struct daemon *d, uint64_t from, uint64_t to, const 
 		else
 			spool_name(d->spool, snapshot_reason_name(why), to + off, j->path, sizeof(j->path));
 	}
-	if (!j || !j->windows || snapq_submit(&d->q, j)) {
-		pthread_mutex_lock(&d->lock);
-		d->self.snapshot_failures++;
-		pthread_mutex_unlock(&d->lock);
-		sbt_warn("snapshot (%s) dropped: %s", snapshot_reason_name(why),
-			 j && j->windows ? "four are being written already" : "out of memory");
-		if (client >= 0)
-			control_reply(client, j && j->windows ? "error: busy writing snapshots; hint: ask again in a while\n"
-							    : "error: out of memory\n");
-		snapshot_job_free(j);
+	if (j && j->windows && !(ret = snapq_submit(&d->q, j)))
+		return 0;
+	snapshot_job_free(j);
+	if (ret != -ENOMEM && can_wait)
+		return -EBUSY;
+	pthread_mutex_lock(&d->lock);
+	d->self.snapshot_failures++;
+	pthread_mutex_unlock(&d->lock);
+	sbt_warn("snapshot (%s) dropped: %s", snapshot_reason_name(why),
+		 ret == -EBUSY	   ? "four wait to be written already"
+		 : ret == -ENOBUFS ? "those waiting to be written hold a recorder's worth of records already"
+				   : "out of memory");
+	if (client >= 0)
+		control_reply(client, ret != -ENOMEM ? "error: busy writing snapshots; hint: ask again in a while\n"
+						     : "error: out of memory\n");
+	return ret;
+}
+
+/* The pending trigger's snapshot, from --trigger-before ago to now, into
+ * the spool; with the queue full it waits for room rather than being
+ * dropped (asked again each tick), and any trigger meanwhile is in it. */
+static void write_fired(struct daemon *d, uint64_t now)
+{
+	size_t bytes;
+
+	pthread_mutex_lock(&d->rec_lock);
+	bytes = recorder_used(&d->rec); /* about what it copies: not copied to learn it does not fit */
+	pthread_mutex_unlock(&d->rec_lock);
+	if (!snapq_room(&d->q, bytes) ||
+	    submit_snapshot(d, d->fired.from, now, NULL, (enum snap_reason)(SNAP_ERRORS + d->fired.kind), -1, NULL,
+			    true) == -EBUSY) {
+		if (!d->fired.waiting)
+			sbt_note("trigger %s: its snapshot waits for room behind those being written",
+				 trigger_name(d->fired.kind));
+		d->fired.waiting = true;
+		return;
 	}
+	d->fired.pending = d->fired.waiting = false;
 }
 
 /* ---- detail windows ---------------------------------------------------------- */
@@ -713,13 +743,11 @@ static void close_window(struct daemon *d)
 	d->win.turned_away = 0;
 	if (d->waiter.client >= 0) {
 		submit_snapshot(d, d->waiter.from, now, d->waiter.path[0] ? d->waiter.path : NULL, SNAP_WINDOW,
-				d->waiter.client, d->waiter.note);
+				d->waiter.client, d->waiter.note, false);
 		d->waiter.client = -1;
 	}
-	if (d->fired.pending) {
-		submit_snapshot(d, d->fired.from, now, NULL, (enum snap_reason)(SNAP_ERRORS + d->fired.kind), -1, NULL);
-		d->fired.pending = false;
-	}
+	if (d->fired.pending)
+		write_fired(d, now);
 }
 
 /* What the drainer told: processes that turned up in the window, and the
@@ -802,6 +830,8 @@ static void tend_window(struct daemon *d, uint64_t now)
 		learn_libraries(d, pids, n, now);
 	}
 	note_removals(d);
+	if (d->fired.waiting)
+		write_fired(d, now);
 	/* a ctl record that waited for the last window's uprobes to go */
 	if (!d->win.open && d->waiter.client >= 0 && d->waiter.unopened && !stop_sig &&
 	    open_window(d, WIN_REQUEST, d->waiter.seconds)) {
@@ -836,8 +866,8 @@ static void check_triggers(struct daemon *d, uint64_t now)
 	if (k == TRIG_N)
 		return;
 	if (d->fired.pending) { /* one trigger snapshot per window: this one is in it */
-		sbt_warn("trigger %s: in the snapshot of the %s trigger, at the window's end", trigger_name(k),
-			 trigger_name(d->fired.kind));
+		sbt_warn("trigger %s: in the snapshot of the %s trigger, %s", trigger_name(k),
+			 trigger_name(d->fired.kind), d->fired.waiting ? "which waits for room" : "at the window's end");
 		return;
 	}
 	sbt_warn("trigger %s: a detail window, then a snapshot from %g s before", trigger_name(k),
@@ -849,8 +879,7 @@ static void check_triggers(struct daemon *d, uint64_t now)
 		window_extend(&d->win, now + (uint64_t)(d->o->window_seconds * 1e9));
 	} else if (!open_window(d, WIN_TRIGGER, d->o->window_seconds)) {
 		/* no window now: the recorder's time before it, at once */
-		submit_snapshot(d, d->fired.from, now, NULL, (enum snap_reason)(SNAP_ERRORS + k), -1, NULL);
-		d->fired.pending = false;
+		write_fired(d, now);
 	}
 }
 
@@ -987,7 +1016,7 @@ static void serve_control(struct daemon *d)
 			control_reply(cfd, "error: that window ends before this host booted\n");
 		else
 			submit_snapshot(d, r->from > off ? r->from - off : 0, r->to - off, r->path[0] ? r->path : NULL,
-					SNAP_REQUEST, cfd, note);
+					SNAP_REQUEST, cfd, note, false);
 		break;
 	}
 }
@@ -1093,8 +1122,19 @@ int cmd_daemon(int argc, char **argv)
 			}
 		}
 		sd_notify_send("STOPPING=1");
+		if (d->rb)
+			snapq_closing(&d->q); /* room for a trigger's that waited */
 		if (d->win.open) /* the window ends now; what waits for it is written */
 			close_window(d); /* says how long it took (-v) */
+		if (d->fired.waiting)
+			write_fired(d, sbt_now_boottime());
+		if (d->fired.waiting) { /* a ctl record's took the last room */
+			pthread_mutex_lock(&d->lock);
+			d->self.snapshot_failures++;
+			pthread_mutex_unlock(&d->lock);
+			sbt_warn("snapshot (%s) dropped: the daemon stops with five being written",
+				 snapshot_reason_name((enum snap_reason)(SNAP_ERRORS + d->fired.kind)));
+		}
 		if (d->waiter.client >= 0) { /* a ctl record whose window never opened */
 			control_reply(d->waiter.client, "error: the daemon is stopping; its window did not open\n");
 			d->waiter.client = -1;

@@ -11,6 +11,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/thread.h"
 #include "daemon/discovery.h"
 
 /* An answer to take; the main loop woken (a full counter wakes it too). */
@@ -93,7 +94,7 @@ int discovery_start(struct discovery *q, struct attacher *a, char *err, size_t e
 	}
 	pthread_mutex_init(&q->lock, NULL);
 	pthread_cond_init(&q->cond, NULL);
-	if ((e = pthread_create(&q->thread, NULL, searcher, q))) {
+	if ((e = -thread_start_quiet(&q->thread, "sbt-libsearch", searcher, q))) {
 		snprintf(err, errlen, "cannot start its thread: %s", strerror(e));
 		close(q->wake_fd);
 		q->wake_fd = -1;

@@ -349,7 +349,7 @@ struct http_server *http_start(const char *addr, http_page_fn page, void *ctx, c
 		snprintf(err, errlen, "cannot make a pipe: %s", strerror(errno));
 		goto fail;
 	}
-	e = thread_start_quiet(&s->thread, serve_loop, s);
+	e = thread_start_quiet(&s->thread, "sbt-http", serve_loop, s);
 	if (e) {
 		snprintf(err, errlen, "cannot start the HTTP thread: %s", strerror(-e));
 		goto fail;

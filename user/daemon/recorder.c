@@ -183,6 +183,15 @@ uint64_t recorder_each(const struct flight_recorder *r, uint64_t from, uint64_t 
 	return n;
 }
 
+size_t recorder_used(const struct flight_recorder *r)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->nseg; i++)
+		n += r->seg[i].used;
+	return n;
+}
+
 size_t recorder_bytes(const struct flight_recorder *r)
 {
 	size_t n = 0;

@@ -61,6 +61,7 @@ void recorder_add(struct flight_recorder *r, const struct sbt_hdr *h, uint64_t n
 uint64_t recorder_each(const struct flight_recorder *r, uint64_t from, uint64_t to,
 		       void (*fn)(void *ctx, const struct sbt_hdr *h), void *ctx, uint64_t *oldest);
 size_t recorder_bytes(const struct flight_recorder *r); /* allocated */
+size_t recorder_used(const struct flight_recorder *r); /* in records */
 /* Calls fn for each interrupt's name kept (SBT_META_IRQ records). */
 void recorder_irq_names(const struct flight_recorder *r, void (*fn)(void *ctx, const struct sbt_hdr *h),
 			void *ctx);
