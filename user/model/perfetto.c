@@ -74,7 +74,7 @@ enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER 
 
 #define OUT_BUF (1 << 20)
 
-#define SEEN_BITS 4
+#define SEEN_BITS 5
 #define SEEN_SLOTS (1 << SEEN_BITS)
 
 struct sequence {
