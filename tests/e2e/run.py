@@ -3104,7 +3104,8 @@ def trigger_waits_for_room(tmp, stop_first):
         job = subprocess.Popen(shlex.split(long_sim(tmp)), stdout=subprocess.DEVNULL)
         wait_for(lambda: "its snapshot waits for room" in open(log).read(), 30,
                  "the trigger's snapshot to wait for room")
-        assert ctl_status(ctl)["version"]
+        st = ctl_status(ctl)
+        assert st["snapshots"].endswith("being written 4, cut to fit 0; a trigger's waits for room"), st
         if stop_first:
             daemon.send_signal(signal.SIGTERM)
             time.sleep(1)

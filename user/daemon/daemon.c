@@ -924,7 +924,7 @@ static void status(struct daemon *d, int cfd)
 		 "lost records %llu\n"
 		 "ring buffer %.1f of %.1f MiB at most in use\n"
 		 "window %s\nnext sample %s\nflight recorder %llu records kept, %zu MiB, %llu dropped over a process's share\n"
-		 "snapshots written %llu, failed %llu, being written %d, cut to fit %llu\nspool %s, %.1f of %lu MiB\n"
+		 "snapshots written %llu, failed %llu, being written %d, cut to fit %llu%s\nspool %s, %.1f of %lu MiB\n"
 		 "triggers fired: errors %llu, slow_ioctl %llu, lost %llu (held back as too soon: %llu)\n",
 		 SBT_VERSION, d->counters.ncards - 1, n,
 		 !strcmp(d->at.ioctl_hook, "tracepoint") ? "tracepoint (syscalls:sys_*_ioctl)" : d->at.ioctl_hook,
@@ -941,7 +941,8 @@ static void status(struct daemon *d, int cfd)
 		 (unsigned long long)kept, mib, (unsigned long long)over,
 		 (unsigned long long)written,
 		 (unsigned long long)d->self.snapshot_failures, pending,
-		 (unsigned long long)d->self.snapshots_cut, d->rb ? d->spool : "none",
+		 (unsigned long long)d->self.snapshots_cut,
+		 d->fired.waiting ? "; a trigger's waits for room" : "", d->rb ? d->spool : "none",
 		 (double)d->self.spool_bytes / (1 << 20), d->o->spool_mib,
 		 (unsigned long long)d->trig.fired[TRIG_ERRORS], (unsigned long long)d->trig.fired[TRIG_SLOW],
 		 (unsigned long long)d->trig.fired[TRIG_LOST],
