@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fibhash.h"
 #include "base/hashmap.h"
 #include "base/utf8.h"
 #include "base/vec.h"
@@ -320,12 +321,11 @@ cached_str(struct chrome_writer *w, struct name_json *set, const char *key, bool
 	return e;
 }
 
-/* A cache slot by a string's address, of 1 << bits: literals lie a few
- * bytes apart, a probe's names at a fixed stride; a multiplicative hash
- * spreads both. Even: the first of a set of two ways. */
+/* A cache slot by a string's address, of 1 << bits. Even: the first of a
+ * set of two ways. */
 static inline size_t slot_of(const char *s, unsigned bits)
 {
-	return (size_t)(((uint64_t)(uintptr_t)s * 0x9e3779b97f4a7c15ull) >> (64 - bits)) & ~(size_t)1;
+	return fibhash((uintptr_t)s, bits) & ~(size_t)1;
 }
 
 /* str() of an event's or an argument's name (model.h: at a fixed address). */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fibhash.h"
 #include "base/hashmap.h"
 #include "base/strtab.h"
 #include "capture/names.h"
@@ -390,7 +391,7 @@ static void inflight(struct correlator *c, struct device *d, int engine, uint64_
 
 static uint64_t stream_key(uint32_t pid, uint64_t stream)
 {
-	return stream * 0x9e3779b97f4a7c15ull ^ pid;
+	return stream * FIBHASH_MUL ^ pid;
 }
 
 /* Onto a device's queue of jobs in flight, by start (at the tail, nearly

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fibhash.h"
 #include "base/hashmap.h"
 #include "base/pb.h"
 #include "base/strtab.h"
@@ -284,8 +285,7 @@ intern_seen(struct perfetto_writer *w, struct sequence *q, struct strtab *t, uin
 {
 	struct seen *seen = &q->seen[field - 1];
 	uintptr_t a = (uintptr_t)s;
-	/* literals lie a few bytes apart, probe names at a fixed stride */
-	size_t slot = (size_t)((a * 0x9e3779b97f4a7c15ull) >> (64 - SEEN_BITS));
+	size_t slot = fibhash(a, SEEN_BITS);
 	uint64_t iid;
 
 	if (seen->s[slot] == s)
