@@ -69,6 +69,7 @@
  * records, about 8 MiB; then it waits, and hands on all it holds. */
 #define HELD_MAX 65536
 #define HELD_FULL (-EOVERFLOW) /* on_record: stop the pass, hand on */
+#define FINAL_DRAIN_NS (1 * NS) /* the ring buffer read at the stop, at most */
 
 struct daemon {
 	struct daemon_opts *o;
@@ -314,6 +315,7 @@ static void drainer_priority(void)
 static void *drain(void *arg)
 {
 	struct daemon *d = arg;
+	uint64_t until;
 	bool handed;
 	int n;
 
@@ -323,18 +325,22 @@ static void *drain(void *arg)
 		n = ring_buffer__poll(d->rb, __atomic_load_n(&d->win.open, __ATOMIC_RELAXED) ? 50 : 200);
 		if (n == HELD_FULL) /* hand on before reading on */
 			release_held(d, false);
+		/* a stop is looked at between passes too: jobs that write as
+		 * fast as this reads would keep it here for as long as they run */
 		do {
 			n = ring_buffer__consume(d->rb);
 			handed = release_held(d, false);
-		} while (n == HELD_FULL);
+		} while (n == HELD_FULL && __atomic_load_n(&d->draining, __ATOMIC_ACQUIRE));
 		/* a pass counts (catch_up) once what it read is in the recorder */
 		if (handed)
 			__atomic_add_fetch(&d->drained, 1, __ATOMIC_RELEASE);
 	}
+	/* what came before the stop, for FINAL_DRAIN_NS at most: the same */
+	until = sbt_now_boottime() + FINAL_DRAIN_NS;
 	do {
 		n = ring_buffer__consume(d->rb);
 		release_held(d, true);
-	} while (n == HELD_FULL);
+	} while (n == HELD_FULL && sbt_now_boottime() < until);
 	return NULL;
 }
 
@@ -645,9 +651,10 @@ static void window_gauges(struct daemon *d)
 static bool open_window(struct daemon *d, enum window_reason why, double seconds)
 {
 	pid_t pids[SBT_MAX_PIDS];
-	uint64_t now = sbt_now_boottime();
+	uint64_t now = sbt_now_boottime(), attached;
 	int n, uprobes;
 	size_t left = reaper_pending(&d->reaper);
+	char took[64];
 
 	/* the last window's uprobes still in place would run beside the new
 	 * ones (each call twice), and attaching waits behind their removal */
@@ -671,9 +678,16 @@ static bool open_window(struct daemon *d, enum window_reason why, double seconds
 	pthread_mutex_unlock(&d->lock);
 	newcomers_start(&d->news, pids, n, now);
 	uprobes = window_open(&d->win, &d->at, &d->disc, &d->mw, why, pids, n, now, now + (uint64_t)(seconds * 1e9));
+	/* on a host busy on every core attaching waits for the kernel
+	 * (seconds seen): the window's time counts from when all are in */
+	attached = sbt_now_boottime();
+	window_extend(&d->win, attached + (uint64_t)(seconds * 1e9));
 	window_gauges(d);
-	sbt_note("window (%s): %.3f s of %d process%s, %d uprobes%s", window_reason_name(why), seconds,
-		 d->win.nprocs, d->win.nprocs == 1 ? "" : "es", uprobes,
+	took[0] = 0;
+	if (attached - now > NS / 2)
+		snprintf(took, sizeof(took), " (attached in %.1f s: a busy host)", (double)(attached - now) / 1e9);
+	sbt_note("window (%s): %.3f s of %d process%s, %d uprobes%s%s", window_reason_name(why), seconds,
+		 d->win.nprocs, d->win.nprocs == 1 ? "" : "es", uprobes, took,
 		 uprobes ? "; newcomers join at their first call" : "; no runtime library known yet");
 	return true;
 }
@@ -1148,6 +1162,7 @@ int cmd_daemon(int argc, char **argv)
 	/* each step of the stop timed (-v): a stop slower than a unit's or
 	 * a pod's grace period is killed, and what took the time must show */
 	uint64_t t0 = sbt_now_boottime(), t1, t2, t3, t4, t5;
+	size_t removing;
 
 	if (d->draining) {
 		__atomic_store_n(&d->draining, false, __ATOMIC_RELEASE);
@@ -1171,10 +1186,14 @@ int cmd_daemon(int argc, char **argv)
 	if (!discovery_stop(&d->disc, 2 * NS))
 		return ret ? 1 : 0;
 	t4 = sbt_now_boottime();
-	/* last: all is written by now, and the kernel may take long */
-	if (reaper_pending(&d->reaper))
-		sbt_note("stopping: everything written; the kernel is removing %zu uprobes",
-			 reaper_pending(&d->reaper));
+	/* last: all is written by now, and the kernel may take long (grace
+	 * periods, for uprobes and tracepoints alike, on a busy host) */
+	removing = reaper_pending(&d->reaper);
+	if (removing)
+		sbt_note("stopping: everything written; the kernel is removing %zu uprobes, then the BPF programs",
+			 removing);
+	else
+		sbt_note("stopping: everything written; the kernel is removing the BPF programs");
 	reaper_stop(&d->reaper);
 	t5 = sbt_now_boottime();
 	attach_close(&d->at);
