@@ -1147,7 +1147,7 @@ int cmd_daemon(int argc, char **argv)
 			pthread_mutex_lock(&d->lock);
 			d->self.snapshot_failures++;
 			pthread_mutex_unlock(&d->lock);
-			sbt_warn("snapshot (%s) dropped: the daemon stops with five being written",
+			sbt_warn("snapshot (%s) dropped: the daemon stops with five waiting to be written",
 				 snapshot_reason_name((enum snap_reason)(SNAP_ERRORS + d->fired.kind)));
 		}
 		if (d->waiter.client >= 0) { /* a ctl record whose window never opened */
