@@ -75,8 +75,10 @@ enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER 
 
 #define OUT_BUF (1 << 20)
 
-#define SEEN_BITS 5
+#define SEEN_BITS 3
 #define SEEN_SLOTS (1 << SEEN_BITS)
+#define SHAPE_BITS 4
+#define SHAPE_SLOTS (1 << SHAPE_BITS)
 
 struct sequence {
 	uint32_t id;
@@ -90,6 +92,15 @@ struct sequence {
 		const char *s[SEEN_SLOTS];
 		uint64_t iid[SEEN_SLOTS];
 	} seen[3]; /* by field - 1: categories, names, annotation names */
+	/* the last events' shapes on it, by name: a track's calls to one
+	 * function come over and over with the same names, whose iids are
+	 * then taken whole (all interned on it already) */
+	struct shape {
+		const char *name, *cat; /* name NULL: empty */
+		int nargs;
+		const char *anames[MODEL_MAX_ARGS];
+		uint64_t name_iid, cat_iid, aname_iids[MODEL_MAX_ARGS];
+	} shapes[SHAPE_SLOTS];
 	uint64_t clock; /* value of its incremental clock: the last delta's end */
 	uint8_t *interned[3]; /* bitsets by iid: sent on this sequence already */
 	size_t interned_bytes[3];
@@ -362,6 +373,32 @@ static struct sequence *sequence_slow(struct perfetto_writer *w, uint64_t track,
 	return q;
 }
 
+static inline bool same_shape(const struct shape *sh, const struct model_event *e)
+{
+	if (sh->name != e->name || sh->cat != e->cat || sh->nargs != e->nargs)
+		return false;
+	for (int i = 0; i < e->nargs; i++)
+		if (sh->anames[i] != e->args[i].name)
+			return false;
+	return true;
+}
+
+/* The shape of e, its strings interned on q (into this packet's interned
+ * data where q has not had them). Remembered only when interning worked. */
+static __attribute__((noinline)) void new_shape(struct perfetto_writer *w, struct sequence *q,
+						 struct shape *sh, const struct model_event *e)
+{
+	sh->name_iid = intern_seen(w, q, &w->names, ID_NAMES, e->name);
+	sh->cat_iid = e->cat ? intern_seen(w, q, &w->cats, ID_CATEGORIES, e->cat) : 0;
+	for (int i = 0; i < e->nargs; i++) {
+		sh->anames[i] = e->args[i].name;
+		sh->aname_iids[i] = intern_seen(w, q, &w->anames, ID_ANNOTATION_NAMES, e->args[i].name);
+	}
+	sh->nargs = e->nargs;
+	sh->cat = e->cat;
+	sh->name = w->error ? NULL : e->name;
+}
+
 /* Most bytes an event packet can take, but for long string values (each
  * argument's key, name iid and value fit 32 bytes; a longer string value
  * reserves its own room as it is written). */
@@ -430,19 +467,22 @@ static void event_packet(struct perfetto_writer *w, const struct model_event *e,
 					     [ARG_INT] = DA_INT << 3 | PB_VARINT,
 					     [ARG_HEX] = DA_POINTER << 3 | PB_VARINT };
 	struct sequence *q = sequence_of(w, e->track->id, e->depth, ts);
-	uint64_t name, cat = 0, anames[MODEL_MAX_ARGS];
+	uint64_t name, cat;
+	const uint64_t *anames;
 	int nargs = e->nargs;
 	size_t start, te; /* offsets: a long string argument may move the buffer */
 	uint8_t *buf, *p;
+	struct shape *sh;
 
 	if (!q)
 		return;
 	w->interned.len = 0;
-	name = intern_seen(w, q, &w->names, ID_NAMES, e->name);
-	if (e->cat)
-		cat = intern_seen(w, q, &w->cats, ID_CATEGORIES, e->cat);
-	for (int i = 0; i < nargs; i++)
-		anames[i] = intern_seen(w, q, &w->anames, ID_ANNOTATION_NAMES, e->args[i].name);
+	sh = &q->shapes[fibhash((uintptr_t)e->name, SHAPE_BITS)];
+	if (!same_shape(sh, e))
+		new_shape(w, q, sh, e);
+	name = sh->name_iid;
+	cat = sh->cat_iid;
+	anames = sh->aname_iids;
 	flush_if_full(w);
 	if (pb_reserve(&w->out, 2 + packet_bound(e, w->interned.len))) {
 		w->error = ENOMEM;
