@@ -75,8 +75,6 @@ enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER 
 
 #define OUT_BUF (1 << 20)
 
-#define SEEN_BITS 3
-#define SEEN_SLOTS (1 << SEEN_BITS)
 #define SHAPE_BITS 4
 #define SHAPE_SLOTS (1 << SHAPE_BITS)
 
@@ -85,16 +83,10 @@ struct sequence {
 	/* what every packet of it says first after its time: its id and
 	 * "needs incremental state", encoded once (at most 8 bytes) */
 	uint8_t head[8], head_len;
-	/* strings interned on it already, with their iids, by address (a
-	 * name stays at its address: model.h): a track's events at one depth
-	 * use a few names over and over */
-	struct seen {
-		const char *s[SEEN_SLOTS];
-		uint64_t iid[SEEN_SLOTS];
-	} seen[3]; /* by field - 1: categories, names, annotation names */
-	/* the last events' shapes on it, by name: a track's calls to one
-	 * function come over and over with the same names, whose iids are
-	 * then taken whole (all interned on it already) */
+	/* the last events' shapes on it, by name's address (a name stays at
+	 * its address: model.h): a track's calls to one function come over
+	 * and over with the same names, whose iids are then taken whole (all
+	 * interned on it already) */
 	struct shape {
 		const char *name, *cat; /* name NULL: empty */
 		int nargs;
@@ -254,8 +246,8 @@ static void on_track(void *ctx, const struct model_track *t)
 }
 
 /* The iid of s (the same on every sequence), adding it to this packet's
- * interned data if the sequence has not had it yet. Out of line: the
- * sequence's cache (intern_seen) nearly always answers first. */
+ * interned data if the sequence has not had it yet. Out of line: a
+ * sequence's shapes nearly always answer first (new_shape). */
 static __attribute__((noinline)) uint64_t
 intern(struct perfetto_writer *w, struct sequence *q, struct strtab *t, uint32_t field,
        const char *s)
@@ -284,28 +276,6 @@ intern(struct perfetto_writer *w, struct sequence *q, struct strtab *t, uint32_t
 	pb_uint(&w->interned, 1, iid);
 	pb_str(&w->interned, 2, s);
 	pb_end(&w->interned, m);
-	return iid;
-}
-
-/* intern(), for a string this sequence may have had before: found by its
- * address in the sequence's few remembered ones. Remembered only when
- * interning worked. */
-static inline __attribute__((always_inline)) uint64_t
-intern_seen(struct perfetto_writer *w, struct sequence *q, struct strtab *t, uint32_t field,
-	    const char *s)
-{
-	struct seen *seen = &q->seen[field - 1];
-	uintptr_t a = (uintptr_t)s;
-	size_t slot = fibhash(a, SEEN_BITS);
-	uint64_t iid;
-
-	if (seen->s[slot] == s)
-		return seen->iid[slot];
-	iid = intern(w, q, t, field, s);
-	if (iid && !w->error) {
-		seen->s[slot] = s;
-		seen->iid[slot] = iid;
-	}
 	return iid;
 }
 
@@ -388,11 +358,11 @@ static inline bool same_shape(const struct shape *sh, const struct model_event *
 static __attribute__((noinline)) void new_shape(struct perfetto_writer *w, struct sequence *q,
 						 struct shape *sh, const struct model_event *e)
 {
-	sh->name_iid = intern_seen(w, q, &w->names, ID_NAMES, e->name);
-	sh->cat_iid = e->cat ? intern_seen(w, q, &w->cats, ID_CATEGORIES, e->cat) : 0;
+	sh->name_iid = intern(w, q, &w->names, ID_NAMES, e->name);
+	sh->cat_iid = e->cat ? intern(w, q, &w->cats, ID_CATEGORIES, e->cat) : 0;
 	for (int i = 0; i < e->nargs; i++) {
 		sh->anames[i] = e->args[i].name;
-		sh->aname_iids[i] = intern_seen(w, q, &w->anames, ID_ANNOTATION_NAMES, e->args[i].name);
+		sh->aname_iids[i] = intern(w, q, &w->anames, ID_ANNOTATION_NAMES, e->args[i].name);
 	}
 	sh->nargs = e->nargs;
 	sh->cat = e->cat;
