@@ -540,6 +540,15 @@ static void snapshot_done(void *ctx, struct snapshot_job *j, int ret, const char
 		control_reply(j->client, msg);
 }
 
+/* Counted as failed, and said. */
+static void snapshot_dropped(struct daemon *d, enum snap_reason why, const char *because)
+{
+	pthread_mutex_lock(&d->lock);
+	d->self.snapshot_failures++;
+	pthread_mutex_unlock(&d->lock);
+	sbt_warn("snapshot (%s) dropped: %s", snapshot_reason_name(why), because);
+}
+
 /* A snapshot of [from, to] (BOOTTIME) to path, or into the spool (NULL),
  * handed to the snapshot thread. Answers client (-1: nobody) once written,
  * or now with the error. With can_wait, a queue with no room for it is
@@ -590,13 +599,10 @@ static int submit_snapshot(struct daemon *d, uint64_t from, uint64_t to, const c
 	snapshot_job_free(j);
 	if (ret != -ENOMEM && can_wait)
 		return -EBUSY;
-	pthread_mutex_lock(&d->lock);
-	d->self.snapshot_failures++;
-	pthread_mutex_unlock(&d->lock);
-	sbt_warn("snapshot (%s) dropped: %s", snapshot_reason_name(why),
-		 ret == -EBUSY	   ? "four wait to be written already"
-		 : ret == -ENOBUFS ? "those waiting to be written hold a recorder's worth of records already"
-				   : "out of memory");
+	snapshot_dropped(d, why,
+			 ret == -EBUSY	   ? "four wait to be written already"
+			 : ret == -ENOBUFS ? "those waiting to be written hold a recorder's worth of records already"
+					   : "out of memory");
 	if (client >= 0)
 		control_reply(client, ret != -ENOMEM ? "error: busy writing snapshots; hint: ask again in a while\n"
 						     : "error: out of memory\n");
@@ -1143,13 +1149,9 @@ int cmd_daemon(int argc, char **argv)
 			close_window(d); /* says how long it took (-v) */
 		if (d->fired.waiting)
 			write_fired(d, sbt_now_boottime());
-		if (d->fired.waiting) { /* a ctl record's took the last room */
-			pthread_mutex_lock(&d->lock);
-			d->self.snapshot_failures++;
-			pthread_mutex_unlock(&d->lock);
-			sbt_warn("snapshot (%s) dropped: the daemon stops with five waiting to be written",
-				 snapshot_reason_name((enum snap_reason)(SNAP_ERRORS + d->fired.kind)));
-		}
+		if (d->fired.waiting) /* a ctl record's took the last room */
+			snapshot_dropped(d, (enum snap_reason)(SNAP_ERRORS + d->fired.kind),
+					 "the daemon stops with five waiting to be written");
 		if (d->waiter.client >= 0) { /* a ctl record whose window never opened */
 			control_reply(d->waiter.client, "error: the daemon is stopping; its window did not open\n");
 			d->waiter.client = -1;

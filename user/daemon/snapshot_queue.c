@@ -197,14 +197,13 @@ void snapq_stop(struct snapshot_queue *q)
 {
 	if (!q->started)
 		return;
-	pthread_mutex_lock(&q->lock);
-	__atomic_store_n(&q->stopping, true, __ATOMIC_RELEASE);
 	/* what is queued is written before the daemon exits: out of the idle
 	 * class and above the daemon's priority now, or a host kept busy
 	 * starves the writer past any stop timeout (best effort, as at the
 	 * start) */
-	if (q->n || q->busy)
-		wake_writer(q);
+	snapq_closing(q);
+	pthread_mutex_lock(&q->lock);
+	__atomic_store_n(&q->stopping, true, __ATOMIC_RELEASE);
 	pthread_cond_signal(&q->wake);
 	pthread_mutex_unlock(&q->lock);
 	pthread_join(q->thread, NULL);
