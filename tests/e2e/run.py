@@ -6,6 +6,7 @@ and hold the capture against what the simulator says it did.
 Needs root (BPF, uprobes); without it every test skips with the reason.
 Prints one line per test and a closing 'e2e: N passed, N failed, N skipped'.
 """
+import fcntl
 import json
 import os
 import re
@@ -3415,6 +3416,46 @@ def run_daemon_private_tmp_said(tmp):
         daemon.wait(timeout=20)
 
 
+def run_daemon_mounts_tracefs(tmp):
+    """On a host that has not mounted tracefs (a fresh one: nothing has
+    traced yet), the daemon mounts it to find the syscall tracepoints, as
+    record does, and starts. Here in a private mount namespace without
+    tracefs, so the host's own mount stays as it is."""
+    if not shutil.which("unshare"):
+        raise Skip("no unshare")
+    run_dir, port = os.path.join(tmp, "run"), free_port()
+    os.makedirs(os.path.join(tmp, "cost"))
+    open(os.path.join(tmp, "cost", "vfio"), "w").close()
+    cmd = ("for m in /sys/kernel/debug/tracing /sys/kernel/tracing /sys/kernel/debug; do "
+           "while mountpoint -q $m; do umount $m || exit 9; done; done; "
+           "test -e /sys/kernel/tracing/events && exit 8; exec " +
+           " ".join(shlex.quote(a) for a in [TOOL, "daemon", "--listen", f"127.0.0.1:{port}", "--runtime-dir",
+                                             run_dir, "--state-dir", os.path.join(tmp, "state"), "--no-sampling",
+                                             "--no-triggers", "--vfio-path", tmp]))
+    log = os.path.join(tmp, "daemon.log")
+    daemon = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", cmd],
+                              stderr=open(log, "w"))
+    try:
+        wait_for(lambda: daemon.poll() is not None or os.path.exists(os.path.join(run_dir, "control")), 20,
+                 "the control socket")
+        assert daemon.poll() is None, f"the daemon stopped ({daemon.returncode}): " + open(log).read()
+        # its ioctl hook is in: a VFIO ioctl on the mock file is counted
+        fd = os.open(os.path.join(tmp, "cost", "vfio"), os.O_RDWR)
+        try:
+            for _ in range(10):
+                try:
+                    fcntl.ioctl(fd, 0x3b64)  # VFIO_GET_API_VERSION's number
+                except OSError:
+                    pass
+        finally:
+            os.close(fd)
+        got = ioctls_by_cmd(port)
+        assert got.get("VFIO_GET_API_VERSION") == 10, got
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=20)
+
+
 def run_daemon_http_slow_clients(tmp):
     """50 clients that connect to the daemon's metrics port and send one
     byte a second hold nothing: /healthz and /metrics each answer within
@@ -3698,6 +3739,7 @@ TESTS = [
     ("merge_hosts_and_our_json", run_merge_hosts_and_our_json),
     ("guest_power_spapr", run_guest_power_spapr),
     ("guest_z_big_endian", run_guest_z_big_endian),
+    ("daemon_mounts_tracefs", run_daemon_mounts_tracefs),
     ("daemon_prometheus_matches_sim", run_daemon_prometheus),
     ("daemon_window_and_snapshot", run_daemon_window),
     ("daemon_window_newcomers_from_first_call", run_daemon_window_newcomers),

@@ -62,15 +62,19 @@ static const char *tracefs_root(void)
 int sbt_ensure_tracefs(void)
 {
 	struct statfs st;
+	int err;
 
 	if (tracefs_root())
 		return 0;
 	/* libbpf finds tracepoint ids in tracefs; some systems do not mount it */
 	if (!statfs("/sys/kernel/tracing", &st) && st.f_type == TRACEFS_MAGIC)
 		return 0;
-	if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL))
-		return -errno;
-	return 0;
+	if (!mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL))
+		return 0;
+	err = -errno;
+	sbt_err("tracefs is not mounted and cannot be: %s; hint: mount -t tracefs nodev /sys/kernel/tracing",
+		strerror(-err));
+	return err;
 }
 
 bool sbt_tracepoint_exists(const char *category, const char *name)

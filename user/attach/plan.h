@@ -29,7 +29,7 @@ void plan_print(const struct plan *p, FILE *out);
 const char *plan_dma_tracepoint(bool unmap);
 
 /* Feature probes */
-int sbt_ensure_tracefs(void); /* 0, or -errno if it cannot be mounted */
+int sbt_ensure_tracefs(void); /* 0, or -errno (said) if it cannot be mounted */
 bool sbt_tracepoint_exists(const char *category, const char *name);
 bool sbt_have_kprobes(void);
 bool sbt_have_uprobes(void);

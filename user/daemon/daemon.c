@@ -31,6 +31,7 @@
 
 #include "attach/attach.h"
 #include "attach/metawrite.h"
+#include "attach/plan.h"
 #include "attach/vfio_files.h"
 #include "base/args.h"
 #include "base/clock.h"
@@ -410,7 +411,10 @@ static int start(struct daemon *d)
 	char err[512];
 	int ret;
 
-	if ((ret = attach_open(&d->at, &d->o->rec)) || (ret = attach_load(&d->at)))
+	/* the syscall tracepoints' ids are read from tracefs: a host that does
+	 * not mount it (a fresh one) gets it mounted, as record does */
+	if ((ret = sbt_ensure_tracefs()) || (ret = attach_open(&d->at, &d->o->rec)) ||
+	    (ret = attach_load(&d->at)))
 		return ret;
 	if (d->o->rec.verbose)
 		plan_print(&d->at.plan, stderr);

@@ -463,12 +463,8 @@ static int setup(struct recording *r)
 	struct record_opts *o = r->o;
 	int err;
 
-	err = sbt_ensure_tracefs();
-	if (err) {
-		sbt_err("tracefs is not mounted and cannot be: %s; hint: mount -t tracefs nodev /sys/kernel/tracing",
-			strerror(-err));
+	if ((err = sbt_ensure_tracefs()))
 		return err;
-	}
 	r->wl.keep = o->keep_command;
 	if (o->command && (err = workload_spawn(&r->wl, o->command)))
 		return err;
