@@ -404,7 +404,8 @@ static void json_values(void **state)
 }
 
 /* Numbers as printf writes them, at every length: the writer makes their
- * digits itself, eight at a time. Each value once as an arg and as a ts. */
+ * digits itself, eight at a time (a time's whole seconds once for all the
+ * times in that second). Each value once as an arg and as a ts. */
 static void json_numbers(void **state)
 {
 	char path[] = "/tmp/sbt-json-XXXXXX", err[128], want[64], *text, *at;
@@ -425,6 +426,13 @@ static void json_numbers(void **state)
 	}
 	vals[n++] = UINT64_MAX;
 	vals[n++] = 100000000ull * 100000000ull - 1;
+	/* times in one second, then back a second, then into it again: the
+	 * writer keeps the seconds' digits of the last */
+	vals[n++] = 5000000001ull;
+	vals[n++] = 5999999999ull;
+	vals[n++] = 4000000007ull;
+	vals[n++] = 5000123456ull;
+	vals[n++] = 86400000001000ull;
 	w = chrome_writer_open(path, err, sizeof(err));
 	assert_non_null(w);
 	k = chrome_writer_sink(w);

@@ -67,6 +67,11 @@ struct chrome_writer {
 	struct model_task_ids *tasks; /* for otherData: starts and namespace ids */
 	size_t ntasks, tasks_cap;
 	uint64_t bytes; /* written to the file */
+	/* the last "ts" in whole seconds and its digits: a trace's times share
+	 * them for a second at a time, so only the rest is written anew */
+	uint64_t ts_sec;
+	char ts_sec_digits[16];
+	size_t ts_sec_len; /* 0: none yet */
 	int error;
 	char *buf; /* what is not written yet */
 	size_t len, cap; /* cap grows to JSON_BUF: a small trace needs no megabyte */
@@ -291,41 +296,51 @@ static void fill_name(struct name_json *e, const char *key, bool is_cat)
 	e->driver = !strcmp(key, "driver");
 }
 
-/* A name's cache entry (set: the two ways of its slot in names or cats,
- * the newest first), filled on a miss. Two ways: a trace's few dozen
- * names would meet in one slot of a direct-mapped cache, and take turns
- * missing. */
-static inline __attribute__((always_inline)) struct name_json *
-name_entry(struct name_json *set, const char *key, bool is_cat)
+/* A name's cache entry, filled on a miss: the table (of 1 << bits) is
+ * open-addressed from the slot its address hashes to, up to NAME_PROBES
+ * slots on, so the few dozen names of a trace all stay (a set of two ways
+ * could hold three that meet in it, which then took turns missing, as
+ * where in memory the names lie decides). Past that the first slot goes. */
+#define NAME_PROBES 8
+static __attribute__((noinline)) struct name_json *
+name_probe(struct name_json *table, unsigned bits, size_t slot, const char *key, bool is_cat)
 {
-	if (__builtin_expect(set->key == key, 1))
-		return set;
-	if (set[1].key == key)
-		return set + 1;
-	set[1] = set[0]; /* the older way goes, the newest comes first */
-	fill_name(set, key, is_cat);
-	return set;
+	size_t mask = ((size_t)1 << bits) - 1;
+	struct name_json *e = &table[slot];
+
+	for (int i = 1; i < NAME_PROBES && e->key; i++) {
+		e = &table[(slot + (size_t)i) & mask];
+		if (e->key == key)
+			return e;
+	}
+	if (e->key) /* all taken: the first goes */
+		e = &table[slot];
+	fill_name(e, key, is_cat);
+	return e;
+}
+
+static inline __attribute__((always_inline)) struct name_json *
+name_entry(struct name_json *table, unsigned bits, const char *key, bool is_cat)
+{
+	size_t slot = fibhash((uintptr_t)key, bits);
+
+	if (__builtin_expect(table[slot].key == key, 1))
+		return &table[slot];
+	return name_probe(table, bits, slot, key, is_cat);
 }
 
 /* A name's JSON from the cache; one too long for the room is written
  * anew each time. */
 static inline __attribute__((always_inline)) struct name_json *
-cached_str(struct chrome_writer *w, struct name_json *set, const char *key, bool is_cat)
+cached_str(struct chrome_writer *w, const char *key)
 {
-	struct name_json *e = name_entry(set, key, is_cat);
+	struct name_json *e = name_entry(w->names, NAME_CACHE_BITS, key, false);
 
 	if (e->len)
 		put(w, e->json, e->len);
 	else
-		str(w, is_cat ? cat_shown(key) : key);
+		str(w, key);
 	return e;
-}
-
-/* A cache slot by a string's address, of 1 << bits. Even: the first of a
- * set of two ways. */
-static inline size_t slot_of(const char *s, unsigned bits)
-{
-	return fibhash((uintptr_t)s, bits) & ~(size_t)1;
 }
 
 /* str() of an event's or an argument's name (model.h: at a fixed address). */
@@ -335,7 +350,7 @@ static inline void name(struct chrome_writer *w, const char *s)
 		PUT(w, "\"\"");
 		return;
 	}
-	cached_str(w, &w->names[slot_of(s, NAME_CACHE_BITS)], s, false);
+	cached_str(w, s);
 }
 
 static void begin_event(struct chrome_writer *w)
@@ -474,9 +489,6 @@ static void on_track(void *ctx, const struct model_track *t)
 	place_render(p);
 }
 
-/* ,"key":MICROSECONDS.NNN, key a literal */
-#define TS_US(w, key, ns) ts_us(w, ",\"" key "\":", sizeof(",\"" key "\":") - 1, ns)
-
 /* ns as microseconds with three decimals, written backwards to end at
  * end; returns where the text starts. */
 static inline char *us_before(char *end, uint64_t ns)
@@ -487,15 +499,6 @@ static inline char *us_before(char *end, uint64_t ns)
 	end[-3] = (char)('0' + frac / 100);
 	memcpy(end - 2, digit_pairs + 2 * (frac % 100), 2);
 	return digits_before(end - 4, ns / 1000);
-}
-
-static inline __attribute__((always_inline)) void ts_us(struct chrome_writer *w, const char *key, size_t keylen,
-						    uint64_t ns)
-{
-	char d[2 * NUM_ROOM], *end = d + NUM_ROOM, *p = us_before(end, ns);
-
-	put(w, key, keylen);
-	put_num(w, p, (size_t)(end - p));
 }
 
 /*
@@ -578,17 +581,46 @@ static inline char *at_ts(char *at, const char *key, size_t keylen, uint64_t ns)
 	return at + (end - p);
 }
 
+/* An event's ,"ts":MICROSECONDS.NNN: the whole seconds' digits from the
+ * writer's last, the rest (six digits, the point, three) from pairs. The
+ * same text as AT_TS. */
+static inline __attribute__((always_inline)) char *
+at_event_ts(struct chrome_writer *w, char *at, uint64_t ns)
+{
+	uint64_t sec = ns / 1000000000;
+	uint32_t sub = (uint32_t)(ns % 1000000000), us = sub / 1000, frac = sub % 1000;
+
+	if (!sec)
+		return AT_TS(at, "ts", ns);
+	if (sec != w->ts_sec || !w->ts_sec_len) {
+		char *e = w->ts_sec_digits + sizeof(w->ts_sec_digits), *b = digits_before(e, sec);
+
+		w->ts_sec_len = (size_t)(e - b);
+		memmove(w->ts_sec_digits, b, w->ts_sec_len);
+		w->ts_sec = sec;
+	}
+	at = AT_PUT(at, ",\"ts\":");
+	memcpy(at, w->ts_sec_digits, sizeof(w->ts_sec_digits));
+	at += w->ts_sec_len;
+	memcpy(at, digit_pairs + 2 * (us / 10000), 2);
+	memcpy(at + 2, digit_pairs + 2 * (us / 100 % 100), 2);
+	memcpy(at + 4, digit_pairs + 2 * (us % 100), 2);
+	at[6] = '.';
+	at[7] = (char)('0' + frac / 100);
+	memcpy(at + 8, digit_pairs + 2 * (frac % 100), 2);
+	return at + 10;
+}
+
 /* A name (or, is_cat, a category) from the cache: its JSON with one
  * fixed-size copy. *driver: the category is "driver". */
-static inline char *at_name(struct chrome_writer *w, char *at, const char *s, bool is_cat,
-			    bool *driver)
+static inline __attribute__((always_inline)) char *
+at_name(struct chrome_writer *w, char *at, const char *s, bool is_cat, bool *driver)
 {
 	struct name_json *e;
 
 	if (!s)
 		return AT_PUT(at, "\"\"");
-	e = name_entry(is_cat ? &w->cats[slot_of(s, CAT_CACHE_BITS)] : &w->names[slot_of(s, NAME_CACHE_BITS)],
-		       s, is_cat);
+	e = is_cat ? name_entry(w->cats, CAT_CACHE_BITS, s, true) : name_entry(w->names, NAME_CACHE_BITS, s, false);
 	if (driver)
 		*driver = e->driver;
 	if (__builtin_expect(e->len, 1)) {
@@ -635,17 +667,17 @@ enum { FLOW_TO_JOB = 1, FLOW_TO_END = 2 };
 #define FLOW_END_IDS (1ull << 40)
 
 /* An arrow's end from its id on: the track, the time, how it binds. */
-static inline __attribute__((always_inline)) void
-flow_tail(struct chrome_writer *w, bool start, uint64_t id, const struct placement *p,
+/* From the id on: the id, where, when and the end (the buffer has room
+ * for it: at_room). */
+static inline __attribute__((always_inline)) char *
+flow_tail(struct chrome_writer *w, char *at, bool start, uint64_t id, const struct placement *p,
 	  uint64_t ts)
 {
-	put_u64(w, id);
-	put(w, p->ids, p->ids_len);
-	TS_US(w, "ts", ts);
-	if (start)
-		PUT(w, "}");
-	else
-		PUT(w, ",\"bp\":\"e\"}");
+	at = at_u64(at, id);
+	memcpy(at, p->ids, sizeof(p->ids));
+	at += p->ids_len;
+	at = at_event_ts(w, at, ts);
+	return start ? AT_PUT(at, "}") : AT_PUT(at, ",\"bp\":\"e\"}");
 }
 
 /* One end of an arrow: s binds to the slice starting here, f (bp e) to the
@@ -653,6 +685,8 @@ flow_tail(struct chrome_writer *w, bool start, uint64_t id, const struct placeme
 static void flow_event(struct chrome_writer *w, bool start, const char *what, const char *cat,
 		       uint64_t id, const struct placement *p, uint64_t ts)
 {
+	char *at;
+
 	begin_event(w);
 	PUT(w, "{\"ph\":");
 	put(w, start ? "\"s\"" : "\"f\"", 3);
@@ -661,30 +695,34 @@ static void flow_event(struct chrome_writer *w, bool start, const char *what, co
 	PUT(w, ",\"cat\":");
 	name(w, cat);
 	PUT(w, ",\"id\":");
-	flow_tail(w, start, id, p, ts);
+	at = at_room(w);
+	at_sync(w, flow_tail(w, at, start, id, p, ts));
 }
 
 /* flow_event() of a job's flow, whose names are known: its head is one
- * literal (a job makes four of these). */
+ * literal (a job makes four of these), all of it through one cursor. */
 static void flow(struct chrome_writer *w, bool start, uint64_t id, int leg, const struct placement *p,
 		 uint64_t ts)
 {
 #define FLOW_HEAD(ph, name, cat) "{\"ph\":\"" ph "\",\"name\":\"" name "\",\"cat\":\"" cat "\",\"id\":"
-	begin_event(w);
+	char *at = at_room(w);
+
+	at = w->first ? AT_PUT(at, "\n") : AT_PUT(at, ",\n");
+	w->first = false;
 	if (leg == FLOW_TO_JOB) {
 		if (start)
-			PUT(w, FLOW_HEAD("s", "ac2g", "ac2g"));
+			at = AT_PUT(at, FLOW_HEAD("s", "ac2g", "ac2g"));
 		else
-			PUT(w, FLOW_HEAD("f", "ac2g", "ac2g"));
+			at = AT_PUT(at, FLOW_HEAD("f", "ac2g", "ac2g"));
 	} else {
 		id += FLOW_END_IDS;
 		if (start)
-			PUT(w, FLOW_HEAD("s", "job end", "flow"));
+			at = AT_PUT(at, FLOW_HEAD("s", "job end", "flow"));
 		else
-			PUT(w, FLOW_HEAD("f", "job end", "flow"));
+			at = AT_PUT(at, FLOW_HEAD("f", "job end", "flow"));
 	}
 #undef FLOW_HEAD
-	flow_tail(w, start, id, p, ts);
+	at_sync(w, flow_tail(w, at, start, id, p, ts));
 }
 
 /* An arrow of another kind than a job's (model.h): named by its kind; the
@@ -741,7 +779,7 @@ static void on_event(void *ctx, const struct model_event *e)
 		at = at_name(w, at, e->name, false, NULL);
 		memcpy(at, p->ids, sizeof(p->ids)); /* the pid of it */
 		at += p->pid_len;
-		at = AT_TS(at, "ts", e->ts);
+		at = at_event_ts(w, at, e->ts);
 		at = AT_PUT(at, ",\"args\":{\"value\":");
 		at = at_i64(at, e->value);
 		at = AT_PUT(at, "}}");
@@ -757,7 +795,7 @@ static void on_event(void *ctx, const struct model_event *e)
 	at = at_name(w, at, e->cat, true, &driver);
 	memcpy(at, p->ids, sizeof(p->ids));
 	at += p->ids_len;
-	at = AT_TS(at, "ts", e->ts);
+	at = at_event_ts(w, at, e->ts);
 	if (e->kind == EV_SLICE)
 		at = AT_TS(at, "dur", e->dur);
 	else
