@@ -429,14 +429,14 @@ static __attribute__((noinline)) void long_lengths(struct perfetto_writer *w, ui
 /* A slice's begin or an instant: name, category, args and flows. Built in
  * place behind a one-byte length for the packet and one for its event,
  * made longer at the end only when a body has 128 bytes or more. */
-static void event_packet(struct perfetto_writer *w, const struct model_event *e, int type,
-			 uint64_t ts)
+static inline __attribute__((always_inline)) void
+event_packet(struct perfetto_writer *w, struct sequence *q, const struct model_event *e,
+	     int type, uint64_t ts)
 {
 	/* DebugAnnotation's value field by argument type (strings apart) */
 	static const uint8_t value_tag[] = { [ARG_UINT] = DA_UINT << 3 | PB_VARINT,
 					     [ARG_INT] = DA_INT << 3 | PB_VARINT,
 					     [ARG_HEX] = DA_POINTER << 3 | PB_VARINT };
-	struct sequence *q = sequence_of(w, e->track->id, e->depth, ts);
 	uint64_t name, cat;
 	const uint64_t *anames;
 	int nargs = e->nargs;
@@ -444,8 +444,6 @@ static void event_packet(struct perfetto_writer *w, const struct model_event *e,
 	uint8_t *buf, *p;
 	struct shape *sh;
 
-	if (!q)
-		return;
 	w->interned.len = 0;
 	sh = &q->shapes[fibhash((uintptr_t)e->name, SHAPE_BITS)];
 	if (!same_shape(sh, e))
@@ -527,14 +525,12 @@ static void event_packet(struct perfetto_writer *w, const struct model_event *e,
 /* A slice's end or a counter value: no names, no args, no flows, so at most
  * 50 bytes, written in one go behind a one-byte length. The same bytes as
  * event_packet would write; this is the converter's most frequent packet. */
-static void small_packet(struct perfetto_writer *w, const struct model_event *e, int type,
-			 uint64_t ts)
+static inline __attribute__((always_inline)) void
+small_packet(struct perfetto_writer *w, struct sequence *q, const struct model_event *e, int type,
+	     uint64_t ts)
 {
-	struct sequence *q = sequence_of(w, e->track->id, e->depth, ts);
 	uint8_t *start, *p, *te;
 
-	if (!q)
-		return;
 	flush_if_full(w); /* leaves at least 64 KiB of the buffer's OUT_BUF */
 	start = w->out.buf + w->out.len;
 	p = start + 2; /* the packet's tag and one-byte length go before */
@@ -566,18 +562,22 @@ static void small_packet(struct perfetto_writer *w, const struct model_event *e,
 static void on_event(void *ctx, const struct model_event *e)
 {
 	struct perfetto_writer *w = ctx;
+	/* (made here, a new sequence's first packet goes before the event's) */
+	struct sequence *q = sequence_of(w, e->track->id, e->depth, e->ts);
 
+	if (!q)
+		return;
 	switch (e->kind) {
 	case EV_SLICE:
 		/* begin and end together: a slice is whole when handed over */
-		event_packet(w, e, TYPE_SLICE_BEGIN, e->ts);
-		small_packet(w, e, TYPE_SLICE_END, e->ts + e->dur);
+		event_packet(w, q, e, TYPE_SLICE_BEGIN, e->ts);
+		small_packet(w, q, e, TYPE_SLICE_END, e->ts + e->dur);
 		break;
 	case EV_INSTANT:
-		event_packet(w, e, TYPE_INSTANT, e->ts);
+		event_packet(w, q, e, TYPE_INSTANT, e->ts);
 		break;
 	case EV_COUNTER:
-		small_packet(w, e, TYPE_COUNTER, e->ts);
+		small_packet(w, q, e, TYPE_COUNTER, e->ts);
 		break;
 	}
 }
