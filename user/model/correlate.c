@@ -116,6 +116,7 @@ struct correlator {
 	bool ts_held;
 	uint64_t newest_ts; /* of any record so far */
 	struct thread *last_thread; /* records of one thread come in runs */
+	struct process *last_proc; /* and so of one process */
 	struct device **devices;
 	int ndevices;
 	struct model_track global;
@@ -215,10 +216,13 @@ static void counter(struct correlator *c, const struct model_track *t, uint64_t 
 
 static struct process *process_of(struct correlator *c, uint32_t pid, bool fresh)
 {
-	struct process *p = hm_get(&c->procs, pid);
+	struct process *p = c->last_proc;
 
+	if (!p || p->pid != pid)
+		p = hm_get(&c->procs, pid);
 	if (p && !(fresh && p->exited))
-		return p;
+		return c->last_proc = p;
+	c->last_proc = NULL;
 	if (p) { /* the pid was reused: a new process, new tracks */
 		hm_del(&c->procs, pid);
 		hm_free(&p->allocs);

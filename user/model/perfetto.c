@@ -75,7 +75,7 @@ enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER 
 
 #define OUT_BUF (1 << 20)
 
-#define SHAPE_BITS 4
+#define SHAPE_BITS 5
 #define SHAPE_SLOTS (1 << SHAPE_BITS)
 
 struct sequence {
@@ -83,10 +83,11 @@ struct sequence {
 	/* what every packet of it says first after its time: its id and
 	 * "needs incremental state", encoded once (at most 8 bytes) */
 	uint8_t head[8], head_len;
-	/* the last events' shapes on it, by name's address (a name stays at
-	 * its address: model.h): a track's calls to one function come over
-	 * and over with the same names, whose iids are then taken whole (all
-	 * interned on it already) */
+	/* the last events' shapes on it, by name's address and argument
+	 * count (a name stays at its address: model.h), two ways a slot
+	 * (where names lie in memory decides which meet in one): a track's
+	 * calls to one function come over and over with the same names,
+	 * whose iids are then taken whole (all interned on it already) */
 	struct shape {
 		const char *name, *cat; /* name NULL: empty */
 		int nargs;
@@ -445,9 +446,15 @@ event_packet(struct perfetto_writer *w, struct sequence *q, const struct model_e
 	struct shape *sh;
 
 	w->interned.len = 0;
-	sh = &q->shapes[fibhash((uintptr_t)e->name, SHAPE_BITS)];
-	if (!same_shape(sh, e))
-		new_shape(w, q, sh, e);
+	sh = &q->shapes[fibhash((uintptr_t)e->name + (unsigned)nargs, SHAPE_BITS) & ~(size_t)1];
+	if (!same_shape(sh, e)) {
+		if (same_shape(sh + 1, e)) {
+			sh++;
+		} else { /* the older way goes, the newest comes first */
+			sh[1] = sh[0];
+			new_shape(w, q, sh, e);
+		}
+	}
 	name = sh->name_iid;
 	cat = sh->cat_iid;
 	anames = sh->aname_iids;
