@@ -352,7 +352,7 @@ static void json_values(void **state)
 	struct model_track t = { .id = 1, .kind = TRACK_THREAD, .pid = 7, .tid = 8,
 				 .name = "a\"b\\c\001d" };
 	struct model_event e = { .kind = EV_SLICE, .track = &t, .ts = 1234567, .dur = 5,
-				 .name = "x", .cat = "c", .nargs = 4 };
+				 .name = "x", .cat = "c", .nargs = 5 };
 	struct chrome_writer *w;
 	struct model_sink k;
 	size_t len, at;
@@ -365,6 +365,8 @@ static void json_values(void **state)
 	e.args[1] = (struct model_arg){ .name = "i", .type = ARG_INT, .i = INT64_MIN };
 	e.args[2] = (struct model_arg){ .name = "h", .type = ARG_HEX, .u = 0xdeadbeef0 };
 	e.args[3] = (struct model_arg){ .name = "s", .type = ARG_STR, .s = "tab\there" };
+	/* a string that stays (written from the name cache) */
+	e.args[4] = (struct model_arg){ .name = "f", .type = ARG_STR, .fixed = true, .s = "tab\there" };
 	w = chrome_writer_open(path, err, sizeof(err));
 	assert_non_null(w);
 	k = chrome_writer_sink(w);
@@ -399,7 +401,8 @@ static void json_values(void **state)
 	assert_non_null(strstr(text, "\"name\":\"a\\\"b\\\\c\\u0001d\""));
 	assert_non_null(strstr(text, "{\"ph\":\"X\",\"name\":\"x\",\"cat\":\"c\",\"pid\":7,\"tid\":8,"
 				     "\"ts\":1234.567,\"dur\":0.005,\"args\":{\"u\":18446744073709551615,"
-				     "\"i\":-9223372036854775808,\"h\":\"0xdeadbeef0\",\"s\":\"tab\\u0009here\"}}"));
+				     "\"i\":-9223372036854775808,\"h\":\"0xdeadbeef0\",\"s\":\"tab\\u0009here\","
+				     "\"f\":\"tab\\u0009here\"}}"));
 	free(text);
 }
 

@@ -646,8 +646,12 @@ static char *at_args(struct chrome_writer *w, char *at, const struct model_event
 		case ARG_UINT: at = at_u64(at, a->u); break;
 		case ARG_INT: at = at_i64(at, a->i); break;
 		case ARG_HEX: at = at_hex(at, a->u); break;
-		case ARG_STR: /* no bound */
-			at_sync(w, at);
+		case ARG_STR:
+			if (a->fixed) { /* from the cache, as a name */
+				at = at_name(w, at, a->s, false, NULL);
+				break;
+			}
+			at_sync(w, at); /* no bound */
 			str(w, a->s);
 			at = at_room(w);
 			break;

@@ -197,10 +197,11 @@ static void arg_x(struct model_event *e, const char *name, uint64_t v)
 		e->args[e->nargs++] = (struct model_arg){ .name = name, .type = ARG_HEX, .u = v };
 }
 
+/* v: a literal, a name, a static table's: unchanged for the whole trace */
 static void arg_s(struct model_event *e, const char *name, const char *v)
 {
 	if (e->nargs < MODEL_MAX_ARGS)
-		e->args[e->nargs++] = (struct model_arg){ .name = name, .type = ARG_STR, .s = v };
+		e->args[e->nargs++] = (struct model_arg){ .name = name, .type = ARG_STR, .fixed = true, .s = v };
 }
 
 static void counter(struct correlator *c, const struct model_track *t, uint64_t ts, int64_t v)

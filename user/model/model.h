@@ -50,6 +50,9 @@ enum model_arg_type { ARG_UINT, ARG_INT, ARG_STR, ARG_HEX };
 struct model_arg {
 	const char *name;
 	enum model_arg_type type;
+	/* ARG_STR: s stays unchanged at its address for the whole trace, as
+	 * names do (a literal, a function's name): a sink may key on it */
+	bool fixed;
 	union {
 		uint64_t u;
 		int64_t i;
