@@ -163,11 +163,15 @@ int ioctl_enter(struct trace_event_raw_sys_enter *ctx)
 	struct sbt_fd_key key = { .tgid = id >> 32, .fd = (__s32)ctx->args[0] };
 	__u32 cmd = (__u32)ctx->args[1], *kind, group;
 
-	if (daemon_mode && daemon_vfio_cmd(cmd)) {
+	if (daemon_mode) {
 		/* the always-on tier: any VFIO ioctl on a VFIO file, the file
-		 * looked at now. VFIO's numbers on another file: nothing. */
-		__u32 daemon_kind = daemon_fd_kind(key.fd, &group);
+		 * looked at now. VFIO's numbers on another file, or another
+		 * number (every other ioctl of the host): nothing, at once */
+		__u32 daemon_kind;
 
+		if (!daemon_vfio_cmd(cmd))
+			return 0;
+		daemon_kind = daemon_fd_kind(key.fd, &group);
 		if (daemon_kind != SBT_FD_NONE)
 			daemon_ioctl_begin(id, key.fd, cmd, ctx->args[2], daemon_kind, group);
 		return 0;
