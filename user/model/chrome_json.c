@@ -670,9 +670,8 @@ static char *at_args(struct chrome_writer *w, char *at, const struct model_event
 enum { FLOW_TO_JOB = 1, FLOW_TO_END = 2 };
 #define FLOW_END_IDS (1ull << 40)
 
-/* An arrow's end from its id on: the track, the time, how it binds. */
-/* From the id on: the id, where, when and the end (the buffer has room
- * for it: at_room). */
+/* An arrow's end from its id on: the id, the track, the time, how it
+ * binds (the buffer has room for it: at_room). */
 static inline __attribute__((always_inline)) char *
 flow_tail(struct chrome_writer *w, char *at, bool start, uint64_t id, const struct placement *p,
 	  uint64_t ts)

@@ -402,6 +402,7 @@ static void import_args(const struct chrome_event *ce, struct model_event *e, ch
 			if (ext != (pass == 0))
 				continue;
 			out->name = mb->key;
+			out->fixed = false; /* its strings live as long as the event */
 			if (mb->v.type == JSON_NUMBER && json_int(&mb->v, &out->i)) {
 				out->type = ARG_INT;
 			} else if (mb->v.type == JSON_STRING) {
