@@ -534,6 +534,14 @@ static inline char *at_put(char *at, const char *s, size_t n)
 
 #define AT_PUT(at, lit) at_put(at, "" lit, sizeof(lit) - 1) /* literals only */
 
+/* begin_event() through a cursor: what goes before an event */
+static inline char *at_begin_event(struct chrome_writer *w, char *at)
+{
+	at = w->first ? AT_PUT(at, "\n") : AT_PUT(at, ",\n");
+	w->first = false;
+	return at;
+}
+
 /* A number: its digits in a scratch, moved with one fixed-size copy (the
  * room counts NUM_ROOM for it). */
 static inline char *at_u64(char *at, uint64_t v)
@@ -710,8 +718,7 @@ static void flow(struct chrome_writer *w, bool start, uint64_t id, int leg, cons
 #define FLOW_HEAD(ph, name, cat) "{\"ph\":\"" ph "\",\"name\":\"" name "\",\"cat\":\"" cat "\",\"id\":"
 	char *at = at_room(w);
 
-	at = w->first ? AT_PUT(at, "\n") : AT_PUT(at, ",\n");
-	w->first = false;
+	at = at_begin_event(w, at);
 	if (leg == FLOW_TO_JOB) {
 		if (start)
 			at = AT_PUT(at, FLOW_HEAD("s", "ac2g", "ac2g"));
@@ -775,8 +782,7 @@ static void on_event(void *ctx, const struct model_event *e)
 	if (!p)
 		return;
 	at = at_room(w);
-	at = w->first ? AT_PUT(at, "\n") : AT_PUT(at, ",\n");
-	w->first = false;
+	at = at_begin_event(w, at);
 	if (e->kind == EV_COUNTER) {
 		at = AT_PUT(at, "{\"ph\":\"C\",\"name\":");
 		at = at_name(w, at, e->name, false, NULL);
