@@ -192,7 +192,7 @@ def check_ioctls_match_sim(ioctls, sim):
                     assert int(g[k]) == w[sk], f"SET_IRQS {k} {g[k]} vs {w[sk]}"
 
 
-def check_calls_match_sim(calls, sim, partial=False):
+def check_calls_match_sim(calls, sim, partial=False, skipped=()):
     """Per thread, the calls the simulator logged in the same order, with
     the same byte counts; partial: some may be missing (the probes went on,
     one library after another, while it ran), none invented, the order
@@ -213,11 +213,64 @@ def check_calls_match_sim(calls, sim, partial=False):
                 assert any(call[0] == x[0] and call[1] in (None, x[1]) for x in it), \
                     f"tid {tid}: {call} not in the logged calls, in order"
             continue
+        # a call whose entry the kernel skipped (skipped_entries) is left
+        # out of the simulator's list where the traced one goes on without it
+        left = [e["name"] for e in skipped if e["tid"] == tid]
+        i = 0
+        while i < len(w) and left:
+            if (i >= len(g) or g[i][0] != w[i][0]) and w[i][0] in left:
+                left.remove(w[i][0])
+                w = w[:i] + w[i + 1:]
+                continue
+            i += 1
+        assert not left, f"tid {tid}: returns without entry of {left} match no call left out"
         assert [n for n, _ in g] == [n for n, _ in w], \
             f"tid {tid}: call order differs\n traced {[n for n, _ in g][:12]}\n sim    {[n for n, _ in w][:12]}"
         for (n, gb), (_, wb) in zip(g, w):
             if gb is not None:  # the probe has a byte-count argument
                 assert gb == wb, f"tid {tid}: {n} bytes traced {gb} sim {wb}"
+
+
+# On the 6.18 host of 2026-12-05 the kernel now and then (5 runs in 160
+# of a two-thread simulator) does not run a process's uprobe on a
+# function's entry, just after another thread of the process exited: the
+# BPF program's own run count is one short of the calls, while a
+# system-wide bpftrace probe on the same function saw the call. The return
+# is still seen, and the tracer reports it as a return without entry. A
+# capture may hold one such return; more fail.
+SKIPPED_ENTRIES_ALLOWED = 1
+
+
+def skipped_entries(events, pid):
+    skipped = [e for e in events if e["type"] == "call_exit" and e["tgid"] == pid and "unpaired" in e]
+    assert len(skipped) <= SKIPPED_ENTRIES_ALLOWED, \
+        f"{len(skipped)} returns without entry: {[(e['tid'], e['name']) for e in skipped]}"
+    for e in skipped:
+        print(f"     note: the kernel skipped the entry probe of {e['name']} once (tid {e['tid']}); "
+              "the tracer saw its return and reported it unpaired")
+    return skipped
+
+
+def check_calls_from_a_moment(events, sim):
+    """Probes that went on while the process ran: each function's at one
+    moment, so per thread and function the calls captured are the last ones
+    it made, with their byte counts. A call is seen by its entry, or by its
+    return alone (in flight at that moment, or its entry skipped: see
+    SKIPPED_ENTRIES_ALLOWED). Returns how many calls were seen."""
+    got, want = {}, {}
+    for e in sorted((e for e in events if e["tgid"] == sim["pid"]), key=lambda e: e["ts"]):
+        if e["type"] == "call_enter":
+            got.setdefault((e["tid"], e["name"]), []).append(num(e["bytes"]) if "bytes" in e else None)
+        elif e["type"] == "call_exit" and "unpaired" in e:
+            got.setdefault((e["tid"], e["name"]), []).append(None)
+    for tid, name, nbytes in sim["call_log"]:
+        want.setdefault((tid, name), []).append(nbytes)
+    for key, calls in got.items():
+        assert key in want and len(calls) <= len(want[key]), f"{key}: more calls captured than made"
+        tail = want[key][len(want[key]) - len(calls):]
+        assert [w if g is not None else None for g, w in zip(calls, tail)] == calls, \
+            f"{key}: the captured calls are not the last ones made"
+    return sum(map(len, got.values()))
 
 
 def check_capture_matches_sim(events, sim):
@@ -232,9 +285,10 @@ def check_capture_matches_sim(events, sim):
     pid = sim["pid"]
     calls = [e for e in events if e["type"] in ("call_enter", "call_exit") and e["tgid"] == pid]
     ioctls = [e for e in events if e["type"] == "ioctl" and e["tgid"] == pid]
+    skipped = skipped_entries(events, pid)
 
     # 1. per thread, the same calls in the same order, with the same byte counts
-    check_calls_match_sim(calls, sim)
+    check_calls_match_sim(calls, sim, skipped=skipped)
 
     # 2. every ioctl, per thread in order, with its decoded arguments and result
     check_ioctls_match_sim(ioctls, sim)
@@ -249,11 +303,13 @@ def check_capture_matches_sim(events, sim):
     for tid, evs in by_tid.items():
         evs.sort(key=lambda e: (e["ts"] - int(e.get("dur_ns", 0)) if e["type"] == "ioctl" else e["ts"]))
         stack = []
-        for e in evs:
+        for i, e in enumerate(evs):
             if e["type"] == "call_enter":
                 assert int(e["depth"]) == len(stack), f"tid {tid}: depth {e['depth']} with {len(stack)} open"
                 stack.append(e)
             elif e["type"] == "call_exit":
+                if e in skipped:
+                    continue  # its entry was never pushed
                 assert stack, f"tid {tid}: return from {e['name']} with nothing open"
                 top = stack.pop()
                 assert top["name"] == e["name"], f"tid {tid}: {e['name']} returned while {top['name']} open"
@@ -261,6 +317,9 @@ def check_capture_matches_sim(events, sim):
                 assert int(e["dur_ns"]) == e["ts"] - top["ts"], "exit duration disagrees with entry time"
             else:
                 parent = stack[-1]["name"] if stack else None
+                after = evs[i + 1] if i + 1 < len(evs) else None
+                if after in skipped:  # made by the call whose entry was skipped
+                    parent = after["name"]
                 if e["cmd"] in expect_parent:
                     assert parent == expect_parent[e["cmd"]], \
                         f"tid {tid}: {e['cmd']} inside {parent}, expected {expect_parent[e['cmd']]}"
@@ -773,19 +832,35 @@ def run_probe_option(tmp):
 
 
 def run_follows_children(tmp):
-    """A -c shell that forks the workload: the child is traced too."""
+    """A -c shell that forks the workload: the child is followed from its
+    fork on (BPF marks it traced there: every ioctl it makes is captured),
+    and its runtime probes go on when the loader reads the fork record. The
+    calls it made from then on are all there, in order, none invented, and
+    the summary says how long after the fork the probes came (calls made
+    before are not in the trace: docs/probes.md, "Which processes")."""
     sim = " ".join(shlex.quote(a) for a in sim_cmd(tmp, "--jobs", "3", "--threads", "2"))
     libs = [os.path.join(BUILD, "sim", n) for n in ("libflex.so", "libsenlib.so")]
     # "; true" keeps the shell from exec'ing the workload in place
-    r = subprocess.run(tracer(tmp, "--probe", libs[0] + ":flex::*", "--probe",
-                              libs[1] + ":senlib::*", "-c", f"sh -c {shlex.quote(sim + '; true')}"),
+    r = subprocess.run([a for a in tracer(tmp, "--probe", libs[0] + ":flex::*", "--probe",
+                                          libs[1] + ":senlib::*", "-c",
+                                          f"sh -c {shlex.quote(sim + '; true')}") if a != "-q"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     events, _ = parse_dump(os.path.join(tmp, "cap.sbt"))
     sim_json = json.load(open(os.path.join(tmp, "sim.json")))
     forks = [e for e in events if e["type"] == "task_new" and e["new_process"] == "1"]
     assert [int(e["tgid"]) for e in forks] == [sim_json["pid"]], f"child not followed: {forks}"
-    check_capture_matches_sim(events, sim_json)
+    assert not sim_json["failed"] and sim_json["call_log_complete"]
+    assert num([e for e in events if e["type"] == "end"][0]["lost"]) == 0
+    pid = sim_json["pid"]
+    check_ioctls_match_sim([e for e in events if e["type"] == "ioctl" and e["tgid"] == pid], sim_json)
+    got = check_calls_from_a_moment(events, sim_json)
+    m = re.search(r"(\d+) child processes followed: runtime probes in place at most ([\d.]+) ms after "
+                  r"their fork; calls made before that are not in the trace", r.stderr)
+    assert m and int(m.group(1)) == 1, f"the summary does not say when the child's probes came:\n{r.stderr}"
+    assert got > 0, "no call of the child captured"
+    print(f"     child: {got} of {len(sim_json['call_log'])} calls, probes in place "
+          f"{m.group(2)} ms after its fork")
 
 
 def run_loss_is_counted(tmp):
@@ -823,7 +898,11 @@ def run_loss_is_counted(tmp):
     bpf_types = {"call_enter", "call_exit", "ioctl", "task_new", "task_comm", "task_exit"}
     captured = sum(1 for e in events if e["type"] in bpf_types and e["tgid"] == sim["pid"])
     generated = 2 * len(sim["call_log"]) + len(sim["ioctls"]) + 2 * threads + 2
-    assert captured + lost == generated, f"captured {captured} + lost {lost} != generated {generated}"
+    # an entry the kernel skipped made no record (its return is unpaired;
+    # a lost entry record leaves its frame pushed, so its return pairs)
+    skipped = len(skipped_entries(events, sim["pid"]))
+    assert captured + lost + skipped == generated, \
+        f"captured {captured} + lost {lost} + skipped {skipped} != generated {generated}"
 
 
 def irq_counts():
@@ -1633,24 +1712,13 @@ def run_late_dlopen(tmp):
     assert m and int(m.group(1)) == 2, f"the summary does not say when the probes came:\n{r.stderr[-2000:]}"
     events, _ = parse_dump(os.path.join(tmp, "cap.sbt"))
     sim = json.load(open(os.path.join(tmp, "sim.json")))
-    # each function's probes go live at one moment: per thread and function,
-    # the calls captured are the last ones it made, with their byte counts
-    got, want = {}, {}
-    for e in events:
-        if e["type"] == "call_enter":
-            got.setdefault((e["tid"], e["name"]), []).append(num(e["bytes"]) if "bytes" in e else None)
-    for tid, name, nbytes in sim["call_log"]:
-        want.setdefault((tid, name), []).append(nbytes)
+    got = check_calls_from_a_moment(events, sim)
     assert got, "no runtime call captured after the library was probed"
-    for key, calls in got.items():
-        tail = want[key][len(want[key]) - len(calls):]
-        assert [w if g is not None else None for g, w in zip(calls, tail)] == calls, \
-            f"{key}: the captured calls are not the last ones made"
     # returns are live before their entry: every call seen entering is seen
     # leaving (a call in flight at that moment shows as a return without entry)
     trace = json.load(open(os.path.join(tmp, "cap.json")))["traceEvents"]
     assert not [e for e in trace if e.get("name") == "call without return"], "an entry without its return"
-    print(f"     late dlopen: {sum(map(len, got.values()))} of {len(sim['call_log'])} calls, "
+    print(f"     late dlopen: {got} of {len(sim['call_log'])} calls, "
           f"probes in place {m.group(2)} ms after the open")
 
 
