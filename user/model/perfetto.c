@@ -393,7 +393,9 @@ string_arg(struct perfetto_writer *w, const struct model_event *e, uint8_t *p, u
 	size_t slen = s ? strlen(s) : 0, off;
 	uint8_t *da;
 
-	if (slen > 8) { /* past the bound's 32 bytes: room for it and the rest */
+	/* the bound's 32 bytes hold 16 of string beside two tags and lengths,
+	 * the name's tag and an iid of up to 10 bytes */
+	if (slen > 16) { /* past them: room for it and the rest */
 		off = (size_t)(p - w->out.buf);
 		w->out.len = off;
 		if (pb_reserve(&w->out, slen + packet_bound(e, 0))) {
