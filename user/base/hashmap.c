@@ -4,26 +4,6 @@
 
 #include "base/hashmap.h"
 
-static size_t slot_of(uint64_t key, size_t cap)
-{
-	key ^= key >> 33;
-	key *= 0xff51afd7ed558ccdull;
-	key ^= key >> 33;
-	return (size_t)key & (cap - 1);
-}
-
-void *hm_get(const struct hashmap *m, uint64_t key)
-{
-	if (!m->cap)
-		return NULL;
-	for (size_t i = slot_of(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
-		if (!m->slots[i].val)
-			return NULL;
-		if (m->slots[i].key == key)
-			return m->slots[i].val;
-	}
-}
-
 static int grow(struct hashmap *m)
 {
 	size_t cap = m->cap ? m->cap * 2 : 64;
@@ -46,7 +26,7 @@ int hm_put(struct hashmap *m, uint64_t key, void *val)
 {
 	if ((m->n + 1) * 4 > m->cap * 3 && grow(m))
 		return -ENOMEM;
-	for (size_t i = slot_of(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
+	for (size_t i = hm_slot_of(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
 		if (!m->slots[i].val) {
 			m->slots[i].key = key;
 			m->slots[i].val = val;
@@ -67,7 +47,7 @@ void *hm_del(struct hashmap *m, uint64_t key)
 
 	if (!m->cap)
 		return NULL;
-	for (i = slot_of(key, m->cap);; i = (i + 1) & mask) {
+	for (i = hm_slot_of(key, m->cap);; i = (i + 1) & mask) {
 		if (!m->slots[i].val)
 			return NULL;
 		if (m->slots[i].key == key)
@@ -78,7 +58,7 @@ void *hm_del(struct hashmap *m, uint64_t key)
 	m->n--;
 	/* shift later members of the run back so lookups never stop early */
 	for (j = (i + 1) & mask; m->slots[j].val; j = (j + 1) & mask) {
-		size_t home = slot_of(m->slots[j].key, m->cap);
+		size_t home = hm_slot_of(m->slots[j].key, m->cap);
 
 		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
 			m->slots[i] = m->slots[j];

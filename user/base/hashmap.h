@@ -15,7 +15,27 @@ struct hashmap {
 	size_t cap, n;
 };
 
-void *hm_get(const struct hashmap *m, uint64_t key);
+static inline size_t hm_slot_of(uint64_t key, size_t cap)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdull;
+	key ^= key >> 33;
+	return (size_t)key & (cap - 1);
+}
+
+/* The value of key, or NULL. Inline: the converter looks up a few times a
+ * record. */
+static inline void *hm_get(const struct hashmap *m, uint64_t key)
+{
+	if (!m->cap)
+		return NULL;
+	for (size_t i = hm_slot_of(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
+		if (!m->slots[i].val)
+			return NULL;
+		if (m->slots[i].key == key)
+			return m->slots[i].val;
+	}
+}
 /* 0, or -ENOMEM. val must not be NULL. Replaces an existing value. */
 int hm_put(struct hashmap *m, uint64_t key, void *val);
 /* Removes and returns the value, or NULL. */

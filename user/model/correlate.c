@@ -70,8 +70,13 @@ struct thread {
 	/* a launch left by a tail jump at this depth + 1 (0: none): the call
 	 * that follows it at that depth is its continuation, not a new job */
 	uint32_t tail_launch_depth;
-	/* jobs this thread launched that are in flight */
-	uint64_t open_jobs[MAX_PENDING_FLOWS];
+	/* jobs this thread launched that are in flight: a job by its memory
+	 * and its id, which is 0 once it ended (job_end) and another once the
+	 * memory holds the next job: an entry whose ids differ is gone */
+	struct open_job {
+		struct job *j;
+		uint64_t id;
+	} open_jobs[MAX_PENDING_FLOWS];
 	int nopen;
 	/* jobs completed by an interrupt: their flow ends at the next wait */
 	uint64_t done_jobs[MAX_PENDING_FLOWS];
@@ -106,7 +111,7 @@ struct correlator {
 	int nev;
 	struct capture_meta meta;
 	struct correlate_stats st;
-	struct hashmap procs, threads, jobs, devices_by_irq;
+	struct hashmap procs, threads, devices_by_irq;
 	struct hashmap streams; /* stream_key(pid, stream) -> the card its jobs run on */
 	struct hashmap thread_ts; /* tid -> 1 + its newest record's ts, for the sanity checks */
 	/* the thread_ts entry of the thread being read, held here: records of
@@ -215,7 +220,19 @@ static void counter(struct correlator *c, const struct model_track *t, uint64_t 
 
 /* ---- processes, threads, devices -------------------------------------- */
 
-static struct process *process_of(struct correlator *c, uint32_t pid, bool fresh)
+static struct process *process_lookup(struct correlator *c, uint32_t pid, bool fresh);
+
+/* The process of a record: the last one's, checked inline, nearly always. */
+static inline struct process *process_of(struct correlator *c, uint32_t pid, bool fresh)
+{
+	struct process *p = c->last_proc;
+
+	if (p && p->pid == pid && !fresh)
+		return p;
+	return process_lookup(c, pid, fresh);
+}
+
+static struct process *process_lookup(struct correlator *c, uint32_t pid, bool fresh)
 {
 	struct process *p = c->last_proc;
 
@@ -436,6 +453,7 @@ static struct job *job_new(struct correlator *c)
 
 static void job_end(struct correlator *c, struct job *j)
 {
+	j->id = 0; /* a thread's entry for it is stale from now on */
 	j->next = c->spare_jobs;
 	c->spare_jobs = j;
 }
@@ -449,12 +467,9 @@ static struct job *start_job(struct correlator *c, struct process *p, uint32_t t
 	if (!d && p)
 		d = device_of(c, p);
 	j = d ? job_new(c) : NULL;
-	if (!j || hm_put(&c->jobs, ++c->next_job, j)) {
-		if (j)
-			job_end(c, j);
+	if (!j)
 		return NULL;
-	}
-	*j = (struct job){ .id = c->next_job, .start = ts, .bytes = bytes, .stream = stream,
+	*j = (struct job){ .id = ++c->next_job, .start = ts, .bytes = bytes, .stream = stream,
 			   .engine = engine, .pid = p->pid, .tid = tid };
 	enqueue(d, j);
 	inflight(c, d, engine, ts, +1);
@@ -478,13 +493,19 @@ static void unlink_job(struct job *j)
 		d->tail = prev;
 }
 
-static void drop_id(uint64_t *ids, int *n, uint64_t id)
+static void drop_open_job(struct thread *t, uint64_t id)
 {
-	for (int i = 0; i < *n; i++)
-		if (ids[i] == id) {
-			ids[i] = ids[--*n];
+	for (int i = 0; i < t->nopen; i++)
+		if (t->open_jobs[i].id == id) {
+			t->open_jobs[i] = t->open_jobs[--t->nopen];
 			return;
 		}
+}
+
+/* The job of a thread's entry, or NULL when it has ended. */
+static inline struct job *open_job(const struct thread *t, int i)
+{
+	return t->open_jobs[i].j->id == t->open_jobs[i].id ? t->open_jobs[i].j : NULL;
 }
 
 /* A job is done at ts: draw it on a free lane of its engine. */
@@ -494,7 +515,6 @@ static void complete_job(struct correlator *c, struct job *j, uint64_t ts, const
 	struct thread *t = hm_get(&c->threads, j->tid);
 
 	unlink_job(j);
-	hm_del(&c->jobs, j->id);
 	if (memcmp(j->dev->name, "PCI ", 4)) /* name is char[64]: 4 bytes to read */
 		c->st.jobs_without_card++;
 	event_init(&e, EV_SLICE, lane_track(c, j->dev, j->engine, j->start, ts), j->start,
@@ -509,7 +529,7 @@ static void complete_job(struct correlator *c, struct job *j, uint64_t ts, const
 		emit(c, &e);
 	inflight(c, j->dev, j->engine, ts, -1);
 	if (t && t->pid == j->pid)
-		drop_id(t->open_jobs, &t->nopen, j->id);
+		drop_open_job(t, j->id);
 	job_end(c, j);
 }
 
@@ -611,7 +631,7 @@ static void on_call_enter(struct correlator *c, const struct sbt_call_enter *r)
 		if (j) {
 			f->job = j->id;
 			if (t->nopen < MAX_PENDING_FLOWS)
-				t->open_jobs[t->nopen++] = j->id;
+				t->open_jobs[t->nopen++] = (struct open_job){ j, j->id };
 		}
 	}
 }
@@ -646,7 +666,7 @@ static void track_alloc(struct correlator *c, struct process *p, const struct me
 	counter(c, &p->alloc_track, ts, p->allocated);
 }
 
-static void on_call_exit(struct correlator *c, const struct sbt_call_exit *r)
+static inline __attribute__((always_inline)) void on_call_exit(struct correlator *c, const struct sbt_call_exit *r)
 {
 	const struct meta_probe *mp = meta_probe(&c->meta, r->probe_id);
 	struct thread *t = thread_of(c, r->h.tgid, r->h.tid);
@@ -712,14 +732,14 @@ static void on_call_exit(struct correlator *c, const struct sbt_call_exit *r)
 		bool by_wait = t->nopen > 0;
 
 		while (t->nopen) {
-			struct job *j = hm_get(&c->jobs, t->open_jobs[0]);
+			struct job *j = open_job(t, 0);
 
 			if (j && j->start <= f->ts) {
 				if (e.nterm < MODEL_MAX_FLOWS)
 					e.term_flows[e.nterm++] = j->id;
 				complete_job(c, j, r->h.ts, "wait");
 			} else {
-				drop_id(t->open_jobs, &t->nopen, t->open_jobs[0]);
+				t->open_jobs[0] = t->open_jobs[--t->nopen];
 			}
 		}
 		if (by_wait)
@@ -982,7 +1002,7 @@ static void place_by_elimination(struct correlator *c, struct thread *t)
 	if (!p || p->ncards < 2 || !p->dev)
 		return;
 	for (int i = 0; i < t->nopen; i++) {
-		struct job *j = hm_get(&c->jobs, t->open_jobs[i]);
+		struct job *j = open_job(t, i);
 		struct device *only = NULL;
 		int n = 0;
 
@@ -1443,7 +1463,6 @@ void correlator_finish(struct correlator *c)
 				arg_u(&e, "bytes", j->bytes);
 			e.flows[e.nflows++] = j->id;
 			emit(c, &e);
-			hm_del(&c->jobs, j->id);
 			c->st.unfinished_jobs++;
 			job_end(c, j);
 		}
@@ -1499,7 +1518,11 @@ void correlator_free(struct correlator *c)
 	hm_each(&c->procs, free_proc, NULL);
 	hm_free(&c->procs);
 	hm_free_values(&c->threads);
-	hm_free_values(&c->jobs);
+	for (int i = 0; i < c->ndevices; i++) /* jobs in flight: on a queue */
+		for (struct job *j = c->devices[i]->head, *next; j; j = next) {
+			next = j->next;
+			free(j);
+		}
 	for (struct job *j = c->spare_jobs, *next; j; j = next) {
 		next = j->next;
 		free(j);

@@ -101,6 +101,17 @@ struct sequence {
 
 #define SEQ_CACHE 512
 
+/* A string argument's value that stays at its address (model.h's fixed:
+ * an fd kind, how a job ended) and fits 16 bytes, by address: written
+ * with one fixed-size copy instead of measured and copied anew. */
+#define FIXED_STR_BITS 6
+#define FIXED_STR_ROOM 16
+struct fixed_str {
+	const char *s; /* NULL: empty */
+	uint8_t len;
+	char bytes[FIXED_STR_ROOM];
+};
+
 struct perfetto_writer {
 	FILE *f;
 	/* packets are built in place here, each whole before the next begins;
@@ -114,6 +125,7 @@ struct perfetto_writer {
 		uint64_t key; /* 0: empty (track ids start at 1) */
 		struct sequence *q;
 	} seq_cache[SEQ_CACHE]; /* events hop between a few tracks */
+	struct fixed_str fixed[1 << FIXED_STR_BITS];
 	uint32_t next_seq;
 	bool main_started, dropped;
 	uint64_t bytes;
@@ -388,10 +400,18 @@ static inline size_t packet_bound(const struct model_event *e, size_t interned)
  * are most arguments. */
 static __attribute__((noinline)) uint8_t *
 string_arg(struct perfetto_writer *w, const struct model_event *e, uint8_t *p, uint64_t aname,
-	   const char *s)
+	   const char *s, bool fixed)
 {
 	size_t slen = s ? strlen(s) : 0, off;
 	uint8_t *da;
+
+	if (fixed && s && slen <= FIXED_STR_ROOM) { /* the next time from the cache */
+		struct fixed_str *fs = &w->fixed[fibhash((uintptr_t)s, FIXED_STR_BITS)];
+
+		fs->s = s;
+		fs->len = (uint8_t)slen;
+		memcpy(fs->bytes, s, slen);
+	}
 
 	/* the bound's 32 bytes hold 16 of string beside two tags and lengths,
 	 * the name's tag and an iid of up to 10 bytes */
@@ -498,7 +518,22 @@ event_packet(struct perfetto_writer *w, struct sequence *q, const struct model_e
 		uint8_t *da;
 
 		if (at == ARG_STR) {
-			if (!(p = string_arg(w, e, p, anames[i], a->s)))
+			const struct fixed_str *fs = &w->fixed[fibhash((uintptr_t)a->s, FIXED_STR_BITS)];
+
+			/* at most 16 bytes: in the bound (a NULL string meets an
+			 * empty slot, whose length 0 is what it writes) */
+			if (fs->s == a->s && a->fixed) {
+				p = pb_put_varint(p, TE_DEBUG_ANNOTATIONS << 3 | PB_LEN);
+				da = ++p;
+				p = pb_put_uint(p, DA_NAME_IID, anames[i]);
+				*p++ = DA_STRING << 3 | PB_LEN;
+				*p++ = fs->len;
+				__builtin_memcpy(p, fs->bytes, FIXED_STR_ROOM);
+				p += fs->len;
+				da[-1] = (uint8_t)(p - da);
+				continue;
+			}
+			if (!(p = string_arg(w, e, p, anames[i], a->s, a->fixed)))
 				return;
 			buf = w->out.buf; /* it may have moved */
 			continue;
