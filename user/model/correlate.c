@@ -608,9 +608,13 @@ static void on_call_enter(struct correlator *c, const struct sbt_call_enter *r)
 	nested_launch = t->tail_launch_depth == r->depth + 1;
 	t->tail_launch_depth = 0;
 	f = &t->frames[r->depth];
-	*f = (struct frame){ .probe = r->probe_id, .ts = r->h.ts, .open = true };
-	t->open_mask |= 1u << r->depth;
+	/* field by field: the args are copied whole, not zeroed first */
+	f->probe = r->probe_id;
+	f->ts = r->h.ts;
+	f->job = 0;
+	f->open = true;
 	memcpy(f->args, r->args, sizeof(f->args));
+	t->open_mask |= 1u << r->depth;
 	if (!p || !launches(p->role))
 		return;
 	/* launchCompute calling launchOperation is one job, not two */
@@ -1271,14 +1275,16 @@ static inline bool on_thread(uint16_t type)
 	return type < 32 && (THREAD_TYPES >> type & 1);
 }
 
-static bool implausible(struct correlator *c, const struct sbt_hdr *h)
+/* type: h->type, a constant where add_record() is specialized */
+static inline __attribute__((always_inline)) bool implausible(struct correlator *c, const struct sbt_hdr *h,
+							      uint16_t type)
 {
 	uint64_t start = 0, prev;
 
 	/* an hour away from everything around it (unsigned: both ways) */
 	if (c->newest_ts && h->ts - c->newest_ts + MAX_JUMP_NS > 2 * MAX_JUMP_NS)
 		return true;
-	switch (h->type) {
+	switch (type) {
 	case SBT_CALL_EXIT: start = ((const struct sbt_call_exit *)h)->entry_ts; break;
 	case SBT_IOCTL: start = ((const struct sbt_ioctl *)h)->start_ts; break;
 	case SBT_IRQ: start = ((const struct sbt_irq *)h)->start_ts; break;
@@ -1288,7 +1294,7 @@ static bool implausible(struct correlator *c, const struct sbt_hdr *h)
 	/* ends before it begins (unsigned: a huge difference), or an hour after */
 	if (start && h->ts - start > MAX_JUMP_NS)
 		return true;
-	if (on_thread(h->type)) {
+	if (on_thread(type)) {
 		if (!c->ts_held || c->ts_tid != h->tid) {
 			/* out of memory putting it back: check less, drop nothing */
 			if (c->ts_held && c->ts_newest)
@@ -1387,25 +1393,27 @@ static void on_task_ids(struct correlator *c, const struct sbt_hdr *h)
 	TO_SINKS(c, task, &t);
 }
 
-int correlator_add(struct correlator *c, const struct sbt_hdr *h)
+/* One record; type is h->type, a constant where it is specialized below. */
+static inline __attribute__((always_inline)) int add_record(struct correlator *c, const struct sbt_hdr *h,
+							    uint16_t type)
 {
-	if (implausible(c, h)) {
+	if (implausible(c, h, type)) {
 		c->st.implausible++;
 		return 0;
 	}
 	if (h->ts > c->newest_ts)
 		c->newest_ts = h->ts;
 	/* calls, ioctls, interrupts and DMA carry no names for the metadata */
-	if (h->type >= SBT_TASK_NEW && meta_add(&c->meta, h))
+	if (type >= SBT_TASK_NEW && meta_add(&c->meta, h))
 		return -ENOMEM;
 	c->st.records++;
-	if (h->type < SBT_META_CLOCK && h->type != SBT_IRQ) {
+	if (type < SBT_META_CLOCK && type != SBT_IRQ) {
 		if (!c->st.first_ts || h->ts < c->st.first_ts)
 			c->st.first_ts = h->ts;
 		if (h->ts > c->st.last_ts)
 			c->st.last_ts = h->ts;
 	}
-	switch (h->type) {
+	switch (type) {
 	case SBT_CALL_ENTER: on_call_enter(c, (const void *)h); break;
 	case SBT_CALL_EXIT: on_call_exit(c, (const void *)h); break;
 	case SBT_IOCTL: on_ioctl(c, (const void *)h); break;
@@ -1431,6 +1439,20 @@ int correlator_add(struct correlator *c, const struct sbt_hdr *h)
 	case SBT_META_NSPID: on_task_ids(c, h); break;
 	}
 	return 0;
+}
+
+/* A runtime call's entry and exit are most records, ioctls next: each of
+ * these has its own copy of add_record, where the checks that depend on
+ * the type are settled when compiling (a copy for interrupts made the
+ * whole larger). */
+int correlator_add(struct correlator *c, const struct sbt_hdr *h)
+{
+	switch (h->type) {
+	case SBT_CALL_ENTER: return add_record(c, h, SBT_CALL_ENTER);
+	case SBT_CALL_EXIT: return add_record(c, h, SBT_CALL_EXIT);
+	case SBT_IOCTL: return add_record(c, h, SBT_IOCTL);
+	default: return add_record(c, h, h->type);
+	}
 }
 
 static void finish_thread(uint64_t key, void *val, void *ctx)

@@ -101,15 +101,19 @@ struct sequence {
 
 #define SEQ_CACHE 512
 
+/* The bytes of a string argument's value the room taken for a packet
+ * holds (packet_bound: 32 bytes an argument, with two tags and lengths,
+ * the name's tag and an iid of up to 10 bytes). */
+#define STR_IN_BOUND 16
+
 /* A string argument's value that stays at its address (model.h's fixed:
- * an fd kind, how a job ended) and fits 16 bytes, by address: written
+ * an fd kind, how a job ended) and fits the bound, by address: written
  * with one fixed-size copy instead of measured and copied anew. */
 #define FIXED_STR_BITS 6
-#define FIXED_STR_ROOM 16
 struct fixed_str {
 	const char *s; /* NULL: empty */
 	uint8_t len;
-	char bytes[FIXED_STR_ROOM];
+	char bytes[STR_IN_BOUND];
 };
 
 struct perfetto_writer {
@@ -386,6 +390,9 @@ static __attribute__((noinline)) void new_shape(struct perfetto_writer *w, struc
  * argument's key, name iid and value fit 32 bytes; a longer string value
  * reserves its own room as it is written). */
 #define PACKET_BOUND_FIXED (96 + (2 * MODEL_MAX_FLOWS) * 11 + MODEL_MAX_ARGS * 32)
+/* an annotation's tag and length, name_iid's tag and value, string_value's
+ * tag, length and STR_IN_BOUND bytes */
+_Static_assert(1 + 1 + 1 + 10 + 1 + 1 + STR_IN_BOUND <= 32, "a string in the bound fits an argument's 32 bytes");
 static inline size_t packet_bound(const struct model_event *e, size_t interned)
 {
 	if (!(e->nxflows | e->nxterm)) /* nearly always: one bound for all */
@@ -405,7 +412,7 @@ string_arg(struct perfetto_writer *w, const struct model_event *e, uint8_t *p, u
 	size_t slen = s ? strlen(s) : 0, off;
 	uint8_t *da;
 
-	if (fixed && s && slen <= FIXED_STR_ROOM) { /* the next time from the cache */
+	if (fixed && s && slen <= STR_IN_BOUND) { /* the next time from the cache */
 		struct fixed_str *fs = &w->fixed[fibhash((uintptr_t)s, FIXED_STR_BITS)];
 
 		fs->s = s;
@@ -413,9 +420,7 @@ string_arg(struct perfetto_writer *w, const struct model_event *e, uint8_t *p, u
 		memcpy(fs->bytes, s, slen);
 	}
 
-	/* the bound's 32 bytes hold 16 of string beside two tags and lengths,
-	 * the name's tag and an iid of up to 10 bytes */
-	if (slen > 16) { /* past them: room for it and the rest */
+	if (slen > STR_IN_BOUND) { /* room for it and the rest */
 		off = (size_t)(p - w->out.buf);
 		w->out.len = off;
 		if (pb_reserve(&w->out, slen + packet_bound(e, 0))) {
@@ -520,15 +525,15 @@ event_packet(struct perfetto_writer *w, struct sequence *q, const struct model_e
 		if (at == ARG_STR) {
 			const struct fixed_str *fs = &w->fixed[fibhash((uintptr_t)a->s, FIXED_STR_BITS)];
 
-			/* at most 16 bytes: in the bound (a NULL string meets an
-			 * empty slot, whose length 0 is what it writes) */
+			/* in the bound (a NULL string meets an empty slot,
+			 * whose length 0 is what it writes) */
 			if (fs->s == a->s && a->fixed) {
 				p = pb_put_varint(p, TE_DEBUG_ANNOTATIONS << 3 | PB_LEN);
 				da = ++p;
 				p = pb_put_uint(p, DA_NAME_IID, anames[i]);
 				*p++ = DA_STRING << 3 | PB_LEN;
 				*p++ = fs->len;
-				__builtin_memcpy(p, fs->bytes, FIXED_STR_ROOM);
+				__builtin_memcpy(p, fs->bytes, STR_IN_BOUND);
 				p += fs->len;
 				da[-1] = (uint8_t)(p - da);
 				continue;
