@@ -295,9 +295,15 @@ static void long_bodies_round_trip(void **state)
 	assert_non_null(w);
 	s = perfetto_sink(w);
 	s.track(s.ctx, &thr);
+	/* strings that stay at their address (model.h's fixed): the writer
+	 * keeps the short ones by address, so each goes twice */
+	static const char *const fixed[] = { "0123456789abcdef", "container", "" };
+	uint64_t fixed_seen = 0;
+
 	/* long string; many args; many flows, both ends; strings either side
-	 * of the longest a packet's bound holds without asking for room */
-	for (int k = 0; k < 5; k++) {
+	 * of the longest a packet's bound holds without asking for room;
+	 * fixed strings, twice */
+	for (int k = 0; k < 7; k++) {
 		struct model_event e = { .kind = EV_SLICE, .track = &thr, .ts = 100 + (uint64_t)k * 10,
 					 .dur = 5, .name = "call", .cat = "runtime" };
 
@@ -316,6 +322,9 @@ static void long_bodies_round_trip(void **state)
 		for (int i = 0; k == 4 && i < MODEL_MAX_ARGS; i++)
 			e.args[e.nargs++] = (struct model_arg){ .name = "s", .type = ARG_STR,
 								.s = longs + 300 - 16 - i % 2 };
+		for (int i = 0; k >= 5 && i < 3; i++)
+			e.args[e.nargs++] = (struct model_arg){ .name = "f", .type = ARG_STR, .fixed = true,
+								.s = fixed[i] };
 		s.event(s.ctx, &e);
 	}
 	assert_int_equal(perfetto_close(w), 0);
@@ -354,6 +363,10 @@ static void long_bodies_round_trip(void **state)
 						if (f == 6 && (n4 == 300 || n4 == 16 || n4 == 17) &&
 						    !memcmp(d4, longs, n4))
 							strings_seen++;
+						else if (f == 6)
+							for (int i = 0; i < 3; i++)
+								fixed_seen += n4 == strlen(fixed[i]) &&
+									      !memcmp(d4, fixed[i], n4);
 					assert_int_equal(da.error, 0);
 				}
 			}
@@ -362,8 +375,9 @@ static void long_bodies_round_trip(void **state)
 		assert_int_equal(pk.error, 0);
 	}
 	assert_int_equal(r.error, 0);
-	assert_int_equal(events, 10); /* five begins, five ends */
+	assert_int_equal(events, 14); /* seven begins, seven ends */
 	assert_int_equal(strings_seen, 1 + MODEL_MAX_ARGS);
+	assert_int_equal(fixed_seen, 6);
 	assert_int_equal(flows_seen, 40);
 	free(buf);
 	unlink(path);
