@@ -493,11 +493,17 @@ static void unlink_job(struct job *j)
 		d->tail = prev;
 }
 
+/* The thread's entry i goes (the last takes its place). */
+static void remove_open_job(struct thread *t, int i)
+{
+	t->open_jobs[i] = t->open_jobs[--t->nopen];
+}
+
 static void drop_open_job(struct thread *t, uint64_t id)
 {
 	for (int i = 0; i < t->nopen; i++)
 		if (t->open_jobs[i].id == id) {
-			t->open_jobs[i] = t->open_jobs[--t->nopen];
+			remove_open_job(t, i);
 			return;
 		}
 }
@@ -743,7 +749,7 @@ static inline __attribute__((always_inline)) void on_call_exit(struct correlator
 					e.term_flows[e.nterm++] = j->id;
 				complete_job(c, j, r->h.ts, "wait");
 			} else {
-				t->open_jobs[0] = t->open_jobs[--t->nopen];
+				remove_open_job(t, 0);
 			}
 		}
 		if (by_wait)
@@ -1533,6 +1539,15 @@ static void free_proc(uint64_t key, void *val, void *ctx)
 	free(p);
 }
 
+/* A list of jobs linked by next. */
+static void free_jobs(struct job *j)
+{
+	for (struct job *next; j; j = next) {
+		next = j->next;
+		free(j);
+	}
+}
+
 void correlator_free(struct correlator *c)
 {
 	if (!c)
@@ -1541,14 +1556,8 @@ void correlator_free(struct correlator *c)
 	hm_free(&c->procs);
 	hm_free_values(&c->threads);
 	for (int i = 0; i < c->ndevices; i++) /* jobs in flight: on a queue */
-		for (struct job *j = c->devices[i]->head, *next; j; j = next) {
-			next = j->next;
-			free(j);
-		}
-	for (struct job *j = c->spare_jobs, *next; j; j = next) {
-		next = j->next;
-		free(j);
-	}
+		free_jobs(c->devices[i]->head);
+	free_jobs(c->spare_jobs);
 	hm_free(&c->devices_by_irq);
 	hm_free(&c->streams);
 	hm_free(&c->thread_ts);
