@@ -195,7 +195,7 @@ static void found_in_root_cb(const char *path, const char *why, void *ctx)
 
 int lib_search_mapped(struct lib_search *s, pid_t pid)
 {
-	char **maps;
+	char **maps = NULL; /* set when n > 0; gcc -flto cannot tell */
 	int n = proc_mapped_files(pid, &maps);
 
 	for (int i = 0; i < n && !stop_now(s); i++) {

@@ -261,7 +261,7 @@ static void show_status(struct recording *r, bool final)
 static void rescan_maps(struct recording *r)
 {
 	for (int i = 0; i < r->ntgids; i++) {
-		char **libs;
+		char **libs = NULL; /* set when n > 0; gcc -flto cannot tell */
 		int n = proc_mapped_files(r->tgids[i], &libs);
 
 		for (int k = 0; k < n; k++)
