@@ -864,6 +864,31 @@ static void overlapping_jobs(void **state)
 	synth_free(&s);
 }
 
+/* DMA sizes a damaged capture can carry: the DMA-mapped count stops at
+ * int64's ends instead of overflowing (UBSan, which the unit tests run
+ * under, stops at a signed overflow; the fuzzer found this one). */
+static void huge_dma_sizes(void **state)
+{
+	struct synth s;
+	struct result r;
+
+	(void)state;
+	begin(&s);
+	synth_device(&s, PID, "0000:3a:00.0");
+	synth_ioctl(&s, T0 + 100, T0 + 200, PID, PID, 4, SBT_FD_CONTAINER, SBT_VFIO_IOMMU_MAP_DMA, 0,
+		    0x100000, 4096);
+	synth_ioctl(&s, T0 + 300, T0 + 400, PID, PID, 4, SBT_FD_CONTAINER, SBT_VFIO_IOMMU_MAP_DMA, 0,
+		    0x200000, 0x7ffffffffffff000);
+	synth_ioctl(&s, T0 + 500, T0 + 600, PID, PID, 4, SBT_FD_CONTAINER, SBT_VFIO_IOMMU_UNMAP_DMA, 0,
+		    0x100000, UINT64_MAX);
+	synth_ioctl(&s, T0 + 700, T0 + 800, PID, PID, 4, SBT_FD_CONTAINER, SBT_VFIO_IOMMU_UNMAP_DMA, 0,
+		    0x100000, UINT64_MAX);
+	synth_end(&s, T0 + 1000);
+	r = run("huge_dma_sizes", &s);
+	free(r.report);
+	synth_free(&s);
+}
+
 static void many_threads(void **state)
 {
 	struct synth s;
@@ -908,6 +933,7 @@ int main(void)
 		cmocka_unit_test(two_devices),
 		cmocka_unit_test(overlapping_jobs),
 		cmocka_unit_test(many_threads),
+		cmocka_unit_test(huge_dma_sizes),
 	};
 
 	return cmocka_run_group_tests_name("correlate", tests, NULL, NULL);

@@ -209,6 +209,16 @@ static void arg_s(struct model_event *e, const char *name, const char *v)
 		e->args[e->nargs++] = (struct model_arg){ .name = name, .type = ARG_STR, .fixed = true, .s = v };
 }
 
+/* A byte count moved by n bytes, up or down: a damaged record can give
+ * any size, so the count stops at int64's ends instead of overflowing. */
+static inline void add_bytes(int64_t *v, uint64_t n, bool up)
+{
+	int64_t d = n > INT64_MAX ? INT64_MAX : (int64_t)n;
+
+	if (__builtin_add_overflow(*v, up ? d : -d, v))
+		*v = up ? INT64_MAX : INT64_MIN;
+}
+
 static void counter(struct correlator *c, const struct model_track *t, uint64_t ts, int64_t v)
 {
 	struct model_event e;
@@ -655,7 +665,7 @@ static void track_alloc(struct correlator *c, struct process *p, const struct me
 		size = f->args[mp->bytes_arg];
 		if (hm_put(&p->allocs, (uint64_t)ret, (void *)(uintptr_t)(size + 1)))
 			return;
-		p->allocated += (int64_t)size;
+		add_bytes(&p->allocated, size, true);
 	} else if (mp->role == SBT_ROLE_FREE) {
 		void *v = hm_del(&p->allocs, f->args[1]); /* free(this, ptr) */
 
@@ -663,7 +673,7 @@ static void track_alloc(struct correlator *c, struct process *p, const struct me
 
 		if (!v)
 			return;
-		p->allocated -= (int64_t)((uintptr_t)v - 1);
+		add_bytes(&p->allocated, (uintptr_t)v - 1, false);
 	} else {
 		return;
 	}
@@ -804,8 +814,7 @@ static void on_ioctl(struct correlator *c, const struct sbt_ioctl *r)
 			struct device *d = device_of(c, p);
 
 			if (d) {
-				d->mapped += r->decoded == SBT_DEC_DMA_MAP ? (int64_t)r->u.dma.size
-									   : -(int64_t)r->u.dma.size;
+				add_bytes(&d->mapped, r->u.dma.size, r->decoded == SBT_DEC_DMA_MAP);
 				announce_once(c, &d->mapped_track);
 				counter(c, &d->mapped_track, r->h.ts, d->mapped);
 			}
@@ -1196,7 +1205,7 @@ static void on_drv(struct correlator *c, const struct sbt_drv *r)
 	/* a mapping of one card's container is that card's; a shared
 	 * container's is left to the process-level count of the ioctl */
 	if ((map || unmap) && r->ret == 0 && d) {
-		d->mapped += map ? (int64_t)r->args[1] : -(int64_t)r->args[1];
+		add_bytes(&d->mapped, r->args[1], map);
 		announce_once(c, &d->mapped_track);
 		counter(c, &d->mapped_track, r->h.ts, d->mapped);
 		t->drv_mapped_ts = r->h.ts;
