@@ -7,6 +7,7 @@
 # bookworm-backports for s390x alone (Debian 12's 6.12 s390x kernel is only
 # there; backports are never installed from unless asked for by name).
 set -euo pipefail
+. "$(dirname "$0")/apt-retry.sh"
 pkgs=(make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libiberty-dev
       libcmocka-dev libcapstone-dev pkg-config python3 bpftrace g++ binutils util-linux
       libclang-rt-14-dev protobuf-compiler qemu-system-x86 busybox-static cpio
@@ -49,5 +50,9 @@ Architectures: s390x
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
 fi
-apt-get update -qq
-[ ${#missing[@]} -eq 0 ] || apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# an update that still fails goes on with the indexes that came (apt
+# ignores a bad one): a package really missing fails the install
+apt_retry apt-get update -qq ||
+	echo "deps: warning: apt-get update failed 3 times; going on with the indexes it got" >&2
+[ ${#missing[@]} -eq 0 ] ||
+	apt_retry apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

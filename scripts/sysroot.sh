@@ -8,6 +8,7 @@
 # The architecture must have been added (dpkg --add-architecture; make deps
 # does it).
 set -euo pipefail
+. "$(dirname "$0")/apt-retry.sh"
 arch=${1:?usage: scripts/sysroot.sh ARCH DIR}
 dir=${2:?usage: scripts/sysroot.sh ARCH DIR}
 case "$arch" in
@@ -30,7 +31,7 @@ for p in "${pkgs[@]}"; do
 done
 if [ ${#want[@]} -gt 0 ]; then
 	echo "sysroot: downloading ${want[*]}" >&2
-	(cd "$cache" && apt-get download -q "${want[@]}" >/dev/null 2>&1) ||
+	(cd "$cache" && apt_retry apt-get download -q "${want[@]}" >/dev/null 2>&1) ||
 		fail "apt-get download ${want[*]} failed" "apt-get update"
 fi
 rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"

@@ -22,6 +22,7 @@
 # in --timeout seconds (hung: the tests fail, with its last console lines).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/apt-retry.sh
 ROOT=$PWD
 CACHE=${SBT_VM_CACHE:-/var/cache/spyre-bpftrace/vm}
 EDU=1
@@ -78,7 +79,7 @@ unpack() { # package[:arch] -> $CACHE/name, downloaded once
 	local pkg=$1 dir=$CACHE/${1/:/_}
 	if [ ! -d "$dir" ]; then
 		step "downloading $pkg (once)"
-		(cd "$CACHE" && apt-get download -q "$pkg" >"$CACHE/download.log" 2>&1) ||
+		(cd "$CACHE" && apt_retry apt-get download -q "$pkg" >"$CACHE/download.log" 2>&1) ||
 			fail "downloading $pkg" "apt-get download failed: $(tail -1 "$CACHE/download.log")" 3
 		dpkg-deb -x "$(ls "$CACHE"/"${pkg%%:*}"_*_"${pkg##*:}".deb | tail -1)" "$dir.tmp" ||
 			fail "unpacking $pkg" "dpkg-deb -x failed"
