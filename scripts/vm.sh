@@ -74,7 +74,7 @@ if [ "$ARCH" = "$(uname -m)" ]; then build=${SBT_BUILD:-build}; else build=${SBT
 
 # 1. the kernel (and busybox of that architecture), cached
 mkdir -p "$CACHE"
-[ -n "$kpkg" ] || fail "finding the kernel package" "apt-cache knows no 6.12 kernel for $deb; hint: sudo make deps (it adds the architecture and, for s390x, bookworm-backports)"
+[ -n "$kpkg" ] || fail "finding the kernel package" "apt-cache knows no 6.12 kernel for $deb; hint: sudo make deps (it adds the architecture and, for s390x and ppc64el, bookworm-backports)"
 unpack() { # package[:arch] -> $CACHE/name, downloaded once
 	local pkg=$1 dir=$CACHE/${1/:/_}
 	if [ ! -d "$dir" ]; then
