@@ -883,6 +883,11 @@ static void huge_dma_sizes(void **state)
 		    0x100000, UINT64_MAX);
 	synth_ioctl(&s, T0 + 700, T0 + 800, PID, PID, 4, SBT_FD_CONTAINER, SBT_VFIO_IOMMU_UNMAP_DMA, 0,
 		    0x100000, UINT64_MAX);
+	/* an allocation of UINT64_MAX bytes, freed: the count comes back to 0 */
+	synth_enter(&s, T0 + 900, PID, PID, P_ALLOC, 0, UINT64_MAX, 0, 0);
+	synth_exit(&s, T0 + 950, PID, PID, P_ALLOC, 0, T0 + 900, 0x7f2000000000);
+	synth_enter(&s, T0 + 960, PID, PID, P_FREE, 0, 0x7f2000000000, 0, 0);
+	synth_exit(&s, T0 + 990, PID, PID, P_FREE, 0, T0 + 960, 0);
 	synth_end(&s, T0 + 1000);
 	r = run("huge_dma_sizes", &s);
 	free(r.report);

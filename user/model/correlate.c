@@ -662,7 +662,9 @@ static void track_alloc(struct correlator *c, struct process *p, const struct me
 	uint64_t size = 0;
 
 	if (mp->role == SBT_ROLE_ALLOC && ret && mp->bytes_arg >= 0 && mp->bytes_arg < SBT_MAX_ARGS) {
-		size = f->args[mp->bytes_arg];
+		/* stored plus one (0 is "none"): a damaged size is cut to what
+		 * the count can take, so that even UINT64_MAX is un-counted */
+		size = f->args[mp->bytes_arg] > INT64_MAX ? INT64_MAX : f->args[mp->bytes_arg];
 		if (hm_put(&p->allocs, (uint64_t)ret, (void *)(uintptr_t)(size + 1)))
 			return;
 		add_bytes(&p->allocated, size, true);
