@@ -10,6 +10,7 @@
 # compiler's logs, which no trace carries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/apt-retry.sh
 ROOT=$(pwd)
 BUILD=$(realpath -m "${SBT_BUILD:-$ROOT/build}")
 CHROOT=${SBT_TORCH_CHROOT:-/var/cache/spyre-bpftrace/torch-trixie}
@@ -20,7 +21,7 @@ fail() { echo "aiu-check: $1; hint: $2" >&2; exit 1; }
 [ -x "$CHROOT/usr/bin/python3" ] || fail "no chroot at $CHROOT" "scripts/torch-fixture.sh makes it"
 [ -d "$ATA/src/aiu_trace_analyzer" ] || fail "$ATA is not an aiu-trace-analyzer checkout" "git clone it"
 chroot "$CHROOT" python3 -c 'import pandas' 2>/dev/null ||
-	chroot "$CHROOT" sh -c 'apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-pandas' >/dev/null
+	apt_retry chroot "$CHROOT" sh -c 'apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-pandas' >/dev/null
 work=$CHROOT/tmp/aiu-check
 rm -rf "$work"
 mkdir -p "$work"

@@ -11,6 +11,7 @@
 # /sys/kernel/btf/vmlinux is copied out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/apt-retry.sh
 arch=${1:-$(uname -m)}
 case "$arch" in
 x86_64 | x86) dir=vmlinux/x86 ;;
@@ -30,7 +31,7 @@ vmlinux/x86)
 vmlinux/powerpc)
 	pkg=$(apt-cache pkgnames linux-image-6.12 | grep -E '^linux-image-6\.12\.[0-9]+\+deb12-powerpc64le$' | sort -V | tail -1 || true)
 	[ -n "$pkg" ] || fail "no 6.12 ppc64el kernel package; hint: sudo make deps"
-	(cd "$tmp" && apt-get download -q "$pkg:ppc64el" >/dev/null 2>&1) || fail "apt-get download $pkg failed"
+	(cd "$tmp" && apt_retry apt-get download -q "$pkg:ppc64el" >/dev/null 2>&1) || fail "apt-get download $pkg failed"
 	dpkg-deb -x "$tmp"/*.deb "$tmp/k"
 	btf=$(ls "$tmp"/k/boot/vmlinux-*)
 	release=${btf##*/vmlinux-} ;;

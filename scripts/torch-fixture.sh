@@ -11,6 +11,7 @@
 # $SBT_TORCH_CHROOT (default /var/cache/spyre-bpftrace/torch-trixie).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/apt-retry.sh
 ROOT=$(pwd)
 BUILD=$(realpath -m "${SBT_BUILD:-$ROOT/build}")
 CHROOT=${SBT_TORCH_CHROOT:-/var/cache/spyre-bpftrace/torch-trixie}
@@ -24,7 +25,7 @@ fail() { echo "torch-fixture: $1; hint: $2" >&2; exit 1; }
 
 # 1. the chroot: Debian 13 with torch, from Debian's archive
 if [ ! -x "$CHROOT/usr/bin/python3" ]; then
-	command -v debootstrap >/dev/null || apt-get install -y -q debootstrap >/dev/null
+	command -v debootstrap >/dev/null || apt_retry apt-get install -y -q debootstrap >/dev/null
 	echo "torch-fixture: making the trixie chroot in $CHROOT (once; about 1.6 GB)"
 	rm -rf "$CHROOT.tmp"
 	mkdir -p "$(dirname "$CHROOT")"
