@@ -77,6 +77,9 @@ enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER 
 
 #define SHAPE_BITS 5
 #define SHAPE_SLOTS (1 << SHAPE_BITS)
+/* name_iid's and category_iids' tags and values: 2 + 2 * 10 bytes, and
+ * room to copy them with three 8-byte moves */
+#define SHAPE_NAMES_MAX 24
 
 struct sequence {
 	uint32_t id;
@@ -92,7 +95,13 @@ struct sequence {
 		const char *name, *cat; /* name NULL: empty */
 		int nargs;
 		const char *anames[MODEL_MAX_ARGS];
-		uint64_t name_iid, cat_iid, aname_iids[MODEL_MAX_ARGS];
+		uint64_t aname_iids[MODEL_MAX_ARGS];
+		/* its bytes, encoded once when it is new: the event's name
+		 * and category fields, and each number argument's head (the
+		 * annotation's tag, a length to fill in, its name's field),
+		 * copied with fixed-size moves and used up to their length */
+		uint8_t names[SHAPE_NAMES_MAX], names_len;
+		uint8_t arg_head[MODEL_MAX_ARGS][16], arg_head_len[MODEL_MAX_ARGS];
 	} shapes[SHAPE_SLOTS];
 	uint64_t clock; /* value of its incremental clock: the last delta's end */
 	uint8_t *interned[3]; /* bitsets by iid: sent on this sequence already */
@@ -375,11 +384,20 @@ static inline bool same_shape(const struct shape *sh, const struct model_event *
 static __attribute__((noinline)) void new_shape(struct perfetto_writer *w, struct sequence *q,
 						 struct shape *sh, const struct model_event *e)
 {
-	sh->name_iid = intern(w, q, &w->names, ID_NAMES, e->name);
-	sh->cat_iid = e->cat ? intern(w, q, &w->cats, ID_CATEGORIES, e->cat) : 0;
+	uint64_t name = intern(w, q, &w->names, ID_NAMES, e->name);
+	uint64_t cat = e->cat ? intern(w, q, &w->cats, ID_CATEGORIES, e->cat) : 0;
+	uint8_t *p = pb_put_uint(sh->names, TE_NAME_IID, name);
+
+	if (cat)
+		p = pb_put_uint(p, TE_CATEGORY_IIDS, cat);
+	sh->names_len = (uint8_t)(p - sh->names);
 	for (int i = 0; i < e->nargs; i++) {
 		sh->anames[i] = e->args[i].name;
 		sh->aname_iids[i] = intern(w, q, &w->anames, ID_ANNOTATION_NAMES, e->args[i].name);
+		/* the annotation's tag, a one-byte length set when written */
+		p = pb_put_varint(sh->arg_head[i], TE_DEBUG_ANNOTATIONS << 3 | PB_LEN) + 1;
+		p = pb_put_uint(p, DA_NAME_IID, sh->aname_iids[i]);
+		sh->arg_head_len[i] = (uint8_t)(p - sh->arg_head[i]);
 	}
 	sh->nargs = e->nargs;
 	sh->cat = e->cat;
@@ -393,6 +411,12 @@ static __attribute__((noinline)) void new_shape(struct perfetto_writer *w, struc
 /* an annotation's tag and length, name_iid's tag and value, string_value's
  * tag, length and STR_IN_BOUND bytes */
 _Static_assert(1 + 1 + 1 + 10 + 1 + 1 + STR_IN_BOUND <= 32, "a string in the bound fits an argument's 32 bytes");
+/* a number: the shape's 16 bytes of its head copied whole (at most 13 of
+ * them its own: tag, length, name_iid's tag and value), then the value's
+ * tag and varint */
+_Static_assert(1 + 1 + 1 + 10 <= 16 && 1 + 1 + 1 + 10 + 1 + 10 <= 32, "a number fits an argument's 32 bytes");
+_Static_assert(1 + 10 + 1 + 10 <= SHAPE_NAMES_MAX && SHAPE_NAMES_MAX <= 32,
+	       "a shape's names fit its bytes and the packet's bound");
 static inline size_t packet_bound(const struct model_event *e, size_t interned)
 {
 	if (!(e->nxflows | e->nxterm)) /* nearly always: one bound for all */
@@ -474,7 +498,6 @@ event_packet(struct perfetto_writer *w, struct sequence *q, const struct model_e
 	static const uint8_t value_tag[] = { [ARG_UINT] = DA_UINT << 3 | PB_VARINT,
 					     [ARG_INT] = DA_INT << 3 | PB_VARINT,
 					     [ARG_HEX] = DA_POINTER << 3 | PB_VARINT };
-	uint64_t name, cat;
 	const uint64_t *anames;
 	int nargs = e->nargs;
 	size_t start, te; /* offsets: a long string argument may move the buffer */
@@ -491,8 +514,6 @@ event_packet(struct perfetto_writer *w, struct sequence *q, const struct model_e
 			new_shape(w, q, sh, e);
 		}
 	}
-	name = sh->name_iid;
-	cat = sh->cat_iid;
 	anames = sh->aname_iids;
 	flush_if_full(w);
 	if (pb_reserve(&w->out, 2 + packet_bound(e, w->interned.len))) {
@@ -522,9 +543,8 @@ event_packet(struct perfetto_writer *w, struct sequence *q, const struct model_e
 	p = pb_put_varint(p, TP_TRACK_EVENT << 3 | PB_LEN);
 	te = (size_t)(++p - buf); /* a one-byte length before it, fixed below */
 	p = pb_put_uint(p, TE_TYPE, (uint64_t)type); /* the track is the sequence's default */
-	p = pb_put_uint(p, TE_NAME_IID, name);
-	if (cat)
-		p = pb_put_uint(p, TE_CATEGORY_IIDS, cat);
+	__builtin_memcpy(p, sh->names, SHAPE_NAMES_MAX); /* name and category */
+	p += sh->names_len;
 	for (int i = 0; i < nargs; i++) {
 		const struct model_arg *a = &e->args[i];
 		enum model_arg_type at = a->type;
@@ -551,11 +571,10 @@ event_packet(struct perfetto_writer *w, struct sequence *q, const struct model_e
 			continue;
 		}
 		/* a number's body is at most 15 bytes: a one-byte length.
-		 * annotation_begin written out: through it, gcc 12 makes
-		 * this loop 2.6 instructions a record longer */
-		p = pb_put_varint(p, TE_DEBUG_ANNOTATIONS << 3 | PB_LEN);
-		da = ++p;
-		p = pb_put_uint(p, DA_NAME_IID, anames[i]);
+		 * The annotation's tag and name as the shape has them */
+		__builtin_memcpy(p, sh->arg_head[i], 16);
+		da = p + 2;
+		p += sh->arg_head_len[i];
 		*p++ = value_tag[at];
 		p = pb_put_varint(p, v);
 		da[-1] = (uint8_t)(p - da);
