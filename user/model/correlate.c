@@ -100,6 +100,8 @@ struct process {
 	int64_t allocated;
 };
 
+#define TS_NONE UINT64_MAX /* no thread's newest time held: no tid (32 bits) is */
+
 struct correlator {
 	struct model_sink sinks[CORRELATE_MAX_SINKS];
 	int nsinks;
@@ -116,10 +118,13 @@ struct correlator {
 	struct hashmap thread_ts; /* tid -> 1 + its newest record's ts, for the sanity checks */
 	/* the thread_ts entry of the thread being read, held here: records of
 	 * one thread come in runs, the map is touched when the thread changes */
-	uint32_t ts_tid;
+	uint64_t ts_tid; /* TS_NONE: none held yet */
 	uint64_t ts_newest; /* 1 + ts, 0: none yet */
-	bool ts_held;
 	uint64_t newest_ts; /* of any record so far */
+	/* newest_ts - MAX_JUMP_NS (unsigned), and 2 * MAX_JUMP_NS, or 0 and
+	 * UINT64_MAX before the first record: a record an hour or more away
+	 * from newest_ts is ts - jump_base > jump_span, in one subtraction */
+	uint64_t jump_base, jump_span;
 	struct thread *last_thread; /* records of one thread come in runs */
 	struct process *last_proc; /* and so of one process */
 	struct device **devices;
@@ -1299,7 +1304,7 @@ static inline __attribute__((always_inline)) bool implausible(struct correlator 
 	uint64_t start = 0, prev;
 
 	/* an hour away from everything around it (unsigned: both ways) */
-	if (c->newest_ts && h->ts - c->newest_ts + MAX_JUMP_NS > 2 * MAX_JUMP_NS)
+	if (h->ts - c->jump_base > c->jump_span)
 		return true;
 	switch (type) {
 	case SBT_CALL_EXIT: start = ((const struct sbt_call_exit *)h)->entry_ts; break;
@@ -1312,13 +1317,12 @@ static inline __attribute__((always_inline)) bool implausible(struct correlator 
 	if (start && h->ts - start > MAX_JUMP_NS)
 		return true;
 	if (on_thread(type)) {
-		if (!c->ts_held || c->ts_tid != h->tid) {
+		if (c->ts_tid != h->tid) {
 			/* out of memory putting it back: check less, drop nothing */
-			if (c->ts_held && c->ts_newest)
+			if (c->ts_tid != TS_NONE && c->ts_newest)
 				hm_put(&c->thread_ts, c->ts_tid, (void *)(uintptr_t)c->ts_newest);
 			c->ts_tid = h->tid;
 			c->ts_newest = (uint64_t)(uintptr_t)hm_get(&c->thread_ts, h->tid);
-			c->ts_held = true;
 		}
 		prev = c->ts_newest;
 		if (prev && h->ts + MAX_BACK_NS < prev - 1)
@@ -1418,8 +1422,11 @@ static inline __attribute__((always_inline)) int add_record(struct correlator *c
 		c->st.implausible++;
 		return 0;
 	}
-	if (h->ts > c->newest_ts)
+	if (h->ts > c->newest_ts) {
 		c->newest_ts = h->ts;
+		c->jump_base = h->ts - MAX_JUMP_NS;
+		c->jump_span = 2 * MAX_JUMP_NS;
+	}
 	/* calls, ioctls, interrupts and DMA carry no names for the metadata */
 	if (type >= SBT_TASK_NEW && meta_add(&c->meta, h))
 		return -ENOMEM;
@@ -1519,6 +1526,8 @@ struct correlator *correlator_new(const struct model_sink *sinks, int nsinks)
 	}
 	memcpy(c->sinks, sinks, (size_t)nsinks * sizeof(*sinks));
 	c->nsinks = nsinks;
+	c->jump_span = UINT64_MAX; /* no record yet: none is too far */
+	c->ts_tid = TS_NONE;
 	for (int i = 0; i < nsinks; i++)
 		if (sinks[i].event) {
 			c->ev[c->nev].fn = sinks[i].event;
