@@ -87,6 +87,20 @@ int capture_open_mem(struct capture_reader *r, const void *data, size_t len);
 /* Next record, checked (capture_next's way when it is not the common case). */
 enum capture_status capture_next_checked(struct capture_reader *r, const struct sbt_hdr **rec);
 
+/* The common case's test of the record at p, in this host's byte order
+ * with CAPTURE_MAX_RECORD bytes after it: its length with padding when it
+ * is of a known type and long enough for it, else 0 (the checked way). */
+static inline size_t capture_fast_len(const uint8_t *p)
+{
+	uint16_t type, size;
+
+	__builtin_memcpy(&type, p + offsetof(struct sbt_hdr, type), sizeof(type));
+	__builtin_memcpy(&size, p + offsetof(struct sbt_hdr, size), sizeof(size));
+	if (type < SBT_TYPE_MAX && sbt_min_payload_of[type] && size >= sbt_min_payload_of[type])
+		return (sizeof(struct sbt_hdr) + size + 7) & ~(size_t)7;
+	return 0;
+}
+
 /* Next record: CAPTURE_OK with *rec set, or why there is none. Inline for
  * the common case, a record of a known type in this host's byte order with
  * room for the longest record after it (no refill, no cut possible): the
@@ -94,17 +108,13 @@ enum capture_status capture_next_checked(struct capture_reader *r, const struct 
 static inline enum capture_status capture_next(struct capture_reader *r, const struct sbt_hdr **rec)
 {
 	const uint8_t *p = r->data + r->off;
-	uint16_t type, size;
+	size_t n;
 
-	if (r->len - r->off >= CAPTURE_MAX_RECORD && !r->foreign) {
-		__builtin_memcpy(&type, p + offsetof(struct sbt_hdr, type), sizeof(type));
-		__builtin_memcpy(&size, p + offsetof(struct sbt_hdr, size), sizeof(size));
-		if (type < SBT_TYPE_MAX && sbt_min_payload_of[type] && size >= sbt_min_payload_of[type]) {
-			r->off += (sizeof(struct sbt_hdr) + size + 7) & ~(size_t)7;
-			r->records++;
-			*rec = (const struct sbt_hdr *)p;
-			return CAPTURE_OK;
-		}
+	if (r->len - r->off >= CAPTURE_MAX_RECORD && !r->foreign && (n = capture_fast_len(p))) {
+		r->off += n;
+		r->records++;
+		*rec = (const struct sbt_hdr *)p;
+		return CAPTURE_OK;
 	}
 	return capture_next_checked(r, rec);
 }
@@ -129,16 +139,34 @@ static inline int capture_each(const char *path, int (*fn)(void *ctx, const stru
 {
 	struct capture_reader r;
 	const struct sbt_hdr *h;
-	enum capture_status st;
+	enum capture_status st = CAPTURE_OK;
 	int ret = 0;
 
 	if (records)
 		*records = 0;
 	if (capture_each_open(&r, path))
 		return 1;
-	while ((st = capture_next(&r, &h)) == CAPTURE_OK)
-		if ((ret = fn(ctx, h)))
+	for (;;) {
+		/* capture_next's common case with the cursor in locals: r's
+		 * address has left this function, so its fields would be
+		 * loaded and stored again around every call of fn */
+		const uint8_t *data = r.data;
+		size_t off = r.off, n;
+		size_t len = r.foreign ? off : r.len; /* swapped: every record the checked way */
+		uint64_t count = r.records;
+
+		while (len - off >= CAPTURE_MAX_RECORD && (n = capture_fast_len(data + off))) {
+			h = (const struct sbt_hdr *)(data + off);
+			off += n;
+			count++;
+			if ((ret = fn(ctx, h)))
+				break;
+		}
+		r.off = off;
+		r.records = count;
+		if (ret || (st = capture_next_checked(&r, &h)) != CAPTURE_OK || (ret = fn(ctx, h)))
 			break;
+	}
 	return capture_each_end(&r, path, st, ret, records);
 }
 
