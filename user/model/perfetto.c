@@ -80,6 +80,8 @@ enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER 
 /* name_iid's and category_iids' tags and values: 2 + 2 * 10 bytes, and
  * room to copy them with three 8-byte moves */
 #define SHAPE_NAMES_MAX 24
+/* a debug annotation's tag, length and name_iid's tag and value: 3 + 10 */
+#define ARG_HEAD_MAX 16
 
 struct sequence {
 	uint32_t id;
@@ -95,13 +97,12 @@ struct sequence {
 		const char *name, *cat; /* name NULL: empty */
 		int nargs;
 		const char *anames[MODEL_MAX_ARGS];
-		uint64_t aname_iids[MODEL_MAX_ARGS];
 		/* its bytes, encoded once when it is new: the event's name
-		 * and category fields, and each number argument's head (the
-		 * annotation's tag, a length to fill in, its name's field),
+		 * and category fields, and each argument's head (the debug
+		 * annotation's tag, a length to fill in, its name's iid),
 		 * copied with fixed-size moves and used up to their length */
 		uint8_t names[SHAPE_NAMES_MAX], names_len;
-		uint8_t arg_head[MODEL_MAX_ARGS][16], arg_head_len[MODEL_MAX_ARGS];
+		uint8_t arg_head[MODEL_MAX_ARGS][ARG_HEAD_MAX], arg_head_len[MODEL_MAX_ARGS];
 	} shapes[SHAPE_SLOTS];
 	uint64_t clock; /* value of its incremental clock: the last delta's end */
 	uint8_t *interned[3]; /* bitsets by iid: sent on this sequence already */
@@ -392,11 +393,12 @@ static __attribute__((noinline)) void new_shape(struct perfetto_writer *w, struc
 		p = pb_put_uint(p, TE_CATEGORY_IIDS, cat);
 	sh->names_len = (uint8_t)(p - sh->names);
 	for (int i = 0; i < e->nargs; i++) {
+		uint64_t aname = intern(w, q, &w->anames, ID_ANNOTATION_NAMES, e->args[i].name);
+
 		sh->anames[i] = e->args[i].name;
-		sh->aname_iids[i] = intern(w, q, &w->anames, ID_ANNOTATION_NAMES, e->args[i].name);
 		/* the annotation's tag, a one-byte length set when written */
 		p = pb_put_varint(sh->arg_head[i], TE_DEBUG_ANNOTATIONS << 3 | PB_LEN) + 1;
-		p = pb_put_uint(p, DA_NAME_IID, sh->aname_iids[i]);
+		p = pb_put_uint(p, DA_NAME_IID, aname);
 		sh->arg_head_len[i] = (uint8_t)(p - sh->arg_head[i]);
 	}
 	sh->nargs = e->nargs;
@@ -411,10 +413,12 @@ static __attribute__((noinline)) void new_shape(struct perfetto_writer *w, struc
 /* an annotation's tag and length, name_iid's tag and value, string_value's
  * tag, length and STR_IN_BOUND bytes */
 _Static_assert(1 + 1 + 1 + 10 + 1 + 1 + STR_IN_BOUND <= 32, "a string in the bound fits an argument's 32 bytes");
-/* a number: the shape's 16 bytes of its head copied whole (at most 13 of
- * them its own: tag, length, name_iid's tag and value), then the value's
- * tag and varint */
-_Static_assert(1 + 1 + 1 + 10 <= 16 && 1 + 1 + 1 + 10 + 1 + 10 <= 32, "a number fits an argument's 32 bytes");
+/* an argument's head is copied whole, ARG_HEAD_MAX bytes, and its value
+ * written from where the head ends: a number's tag and varint, or a
+ * string's tag, length and STR_IN_BOUND bytes */
+_Static_assert((TE_DEBUG_ANNOTATIONS << 3 | PB_LEN) < 0x80 && 1 + 1 + 1 + 10 <= ARG_HEAD_MAX,
+	       "an argument's head: a one-byte tag, its length, then its name");
+_Static_assert(ARG_HEAD_MAX <= 32 && 1 + 1 + 1 + 10 + 1 + 10 <= 32, "a number fits an argument's 32 bytes");
 _Static_assert(1 + 10 + 1 + 10 <= SHAPE_NAMES_MAX && SHAPE_NAMES_MAX <= 32,
 	       "a shape's names fit its bytes and the packet's bound");
 static inline size_t packet_bound(const struct model_event *e, size_t interned)
@@ -424,14 +428,16 @@ static inline size_t packet_bound(const struct model_event *e, size_t interned)
 	return PACKET_BOUND_FIXED + interned + (size_t)(e->nxflows + e->nxterm) * 11;
 }
 
-/* A debug annotation's tag and name_iid at *p, which moves past them;
- * returns where its body starts, behind a one-byte length the caller
- * sets when the body is written. */
-static inline __attribute__((always_inline)) uint8_t *annotation_begin(uint8_t **p, uint64_t aname)
+/* Argument i's head (tag, length, name_iid) as its shape has it, at *p,
+ * which moves past it; returns where its body starts, behind a one-byte
+ * length the caller sets when the body is written. */
+static inline __attribute__((always_inline)) uint8_t *annotation_begin(uint8_t **p, const struct shape *sh,
+									  int i)
 {
-	uint8_t *body = pb_put_varint(*p, TE_DEBUG_ANNOTATIONS << 3 | PB_LEN) + 1;
+	uint8_t *body = *p + 2; /* behind the one-byte tag and length */
 
-	*p = pb_put_uint(body, DA_NAME_IID, aname);
+	__builtin_memcpy(*p, sh->arg_head[i], ARG_HEAD_MAX);
+	*p += sh->arg_head_len[i];
 	return body;
 }
 
@@ -441,13 +447,14 @@ static inline __attribute__((always_inline)) uint8_t *annotation_begin(uint8_t *
  * body of 128 bytes or more gets its longer length. Out of line: numbers
  * are most arguments. */
 static __attribute__((noinline)) uint8_t *
-string_arg(struct perfetto_writer *w, const struct model_event *e, uint8_t *p, uint64_t aname,
-	   const char *s, bool fixed)
+string_arg(struct perfetto_writer *w, const struct model_event *e, uint8_t *p, const struct shape *sh,
+	   int i)
 {
+	const char *s = e->args[i].s;
 	size_t slen = s ? strlen(s) : 0, off;
 	uint8_t *da;
 
-	if (fixed && s && slen <= STR_IN_BOUND) { /* the next time from the cache */
+	if (e->args[i].fixed && s && slen <= STR_IN_BOUND) { /* the next time from the cache */
 		struct fixed_str *fs = &w->fixed[fibhash((uintptr_t)s, FIXED_STR_BITS)];
 
 		fs->s = s;
@@ -464,7 +471,7 @@ string_arg(struct perfetto_writer *w, const struct model_event *e, uint8_t *p, u
 		}
 		p = w->out.buf + off;
 	}
-	da = annotation_begin(&p, aname);
+	da = annotation_begin(&p, sh, i);
 	p = pb_put_bytes(p, DA_STRING, s ? s : "", slen);
 	if (p - da < 0x80) {
 		da[-1] = (uint8_t)(p - da);
@@ -498,7 +505,6 @@ event_packet(struct perfetto_writer *w, struct sequence *q, const struct model_e
 	static const uint8_t value_tag[] = { [ARG_UINT] = DA_UINT << 3 | PB_VARINT,
 					     [ARG_INT] = DA_INT << 3 | PB_VARINT,
 					     [ARG_HEX] = DA_POINTER << 3 | PB_VARINT };
-	const uint64_t *anames;
 	int nargs = e->nargs;
 	size_t start, te; /* offsets: a long string argument may move the buffer */
 	uint8_t *buf, *p;
@@ -514,7 +520,6 @@ event_packet(struct perfetto_writer *w, struct sequence *q, const struct model_e
 			new_shape(w, q, sh, e);
 		}
 	}
-	anames = sh->aname_iids;
 	flush_if_full(w);
 	if (pb_reserve(&w->out, 2 + packet_bound(e, w->interned.len))) {
 		w->error = ENOMEM;
@@ -557,7 +562,7 @@ event_packet(struct perfetto_writer *w, struct sequence *q, const struct model_e
 			/* in the bound (a NULL string meets an empty slot,
 			 * whose length 0 is what it writes) */
 			if (fs->s == a->s && a->fixed) {
-				da = annotation_begin(&p, anames[i]);
+				da = annotation_begin(&p, sh, i);
 				*p++ = DA_STRING << 3 | PB_LEN;
 				*p++ = fs->len;
 				__builtin_memcpy(p, fs->bytes, STR_IN_BOUND);
@@ -565,16 +570,13 @@ event_packet(struct perfetto_writer *w, struct sequence *q, const struct model_e
 				da[-1] = (uint8_t)(p - da);
 				continue;
 			}
-			if (!(p = string_arg(w, e, p, anames[i], a->s, a->fixed)))
+			if (!(p = string_arg(w, e, p, sh, i)))
 				return;
 			buf = w->out.buf; /* it may have moved */
 			continue;
 		}
-		/* a number's body is at most 15 bytes: a one-byte length.
-		 * The annotation's tag and name as the shape has them */
-		__builtin_memcpy(p, sh->arg_head[i], 16);
-		da = p + 2;
-		p += sh->arg_head_len[i];
+		/* a number's body is at most 15 bytes: a one-byte length */
+		da = annotation_begin(&p, sh, i);
 		*p++ = value_tag[at];
 		p = pb_put_varint(p, v);
 		da[-1] = (uint8_t)(p - da);
