@@ -92,7 +92,7 @@ struct sequence {
 	 * count (a name stays at its address: model.h), two ways a slot
 	 * (where names lie in memory decides which meet in one): a track's
 	 * calls to one function come over and over with the same names,
-	 * whose iids are then taken whole (all interned on it already) */
+	 * whose fields are then copied whole (all interned on it already) */
 	struct shape {
 		const char *name, *cat; /* name NULL: empty */
 		int nargs;
@@ -419,7 +419,10 @@ _Static_assert(1 + 1 + 1 + 10 + 1 + 1 + STR_IN_BOUND <= 32, "a string in the bou
 _Static_assert((TE_DEBUG_ANNOTATIONS << 3 | PB_LEN) < 0x80 && 1 + 1 + 1 + 10 <= ARG_HEAD_MAX,
 	       "an argument's head: a one-byte tag, its length, then its name");
 _Static_assert(ARG_HEAD_MAX <= 32 && 1 + 1 + 1 + 10 + 1 + 10 <= 32, "a number fits an argument's 32 bytes");
-_Static_assert(1 + 10 + 1 + 10 <= SHAPE_NAMES_MAX && SHAPE_NAMES_MAX <= 32,
+/* the names' copy within the packet's fixed part (PACKET_BOUND_FIXED's
+ * 96: its frame, time, head, loss mark, interned data's tag and length,
+ * the event's tag, length and type take at most 36 of them) */
+_Static_assert(1 + 10 + 1 + 10 <= SHAPE_NAMES_MAX && 36 + SHAPE_NAMES_MAX <= 96,
 	       "a shape's names fit its bytes and the packet's bound");
 static inline size_t packet_bound(const struct model_event *e, size_t interned)
 {
