@@ -3022,7 +3022,7 @@ def run_daemon_soak(tmp):
     spool_mib = 4
     daemon, ctl, port = daemon_up(tmp, "--sample-every", "4s", "--window-seconds", "2", "--recorder-mib", "8",
                                   "--recorder-seconds", "20", "--spool-mib", str(spool_mib), "--trigger-errors", "1",
-                                  "--trigger-every", "10s", "--recorder-share", "50")  # two jobs fill it
+                                  "--trigger-every", "10s")
     jobs = []
     try:
         for i in range(2):
@@ -3408,53 +3408,126 @@ def run_daemon_fake_vfio_ignored(tmp):
         daemon.wait()
 
 
-def run_daemon_recorder_share(tmp):
-    """One process cannot flush the flight recorder: a job's ioctls are in,
-    then another process floods VFIO ioctls (on mock files below
-    --vfio-path) worth six recorders; a snapshot still holds every ioctl of
-    the job, the flood's records past its share are dropped and counted
-    (the metric, the pid in the log). Without the share (--recorder-share
-    100) the same flood evicts the job's records: the check can fail."""
-    flood_code = FAKE_IOCTLS.replace('"/dev/null"', "sys.argv[2]")
-    for share in ("100", "25"):
-        d = os.path.join(tmp, share)
-        os.makedirs(os.path.join(d, "mock"))
-        daemon, ctl, port = daemon_up(d, "--no-sampling", "--no-triggers", "--recorder-mib", "4",
-                                      "--recorder-share", share)
-        try:
-            job = os.path.join(d, "job.json")
-            r = subprocess.run([SIM, "--mock-dir", os.path.join(d, "mock"), "--jobs", "3", "--json", job],
-                               stdout=subprocess.DEVNULL, timeout=60)
-            assert r.returncode == 0
-            job = json.load(open(job))
-            flood_file = os.path.join(d, "mock", "flood", "vfio")
-            os.makedirs(os.path.dirname(flood_file))
-            open(flood_file, "w").close()
-            flood = subprocess.run([sys.executable, "-c", flood_code, "200000", flood_file],
-                                   capture_output=True, text=True, timeout=300)
-            assert flood.returncode == 0, flood.stderr
-            snap = os.path.join(d, "snap.sbt")
-            r = subprocess.run(ctl + ["snapshot", "--last", "300s", "-o", snap], capture_output=True, text=True,
-                               timeout=60)
-            assert r.returncode == 0, r.stderr
-            events, _ = parse_dump(snap, outputs=False)
-            kept = [e for e in events if e["type"] == "ioctl" and e["tgid"] == job["pid"]]
-            flooded = [e for e in events if e["type"] == "ioctl" and e["tgid"] != job["pid"]]
-            m = parse_metrics(http_get(f"http://127.0.0.1:{port}/metrics")[1])
-            over = m[("spyre_bpftrace_recorder_dropped_records_total", frozenset({("reason", "over_share")}))]
-            if share == "100":
-                assert len(kept) < len(job["ioctls"]) and over == 0, \
-                    f"without a share the flood should have evicted the job: {len(kept)} kept"
-                continue
-            assert len(kept) == len(job["ioctls"]), f"{len(kept)} of the job's {len(job['ioctls'])} ioctls left"
-            lost = m[("spyre_bpftrace_lost_records_total", frozenset())]
-            # every flood ioctl kept, dropped over its share, or lost in the ring buffer (counted)
-            assert 0 < len(flooded) < 200000 and len(flooded) + over + lost >= 200000, (len(flooded), over, lost)
-            wait_for(lambda: "over --recorder-share 25%" in open(os.path.join(d, "daemon.log")).read(), 15,
-                     "the log to name the flood")
-        finally:
-            daemon.kill()
-            daemon.wait()
+def nobody_dir(tmp):
+    """A directory below tmp that user nobody may write (and tmp it may enter)."""
+    d = os.path.join(tmp, "pub")
+    os.makedirs(os.path.join(d, "mock"), exist_ok=True)
+    os.chmod(tmp, 0o755)
+    for sub, _, _ in os.walk(d):
+        os.chmod(sub, 0o777)
+    return d
+
+
+AS_NOBODY = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
+
+
+def run_daemon_recorder_fair(tmp):
+    """Many processes of one user cannot flush another user's evidence from
+    the flight recorder: a root job's ioctls are in, then five processes of
+    user nobody flood VFIO ioctls (on a mock file below --vfio-path) worth
+    some twenty recorders. A snapshot still holds every ioctl of the job;
+    the flood kept its newest records (nothing dropped over a share); what
+    went was nobody's, said per user in /metrics, the ctl answer, the
+    manifest and the log; kept, evicted and lost add up to the flood."""
+    if not shutil.which("setpriv"):
+        raise Skip("no setpriv")
+    pub = nobody_dir(tmp)
+    daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers", "--recorder-mib", "4")
+    floods = []
+    try:
+        job = os.path.join(tmp, "job.json")
+        r = subprocess.run([SIM, "--mock-dir", os.path.join(tmp, "mock"), "--jobs", "3", "--json", job],
+                           stdout=subprocess.DEVNULL, timeout=60)
+        assert r.returncode == 0
+        job = json.load(open(job))
+        flood_file = os.path.join(pub, "mock", "vfio")
+        open(flood_file, "w").close()
+        os.chmod(flood_file, 0o666)
+        flood_code = FAKE_IOCTLS.replace('"/dev/null"', "sys.argv[2]")
+        per, n = 60000, 5
+        floods = [subprocess.Popen(AS_NOBODY + [sys.executable, "-c", flood_code, str(per), flood_file],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(n)]
+        for f in floods:
+            out, err = f.communicate(timeout=300)
+            assert f.returncode == 0, err
+        snap = os.path.join(tmp, "snap.sbt")
+        r = subprocess.run(ctl + ["snapshot", "--last", "300s", "-o", snap], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0, r.stderr
+        events, _ = parse_dump(snap, outputs=False)
+        kept = [e for e in events if e["type"] == "ioctl" and e["tgid"] == job["pid"]]
+        flooded = [e for e in events if e["type"] == "ioctl" and e["tgid"] in {f.pid for f in floods}]
+        assert len(kept) == len(job["ioctls"]), f"{len(kept)} of the job's {len(job['ioctls'])} ioctls left"
+        m = parse_metrics(http_get(f"http://127.0.0.1:{port}/metrics")[1])
+        evicted = {dict(k[1])["uid"]: v for k, v in m.items() if k[0] == "spyre_bpftrace_recorder_evicted_records_total"}
+        lost = m[("spyre_bpftrace_lost_records_total", frozenset())]
+        print(f"     flood of {n * per}: {len(flooded)} kept, {evicted} evicted, {lost:.0f} lost")
+        assert set(evicted) == {"65534"} and evicted["65534"] > 0, evicted
+        assert len(flooded) > 0 and len(flooded) + evicted["65534"] + lost >= n * per, (len(flooded), evicted, lost)
+        # the newest kept: the last flood records are in, every one after the first kept of each process
+        assert "records of the window were evicted from the full recorder (user 65534: " in r.stdout, r.stdout
+        man = json.load(open(snap + ".manifest.json"))
+        assert list(man["dropped_by_recorder_by_uid"]) == ["65534"] and man["dropped_by_recorder"] > 0, man
+        wait_for(lambda: "records of user 65534 evicted" in open(os.path.join(tmp, "daemon.log")).read(), 15,
+                 "the log to name the flood's user")
+    finally:
+        for f in floods:
+            if f.poll() is None:
+                f.kill()
+        daemon.kill()
+        daemon.wait()
+
+
+def run_daemon_lone_job_keeps_its_last(tmp):
+    """No attacker: one busy job alone on the host fills the recorder with
+    its runtime calls (detail windows asked for until the recorder has
+    evicted some of the job's own records, so the checks are on a full
+    recorder). Its last seconds are all kept: a snapshot of the last 3 s
+    holds the job's ioctls throughout, and a 1 s ctl record window its
+    runtime calls throughout (no gap longer than a fraction of a second,
+    up to both ends), with nothing of either evicted."""
+    daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers", "--recorder-mib", "16")
+    job = None
+
+    def evicted():
+        m = parse_metrics(http_get(f"http://127.0.0.1:{port}/metrics")[1])
+        return m[("spyre_bpftrace_recorder_dropped_records_total", frozenset({("reason", "evicted")}))]
+
+    try:
+        job = subprocess.Popen([SIM, "--mock-dir", os.path.join(tmp, "mock"), "--threads", "2",
+                                "--jobs", "100000000", "--delay-us", "200"], stdout=subprocess.DEVNULL)
+        wait_for(lambda: ctl_status(ctl)["processes"] == "with a card 1", 20, "the daemon to see the job")
+        for _ in range(10):  # each window some MB of calls
+            if evicted():
+                break
+            r = subprocess.run(ctl + ["record", "--seconds", "6", "-o", os.path.join(tmp, "fill.sbt")],
+                               capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0, r.stdout + r.stderr
+        assert evicted() > 0, "ten 6 s windows did not fill a 16 MiB recorder"
+        for what in ("snapshot", "record"):
+            out = os.path.join(tmp, f"{what}.sbt")
+            args = ["snapshot", "--last", "3s"] if what == "snapshot" else ["record", "--seconds", "1"]
+            r = subprocess.run(ctl + args + ["-o", out], capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0, r.stdout + r.stderr
+            man = json.load(open(out + ".manifest.json"))
+            w = man["window"]
+            events, _ = parse_dump(out, outputs=False)
+            kind = "ioctl" if what == "snapshot" else "call"
+            ts = sorted(e["ts"] for e in events if e["type"].startswith(kind) and e["tgid"] == job.pid)
+            assert len(ts) > 100, f"{what}: {len(ts)} {kind} records of the job"
+            # BOOTTIME in the dump; the window in the manifest likewise
+            edges = [ts[0] - w["from_boottime_ns"], w["to_boottime_ns"] - ts[-1]]
+            gap = max(b - a for a, b in zip(ts, ts[1:]))
+            print(f"     {what}: {len(ts)} {kind} records, widest gap {gap / 1e6:.0f} ms, edges "
+                  f"{edges[0] / 1e6:.0f}/{edges[1] / 1e6:.0f} ms; {evicted():.0f} evicted from the recorder")
+            assert gap < 500e6 and max(edges) < 500e6, (what, gap, edges)
+            assert man["dropped_by_recorder"] == 0 and man["dropped_by_recorder_complete"], man
+    finally:
+        if job and job.poll() is None:
+            job.kill()
+            job.wait()
+        daemon.kill()
+        daemon.wait()
 
 
 def run_daemon_private_tmp_said(tmp):
@@ -3826,7 +3899,8 @@ TESTS = [
     ("daemon_hostile_library_path", run_daemon_hostile_library_path),
     ("daemon_slow_library_off_main_loop", run_daemon_slow_library_off_main_loop),
     ("daemon_fake_vfio_ignored", run_daemon_fake_vfio_ignored),
-    ("daemon_recorder_share", run_daemon_recorder_share),
+    ("daemon_recorder_fair", run_daemon_recorder_fair),
+    ("daemon_lone_job_keeps_its_last", run_daemon_lone_job_keeps_its_last),
     ("daemon_private_tmp_said", run_daemon_private_tmp_said),
     ("daemon_soak", run_daemon_soak),
     ("daemon_snapshot_cut_to_fit", run_daemon_snapshot_cut_to_fit),

@@ -20,6 +20,28 @@ bool proc_exists(pid_t pid)
 	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
+int proc_uid(pid_t pid, uint32_t *uid)
+{
+	char path[32], buf[1024];
+	unsigned int u;
+	const char *at;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (pid <= 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1); /* Uid: is in the first few lines */
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	if (!(at = strstr(buf, "\nUid:")) || sscanf(at + 5, "%u", &u) != 1)
+		return -1;
+	*uid = u;
+	return 0;
+}
+
 int kallsyms_find(const char *const *names, size_t n, bool *found, uint64_t *addr)
 {
 	FILE *f = fopen("/proc/kallsyms", "re");

@@ -9,6 +9,10 @@
 #include <sys/types.h>
 
 bool proc_exists(pid_t pid);
+/* The user the process runs as: its real uid as the host sees it (not
+ * its /proc directory's owner, which is root for a process that is not
+ * dumpable). 0, or -1 when gone. */
+int proc_uid(pid_t pid, uint32_t *uid);
 /* The kernel's symbols by name, in one pass over /proc/kallsyms: found[i]
  * when names[i] is there, its address in addr[i] (addr may be NULL; an
  * address reads 0 where kptr_restrict hides it). Returns how many were

@@ -36,6 +36,7 @@
 #include "base/args.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/procfs.h"
 #include "base/thread.h"
 #include "capture/reorder.h"
 #include "commands.h"
@@ -122,7 +123,8 @@ struct daemon {
 	struct metrics_self self;
 	struct devstats devstats; /* the detail windows' jobs; written by the main loop, under lock */
 	bool vfio_found, vfio_looked; /* vfio's handlers known to BPF; looked once */
-	uint64_t over_share_said; /* records dropped over a process's share, as last logged */
+	/* records each user had evicted from the recorder, as last logged */
+	struct recorder_evicted_uid evicted_said[RECORDER_USERS_NAMED + 1];
 	struct control_request request; /* the one being served: its path is long */
 };
 
@@ -191,8 +193,10 @@ static char *page(void *ctx, const char *url, unsigned *status, const char **typ
 	d->self.ring_bytes = attach_ring_size(&d->at);
 	d->self.ring_peak_bytes = attach_read_ring_peak(&d->at);
 	pthread_mutex_lock(&d->rec_lock);
-	d->self.recorder_over_share = d->rec.over_share;
-	d->self.recorder_aged = d->rec.dropped_records;
+	d->self.recorder_aged = d->rec.aged;
+	d->self.recorder_unkept = d->rec.unkept;
+	memcpy(d->self.recorder_evicted, d->rec.evicted_by_uid, sizeof(d->self.recorder_evicted));
+	d->self.recorder_evicted_uids = d->rec.nevicted_uids;
 	pthread_mutex_unlock(&d->rec_lock);
 	bpf_run_time(d);
 	d->self.scrapes++;
@@ -235,6 +239,33 @@ static void look_around(struct daemon *d, const char *why)
 	for (int i = 1; i < d->counters.ncards; i++)
 		sbt_info(1, "  card %s (%s, IOMMU group %u, NUMA node %d)\n", d->counters.cards[i].bdf,
 			 d->counters.cards[i].vendor_device, d->counters.cards[i].group, d->counters.cards[i].numa);
+}
+
+/* Who had records evicted since the last sweep (the recorder's counts,
+ * copied under its lock): a line a user, a sweep at most. */
+static void say_evictions(struct daemon *d, const struct recorder_evicted_uid *now, int n)
+{
+	char name[16];
+
+	for (int i = 0; i < n; i++) {
+		uint64_t more = now[i].records - d->evicted_said[i].records;
+
+		if (!more)
+			continue;
+		sbt_warn("flight recorder full: %llu records of user %s evicted since the last sweep (the oldest "
+			 "of the user holding the most; hint: a larger --recorder-mib keeps more)",
+			 (unsigned long long)more, recorder_uid_name(now[i].uid, name));
+		d->evicted_said[i] = now[i];
+	}
+}
+
+/* Whose a process is, for the recorder's fairness between users. */
+static uint32_t uid_of(void *ctx, uint32_t tgid)
+{
+	uint32_t uid;
+
+	(void)ctx;
+	return proc_uid((pid_t)tgid, &uid) ? RECORDER_UID_UNKNOWN : uid;
 }
 
 /* A record into the flight recorder: the daemon's own (a window's
@@ -466,7 +497,7 @@ static int start(struct daemon *d)
 			 strerror(-ret));
 	else
 		d->at.reaper = &d->reaper;
-	if (recorder_init(&d->rec, d->o->recorder_mib, d->o->recorder_seconds, d->o->recorder_share) ||
+	if (recorder_init(&d->rec, d->o->recorder_mib, d->o->recorder_seconds, uid_of, NULL) ||
 	    !(d->rb = ring_buffer__new(bpf_map__fd(d->at.skel->maps.events), on_record, d, NULL))) {
 		sbt_err("cannot set up the flight recorder: out of memory");
 		return -ENOMEM;
@@ -497,11 +528,30 @@ static int start(struct daemon *d)
 
 /* ---- snapshots ------------------------------------------------------------- */
 
+/* What the full recorder let go of the window, for the answer: "" when nothing. */
+static void evicted_note(const struct snapshot_window *w, char *buf, size_t len)
+{
+	char name[16];
+	size_t at;
+
+	buf[0] = 0;
+	if (!w->evicted && w->evicted_sure)
+		return;
+	at = (size_t)snprintf(buf, len, "; %s%llu records of the window were evicted from the full recorder (",
+			      w->evicted_sure ? "" : "at least ", (unsigned long long)w->evicted);
+	for (int i = 0; i < w->nevicted_uids && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%suser %s: %llu", i ? ", " : "",
+				       recorder_uid_name(w->evicted_by_uid[i].uid, name),
+				       (unsigned long long)w->evicted_by_uid[i].records);
+	if (at < len)
+		snprintf(buf + at, len - at, "; hint: a larger --recorder-mib)");
+}
+
 /* Written (or not), in the snapshot thread: the spool's bound, the answer. */
 static void snapshot_done(void *ctx, struct snapshot_job *j, int ret, const char *err)
 {
 	struct daemon *d = ctx;
-	char msg[2 * PATH_MAX + 512], why[256], cut[160];
+	char msg[2 * PATH_MAX + 768], why[256], cut[160], evicted[256];
 	uint64_t spool;
 
 	if (!ret && j->spooled && spool_trim(d->spool, (uint64_t)d->o->spool_mib << 20, j->path) == -EFBIG) {
@@ -532,11 +582,12 @@ static void snapshot_done(void *ctx, struct snapshot_job *j, int ret, const char
 	} else {
 		sbt_note("snapshot (%s): %llu records into %s%s", snapshot_reason_name(j->reason),
 			 (unsigned long long)j->records, j->path, cut);
+		evicted_note(&j->w, evicted, sizeof(evicted));
 		snprintf(msg, sizeof(msg), "ok %s\n%llu records%s%s; the recorder goes back to %.1f s before "
-			 "the window's end; manifest %s.manifest.json\n", j->path, (unsigned long long)j->records,
+			 "the window's end%s; manifest %s.manifest.json\n", j->path, (unsigned long long)j->records,
 			 cut, j->records ? "" : " (nothing happened on a card in that time)",
 			 j->w.oldest_boot && j->w.to_boot > j->w.oldest_boot ?
-				 (double)(j->w.to_boot - j->w.oldest_boot) / 1e9 : 0.0, j->path);
+				 (double)(j->w.to_boot - j->w.oldest_boot) / 1e9 : 0.0, evicted, j->path);
 	}
 	if (!ret && j->note)
 		snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), "%s", j->note);
@@ -561,7 +612,8 @@ static int submit_snapshot(struct daemon *d, uint64_t from, uint64_t to, const c
 			   enum snap_reason why, int client, const char *note, bool can_wait)
 {
 	uint64_t off = realtime_offset();
-	struct snapshot_window w = { from + off, to + off, from, to, 0, 0, 0 };
+	struct snapshot_window w = { .from_realtime = from + off, .to_realtime = to + off, .from_boot = from,
+				     .to_boot = to };
 	struct snapshot_job *j;
 	struct snapshot_leave_out leave[SNAPSHOT_LEAVE_OUT];
 	char *windows;
@@ -575,7 +627,6 @@ static int submit_snapshot(struct daemon *d, uint64_t from, uint64_t to, const c
 	catch_up(d); /* what came just now too */
 	w.lost = attach_read_lost(&d->at);
 	pthread_mutex_lock(&d->rec_lock);
-	w.dropped = d->rec.dropped_records;
 	nleave = window_leave_out(&d->win, from, to, leave, SNAPSHOT_LEAVE_OUT);
 	j = snapshot_collect(&d->rec, &w, &d->at.probes, leave, nleave);
 	pthread_mutex_unlock(&d->rec_lock);
@@ -709,7 +760,7 @@ static bool open_window(struct daemon *d, enum window_reason why, double seconds
  * lock; only the main loop writes them). */
 static void sample_devices(struct daemon *d, uint64_t from, uint64_t to)
 {
-	struct snapshot_window w = { 0, 0, from, to, 0, 0, 0 };
+	struct snapshot_window w = { .from_boot = from, .to_boot = to };
 	struct snapshot_leave_out leave[SNAPSHOT_LEAVE_OUT];
 	struct snapshot_job *j;
 	struct devstats *next;
@@ -912,7 +963,7 @@ static void check_triggers(struct daemon *d, uint64_t now)
 static void status(struct daemon *d, int cfd)
 {
 	char msg[CONTROL_LINE + 2048], win[256], sample[128];
-	uint64_t now = sbt_now_boottime(), kept, over, written = 0, held = 0;
+	uint64_t now = sbt_now_boottime(), kept, evicted, written = 0, held = 0;
 	size_t mib;
 	pid_t pids[SBT_MAX_PIDS];
 	int n = card_holders(d, pids), pending = d->rb ? snapq_pending(&d->q) : 0;
@@ -934,8 +985,8 @@ static void status(struct daemon *d, int cfd)
 	else
 		snprintf(sample, sizeof(sample), "off");
 	pthread_mutex_lock(&d->rec_lock);
-	kept = d->rec.records - d->rec.dropped_records;
-	over = d->rec.over_share;
+	kept = recorder_kept(&d->rec);
+	evicted = d->rec.evicted;
 	mib = recorder_bytes(&d->rec) >> 20;
 	pthread_mutex_unlock(&d->rec_lock);
 	pthread_mutex_lock(&d->lock);
@@ -947,7 +998,7 @@ static void status(struct daemon *d, int cfd)
 		 "ok\nversion %s\ncards %d\nprocesses with a card %d\nioctl hook %s\nwake hook %s\nscrapes %llu\n"
 		 "lost records %llu\n"
 		 "ring buffer %.1f of %.1f MiB at most in use\n"
-		 "window %s\nnext sample %s\nflight recorder %llu records kept, %zu MiB, %llu dropped over a process's share\n"
+		 "window %s\nnext sample %s\nflight recorder %llu records kept, %zu MiB, %llu evicted to make room (the heaviest user's oldest)\n"
 		 "snapshots written %llu, failed %llu, being written %d, cut to fit %llu%s\nspool %s, %.1f of %lu MiB\n"
 		 "triggers fired: errors %llu, slow_ioctl %llu, lost %llu (held back as too soon: %llu)\n",
 		 SBT_VERSION, d->counters.ncards - 1, n,
@@ -962,7 +1013,7 @@ static void status(struct daemon *d, int cfd)
 		 (unsigned long long)attach_read_lost(&d->at),
 		 (double)attach_read_ring_peak(&d->at) / (1 << 20), (double)attach_ring_size(&d->at) / (1 << 20),
 		 win, sample,
-		 (unsigned long long)kept, mib, (unsigned long long)over,
+		 (unsigned long long)kept, mib, (unsigned long long)evicted,
 		 (unsigned long long)written,
 		 (unsigned long long)d->self.snapshot_failures, pending,
 		 (unsigned long long)d->self.snapshots_cut,
@@ -1095,20 +1146,16 @@ int cmd_daemon(int argc, char **argv)
 				next_ping = t + watchdog_us * 1000 / 2;
 			}
 			if (t >= next_sweep) {
-				uint64_t over;
-				uint32_t pid;
+				struct recorder_evicted_uid evicted[RECORDER_USERS_NAMED + 1];
+				int nevicted;
 				size_t bytes;
 
 				pthread_mutex_lock(&d->rec_lock);
 				bytes = recorder_bytes(&d->rec);
-				over = d->rec.over_share;
-				pid = d->rec.over_share_pid;
+				nevicted = d->rec.nevicted_uids;
+				memcpy(evicted, d->rec.evicted_by_uid, sizeof(evicted));
 				pthread_mutex_unlock(&d->rec_lock);
-				if (over != d->over_share_said) /* once a sweep at most */
-					sbt_warn("flight recorder: %llu records dropped since, PID %u the last: over "
-						 "--recorder-share %u%% of it", (unsigned long long)(over - d->over_share_said),
-						 pid, d->o->recorder_share);
-				d->over_share_said = over;
+				say_evictions(d, evicted, nevicted);
 				pthread_mutex_lock(&d->lock);
 				daemon_sweep(&d->counters);
 				d->self.recorder_bytes = bytes;

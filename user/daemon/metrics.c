@@ -214,6 +214,9 @@ static void allocations(struct page *p, const struct allocations *a)
 
 static void self_metrics(struct page *p, const struct metrics_self *s)
 {
+	uint64_t evicted = 0;
+	char name[16];
+
 	head(p, "spyre_bpftrace_lost_records_total", "counter", "Records the ring buffer could not take.");
 	put(p, "spyre_bpftrace_lost_records_total %llu\n", (unsigned long long)s->lost_records);
 	head(p, "spyre_bpftrace_ring_buffer_bytes", "gauge", "Size of the kernel's ring buffer (--buffer-size).");
@@ -266,13 +269,22 @@ static void self_metrics(struct page *p, const struct metrics_self *s)
 		put(p, "spyre_bpftrace_hook_info{hook=\"wake\",mechanism=\"%s\"} 1\n", s->wake_hook);
 	head(p, "spyre_bpftrace_recorder_bytes", "gauge", "Memory the flight recorder holds.");
 	put(p, "spyre_bpftrace_recorder_bytes %llu\n", (unsigned long long)s->recorder_bytes);
+	for (int i = 0; i < s->recorder_evicted_uids; i++)
+		evicted += s->recorder_evicted[i].records;
 	head(p, "spyre_bpftrace_recorder_dropped_records_total", "counter",
-	     "Records the flight recorder did not keep: over_share, of a process holding its share of it "
-	     "(--recorder-share; the pid in the log); aged_or_made_room, the oldest let go.");
-	put(p, "spyre_bpftrace_recorder_dropped_records_total{reason=\"over_share\"} %llu\n",
-	    (unsigned long long)s->recorder_over_share);
-	put(p, "spyre_bpftrace_recorder_dropped_records_total{reason=\"aged_or_made_room\"} %llu\n",
+	     "Records the flight recorder let go: aged, older than --recorder-seconds; evicted, the oldest "
+	     "of the user holding the most, to make room when full; unkept, too large or no memory.");
+	put(p, "spyre_bpftrace_recorder_dropped_records_total{reason=\"aged\"} %llu\n",
 	    (unsigned long long)s->recorder_aged);
+	put(p, "spyre_bpftrace_recorder_dropped_records_total{reason=\"evicted\"} %llu\n", (unsigned long long)evicted);
+	put(p, "spyre_bpftrace_recorder_dropped_records_total{reason=\"unkept\"} %llu\n",
+	    (unsigned long long)s->recorder_unkept);
+	head(p, "spyre_bpftrace_recorder_evicted_records_total", "counter",
+	     "Records evicted from the full flight recorder, by the user whose they were (uid; kernel: "
+	     "interrupts and descriptions; the first 16 users by number, the rest as other).");
+	for (int i = 0; i < s->recorder_evicted_uids; i++)
+		put(p, "spyre_bpftrace_recorder_evicted_records_total{uid=\"%s\"} %llu\n",
+		    recorder_uid_name(s->recorder_evicted[i].uid, name), (unsigned long long)s->recorder_evicted[i].records);
 	head(p, "spyre_bpftrace_spool_bytes", "gauge", "Bytes of snapshots in the state directory's spool.");
 	put(p, "spyre_bpftrace_spool_bytes %llu\n", (unsigned long long)s->spool_bytes);
 	head(p, "spyre_bpftrace_scrapes_total", "counter", "Pages of metrics served.");

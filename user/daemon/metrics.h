@@ -13,6 +13,7 @@
 #include "daemon/counters.h"
 #include "daemon/devstats.h"
 #include "daemon/kubelet.h"
+#include "daemon/recorder.h"
 #include "daemon/snapshot.h"
 #include "daemon/window.h"
 
@@ -39,7 +40,9 @@ struct metrics_self {
 	uint64_t spool_bytes, recorder_bytes;
 	const char *ioctl_hook; /* how VFIO ioctls are seen: fentry, kprobe, tracepoint */
 	const char *wake_hook; /* in windows, who an interrupt woke: eventfd, sched_waking; NULL none */
-	uint64_t recorder_over_share, recorder_aged; /* records dropped: a process over its share; to make room or by age */
+	uint64_t recorder_aged, recorder_unkept; /* records let go by age; not kept (too large, no memory) */
+	struct recorder_evicted_uid recorder_evicted[RECORDER_USERS_NAMED + 1]; /* to make room, by user */
+	int recorder_evicted_uids;
 	const struct allocations *alloc; /* the kubelet's; v NULL: never answered */
 	const struct devstats *devstats; /* the detail windows' jobs, sampled */
 };

@@ -76,7 +76,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_REC_MIB: o->recorder_mib = count_arg(state, "--recorder-mib", arg, 1, 65536); break;
 	case OPT_REC_SHARE:
-		o->recorder_share = (unsigned int)count_arg(state, "--recorder-share", arg, 1, 100);
+		(void)arg;
+		argp_error(state, "--recorder-share is gone: a process or user alone may fill the recorder, and a "
+			   "full one evicts the oldest records of the user holding the most; hint: leave it out");
 		break;
 	case OPT_NO_REC: o->recorder_seconds = 0; break;
 	case OPT_BUFFER:
@@ -153,8 +155,7 @@ void daemon_parse_opts(int argc, char **argv, struct daemon_opts *o)
 		{ "spool-mib", OPT_SPOOL_MIB, "M", 0, "the spool holds at most M MiB of snapshots, the oldest removed (default 1024)", 0 },
 		{ "recorder-seconds", OPT_REC_SECONDS, "T", 0, "the flight recorder keeps the last T seconds (default 120)", 0 },
 		{ "recorder-mib", OPT_REC_MIB, "M", 0, "the flight recorder holds at most M MiB, taken as used (default 64)", 0 },
-		{ "recorder-share", OPT_REC_SHARE, "PCT", 0, "one process holds at most PCT% of the recorder; past "
-		  "it its records are dropped and counted, so others' stay (default 25; 100: no bound)", 0 },
+		{ "recorder-share", OPT_REC_SHARE, "PCT", OPTION_HIDDEN, "gone: said as an error", 0 },
 		{ "buffer-size", OPT_BUFFER, "SIZE", 0, "the kernel's ring buffer to the flight recorder, e.g. 32M "
 		  "(default 8M; rounded up to a power of two): larger when spyre_bpftrace_ring_buffer_peak_bytes "
 		  "nears it", 0 },
@@ -202,7 +203,7 @@ void daemon_parse_opts(int argc, char **argv, struct daemon_opts *o)
 	};
 	*o = (struct daemon_opts){
 		.listen = DEFAULT_LISTEN, .runtime_dir = CONTROL_DEFAULT_DIR, .state_dir = DEFAULT_STATE_DIR,
-		.recorder_seconds = 120, .recorder_mib = 64, .spool_mib = 1024, .recorder_share = 25,
+		.recorder_seconds = 120, .recorder_mib = 64, .spool_mib = 1024,
 		.window_seconds = 10, .sample_every = 600, .trigger_before = 30,
 		.trig = { .errors = 20, .slow_ns = NS, .lost = true, .interval_ns = 600 * NS },
 		.kubelet_socket = KUBELET_DEFAULT_SOCKET, .kubelet_resource = "ibm.com/*",

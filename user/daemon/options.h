@@ -18,7 +18,6 @@ struct daemon_opts {
 	bool every_device;
 	double recorder_seconds; /* 0: no flight recorder */
 	unsigned long recorder_mib, spool_mib;
-	unsigned int recorder_share; /* % of the recorder one process may hold; 100: no bound */
 	double window_seconds, sample_every; /* sample_every 0: no sampling */
 	double trigger_before; /* a trigger's snapshot reaches this far back */
 	struct trigger_cfg trig;

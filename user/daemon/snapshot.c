@@ -81,6 +81,8 @@ struct snapshot_job *snapshot_collect(const struct flight_recorder *r, struct sn
 	j->records = recorder_each(r, w->from_boot, w->to_boot, job_add, j, &j->w.oldest_boot) - j->left_out;
 	j->window_records = j->records;
 	w->oldest_boot = j->w.oldest_boot;
+	j->w.nevicted_uids = recorder_evicted_in(r, w->from_boot, w->to_boot, j->w.evicted_by_uid, 8,
+						 &j->w.evicted, &j->w.evicted_sure);
 	if (j->oom) {
 		snapshot_job_free(j);
 		return NULL;
@@ -122,7 +124,7 @@ static int write_manifest(const struct snapshot_job *j, const struct sbt_meta_cl
 			  const struct procs *p, char *err, size_t errlen)
 {
 	const struct snapshot_window *w = &j->w;
-	char path[PATH_MAX + 32], host[64] = "";
+	char path[PATH_MAX + 32], host[64] = "", name[16];
 	struct outfile of;
 	FILE *m;
 
@@ -139,8 +141,12 @@ static int write_manifest(const struct snapshot_job *j, const struct sbt_meta_cl
 		(unsigned long long)w->from_boot, (unsigned long long)w->to_boot);
 	fprintf(m, "  \"recorder_oldest_boottime_ns\": %llu,\n", (unsigned long long)w->oldest_boot);
 	fprintf(m, "  \"records\": %llu,\n  \"lost_records\": %llu,\n  \"dropped_by_recorder\": %llu,\n",
-		(unsigned long long)j->records, (unsigned long long)w->lost,
-		(unsigned long long)w->dropped);
+		(unsigned long long)j->records, (unsigned long long)w->lost, (unsigned long long)w->evicted);
+	fprintf(m, "  \"dropped_by_recorder_by_uid\": {");
+	for (int i = 0; i < w->nevicted_uids; i++)
+		fprintf(m, "%s\"%s\": %llu", i ? ", " : "", recorder_uid_name(w->evicted_by_uid[i].uid, name),
+			(unsigned long long)w->evicted_by_uid[i].records);
+	fprintf(m, "},\n  \"dropped_by_recorder_complete\": %s,\n", w->evicted_sure ? "true" : "false");
 	fprintf(m, "  \"records_in_window\": %llu,\n  \"cut_to_fit\": %s,\n", (unsigned long long)j->window_records,
 		j->cut ? "true" : "false");
 	if (j->cut)

@@ -21,7 +21,13 @@ struct snapshot_window {
 	uint64_t from_realtime, to_realtime; /* as asked */
 	uint64_t from_boot, to_boot; /* the same on the trace's clock */
 	uint64_t oldest_boot; /* out: the oldest record the recorder still had */
-	uint64_t lost, dropped; /* records the ring buffer and the recorder could not keep */
+	uint64_t lost; /* records the ring buffer could not take, ever */
+	/* out: records of the window evicted from the full recorder, by user
+	 * (most first), and whether every eviction that may count is known */
+	uint64_t evicted;
+	struct recorder_evicted_uid evicted_by_uid[8];
+	int nevicted_uids;
+	bool evicted_sure;
 };
 
 /* Why a snapshot was written (the triggers' in their order, triggers.h). */
