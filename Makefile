@@ -56,7 +56,7 @@ BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 BPF_HDRS   := $(wildcard bpf/*.h) $(VMLINUX_H)
 
-# user/: base, capture, model, attach (the layers), then record, daemon,
+# user/: base, capture, model and probes, attach (the layers), then record, daemon,
 # offline (the products) and main.c on top (docs/architecture.md)
 LIB_SRCS   := $(wildcard user/*/*.c)
 USER_HDRS  := $(wildcard user/*.h user/*/*.h)

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "attach/devfilter.h"
-#include "attach/probes.h"
+#include "probes/probes.h"
 #include "record/cli.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "attach/retsites.h"
 #include "events.h"
+#include "probes/retsites.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,10 +10,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "attach/demangle.h"
-#include "attach/elfsyms.h"
-#include "attach/probes.h"
 #include "events.h"
+#include "probes/demangle.h"
+#include "probes/elfsyms.h"
+#include "probes/probes.h"
 
 static const char *build_dir(void)
 {

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "attach/retsites.h"
 #include "events.h"
+#include "probes/retsites.h"
 
 #define BASE 0x1000
 

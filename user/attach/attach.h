@@ -20,10 +20,10 @@
 
 #include "attach/driver.h"
 #include "attach/links.h"
-#include "attach/reaper.h"
 #include "attach/plan.h"
-#include "attach/probes.h"
+#include "attach/reaper.h"
 #include "attach/trace_opts.h"
+#include "probes/probes.h"
 
 struct bpf_program;
 

@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "attach/probes.h"
 #include "model/output.h"
+#include "probes/probes.h"
 
 #define METAW_MAX_GROUPS 64
 #define METAW_MAX_IRQ 1024

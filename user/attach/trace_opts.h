@@ -10,8 +10,8 @@
 #include <sys/types.h>
 
 #include "attach/devfilter.h"
-#include "attach/probes.h"
 #include "events.h"
+#include "probes/probes.h"
 
 #define SBT_MAX_PIDS 64
 #define SBT_MAX_USER_PROBES 64

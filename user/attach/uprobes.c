@@ -11,10 +11,10 @@
 #include <string.h>
 
 #include "attach/attach.h"
-#include "attach/libfind.h"
-#include "attach/retsites.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "probes/libfind.h"
+#include "probes/retsites.h"
 #include "spyre.skel.h"
 
 /* ---- runtime probes, per process ------------------------------------------ */

@@ -4,7 +4,7 @@
  * runtime libraries are found and read from files that process controls
  * (its maps, its LD_LIBRARY_PATH, inside its root): however slow that is,
  * the main loop (the control socket, windows' ends, the watchdog) goes on.
- * The main loop asks; the thread searches (attach/libfind.h), each search
+ * The main loop asks; the thread searches (probes/libfind.h), each search
  * within its deadline; the main loop takes the answers, when wake_fd is
  * readable, and attaches what they found (attach_found).
  */
@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "attach/libfind.h"
+#include "probes/libfind.h"
 
 #define DISCOVERY_MAX_JOBS 64 /* asked and not yet taken back */
 /* A search's time (reading ELF, finding return sites): past it, it stops

@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "attach/metawrite.h"
-#include "attach/probes.h"
 #include "base/clock.h"
 #include "base/outfile.h"
 #include "base/procfs.h"
@@ -23,6 +22,7 @@
 #include "capture/capture.h"
 #include "daemon/snapshot.h"
 #include "daemon/spool.h"
+#include "probes/probes.h"
 
 #define MAX_PROCS 256
 

@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attach/probes.h"
-#include "attach/retsites.h"
 #include "base/log.h"
 #include "capture/names.h"
 #include "commands.h"
 #include "events.h"
+#include "probes/probes.h"
+#include "probes/retsites.h"
 
 static const char list_doc[] =
 	"List the runtime probes of libraries: each function the built-in table (and "

@@ -11,8 +11,8 @@
 #include <unistd.h>
 #include <wordexp.h>
 
-#include "attach/libresolve.h"
 #include "base/log.h"
+#include "probes/libresolve.h"
 #include "record/spawn.h"
 
 int workload_spawn(struct workload *w, const char *command)

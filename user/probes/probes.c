@@ -10,12 +10,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "attach/demangle.h"
-#include "attach/elfsyms.h"
-#include "attach/probes.h"
-#include "attach/retsites.h"
 #include "capture/names.h"
 #include "events.h"
+#include "probes/demangle.h"
+#include "probes/elfsyms.h"
+#include "probes/probes.h"
+#include "probes/retsites.h"
 
 /*
  * The public flex and senlib entry points (../shared/reference). Their

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "attach/elfsyms.h"
+#include "probes/elfsyms.h"
 
 #define RETSITES_MAX 64 /* return sites of one function; more: refused */
 

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "attach/probes.h"
+#include "probes/probes.h"
 
 struct attacher;
 

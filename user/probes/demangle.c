@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attach/demangle.h"
+#include "probes/demangle.h"
 
 char *sbt_demangle(const char *mangled, bool with_params)
 {

@@ -12,9 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "attach/elfsyms.h"
-#include "attach/libresolve.h"
 #include "base/procfs.h"
+#include "probes/elfsyms.h"
+#include "probes/libresolve.h"
 
 /* Run argv with stdout into a stream; env: extra NAME=value or NULL. */
 static FILE *run_reading(char *const argv[], const char *env, pid_t *pid)

@@ -14,12 +14,12 @@
 #include <unistd.h>
 
 #include "attach/attach.h"
-#include "attach/elfsyms.h"
-#include "attach/libfind.h"
-#include "attach/libresolve.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/procfs.h"
+#include "probes/elfsyms.h"
+#include "probes/libfind.h"
+#include "probes/libresolve.h"
 
 static bool stop_now(struct lib_search *s);
 

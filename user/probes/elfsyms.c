@@ -13,7 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "attach/elfsyms.h"
+#include "probes/elfsyms.h"
 
 /* Address to file offset through the loadable segment holding it. */
 static int vaddr_to_offset(Elf *elf, uint64_t vaddr, uint64_t *off)

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attach/retsites.h"
 #include "events.h"
+#include "probes/retsites.h"
 
 /* Functions that return twice or never return to their caller's frame the
  * usual way: a probe pair cannot describe them. */
