@@ -82,6 +82,10 @@ int attach_trace_pid(struct attacher *a, pid_t pid);
 int attach_kernel(struct attacher *a);
 
 struct lib_search;
+struct lib_wants;
+/* What a search (libfind.h) is to look for on this attacher's behalf: its
+ * specs and --probe files, the libraries it has read, its stop flag. */
+struct lib_wants attach_lib_wants(struct attacher *a);
 /* What a search found (libfind.h) taken into the probe set, less what the
  * set read meanwhile, and put on every traced process; the search's set is
  * left empty. Returns the number of new functions, or -errno. */

@@ -182,10 +182,19 @@ static void attach_each(struct lib_search *s, void *ctx)
 		o->found += ret;
 }
 
+struct lib_wants attach_lib_wants(struct attacher *a)
+{
+	return (struct lib_wants){ .specs = a->specs, .nspecs = a->nspecs, .named = a->real_libs,
+				   .nnamed = a->o->nprobes, .known = &a->probes, .known_lock = &a->probes_lock,
+				   .stop = a->stop };
+}
+
 static void search_at_once(struct lib_search *s, struct at_once *o, struct attacher *a)
 {
+	struct lib_wants w = attach_lib_wants(a);
+
 	*o = (struct at_once){ a, 0, 0 };
-	lib_search_init(s, a, a->deadline_ns, NULL);
+	lib_search_init(s, &w, a->deadline_ns, NULL);
 	s->on_library = attach_each;
 	s->on_library_ctx = o;
 }

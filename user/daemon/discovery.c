@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attach/attach.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/thread.h"
@@ -40,7 +41,7 @@ static void library_read(struct lib_search *s, void *ctx)
 	*part = (struct discovery_job){ .pid = j->pid, .mapped_only = j->mapped_only, .partial = true,
 					.tag = j->tag, .deadline_ns = j->deadline_ns,
 					.done_ns = sbt_now_boottime() };
-	part->search.a = s->a;
+	part->search.w = s->w;
 	lib_search_hand_over(s, &part->search.found);
 	pthread_mutex_lock(&q->lock);
 	answer(q, part);
@@ -54,6 +55,7 @@ static void *searcher(void *arg)
 	pthread_mutex_lock(&q->lock);
 	while (!q->quit) {
 		struct discovery_job *j;
+		struct lib_wants wants;
 
 		if (!q->ntodo) {
 			pthread_cond_wait(&q->cond, &q->lock);
@@ -65,7 +67,8 @@ static void *searcher(void *arg)
 		atomic_store(&q->cancel, false);
 		pthread_mutex_unlock(&q->lock);
 
-		lib_search_init(&j->search, q->a, j->deadline_ns, &q->cancel);
+		wants = attach_lib_wants(q->a);
+		lib_search_init(&j->search, &wants, j->deadline_ns, &q->cancel);
 		j->search.on_library = library_read;
 		j->search.on_library_ctx = q;
 		j->err = j->mapped_only ? lib_search_mapped(&j->search, j->pid)

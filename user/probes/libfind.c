@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "attach/attach.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/procfs.h"
@@ -28,9 +27,10 @@ static bool stop_reading(void *ctx)
 	return stop_now(ctx);
 }
 
-void lib_search_init(struct lib_search *s, struct attacher *a, uint64_t deadline_ns, const atomic_bool *cancel)
+void lib_search_init(struct lib_search *s, const struct lib_wants *w, uint64_t deadline_ns,
+		     const atomic_bool *cancel)
 {
-	*s = (struct lib_search){ .a = a, .deadline_ns = deadline_ns, .cancel = cancel };
+	*s = (struct lib_search){ .w = *w, .deadline_ns = deadline_ns, .cancel = cancel };
 	/* the attacher applies its cap when it takes what was found */
 	s->found.max_uprobes = 0;
 	/* a library of millions of symbols is not read past the deadline */
@@ -56,47 +56,51 @@ void lib_search_hand_over(struct lib_search *s, struct probe_set *to)
 
 static bool stop_now(struct lib_search *s)
 {
-	if ((s->a->stop && *s->a->stop) || (s->cancel && atomic_load(s->cancel)) ||
+	if ((s->w.stop && *s->w.stop) || (s->cancel && atomic_load(s->cancel)) ||
 	    (s->deadline_ns && sbt_now_boottime() >= s->deadline_ns))
 		s->interrupted = true;
 	return s->interrupted;
 }
 
-static bool wanted(const struct attacher *a, const char *path)
+static bool wanted(const struct lib_wants *w, const char *path)
 {
-	for (size_t i = 0; i < a->nspecs; i++)
-		if (probe_spec_wants_lib(&a->specs[i], path))
+	for (size_t i = 0; i < w->nspecs; i++)
+		if (probe_spec_wants_lib(&w->specs[i], path))
 			return true;
 	return false;
 }
 
-/* Read already, by this search or by the attacher (whose set the thread
- * that attaches changes: looked at under its lock). */
+/* Read already, by this search or before it (a set the thread that
+ * attaches changes: looked at under its lock). */
 static bool known(struct lib_search *s, const char *path, const struct stat *st)
 {
 	bool has;
 
 	if (probe_set_has_lib(&s->found, path, st))
 		return true;
-	pthread_mutex_lock(&s->a->probes_lock);
-	has = probe_set_has_lib(&s->a->probes, path, st);
-	pthread_mutex_unlock(&s->a->probes_lock);
+	if (!s->w.known)
+		return false;
+	if (s->w.known_lock)
+		pthread_mutex_lock(s->w.known_lock);
+	has = probe_set_has_lib(s->w.known, path, st);
+	if (s->w.known_lock)
+		pthread_mutex_unlock(s->w.known_lock);
 	return has;
 }
 
 /* A library's functions read (from fd when it is one: kept). */
 static int take(struct lib_search *s, const char *shown, int fd, const char *why)
 {
-	const struct attacher *a = s->a;
+	const struct lib_wants *w = &s->w;
 	char err[512];
 	uint64_t t0 = sbt_now_boottime();
 	int ret;
 
-	ret = fd >= 0 ? probe_set_scan_lib_fd(&s->found, a->specs, a->nspecs, shown, fd, err, sizeof(err))
-		      : probe_set_scan_lib(&s->found, a->specs, a->nspecs, shown, err, sizeof(err));
+	ret = fd >= 0 ? probe_set_scan_lib_fd(&s->found, w->specs, w->nspecs, shown, fd, err, sizeof(err))
+		      : probe_set_scan_lib(&s->found, w->specs, w->nspecs, shown, err, sizeof(err));
 	if (ret == -EINTR) {
 		sbt_info(1, "  library    -> %s: reading stopped (%s); read again when next found\n", shown,
-			 a->stop && *a->stop ? "stopping"
+			 w->stop && *w->stop ? "stopping"
 			 : s->cancel && atomic_load(s->cancel) ? "no longer wanted"
 							       : "out of time");
 		return 0;
@@ -120,7 +124,7 @@ int lib_search_path(struct lib_search *s, const char *path, const char *why)
 	/* by name first: most files seen are not runtime libraries; and the
 	 * file a name leads to must be named like one too (a libflex.so that
 	 * is a symlink to /etc/shadow is not looked at) */
-	if (!wanted(s->a, path) || !realpath(path, real) || !wanted(s->a, real))
+	if (!wanted(&s->w, path) || !realpath(path, real) || !wanted(&s->w, real))
 		return 0;
 	/* one inode, one set of probes, whatever path led to it */
 	if (known(s, real, NULL))
@@ -150,14 +154,14 @@ static int take_in_root(struct lib_search *s, pid_t pid, const char *path, const
 	int pfd, fd;
 	ssize_t n;
 
-	if (!wanted(s->a, path))
+	if (!wanted(&s->w, path))
 		return 0;
 	if ((pfd = proc_open_in_root(pid, path, O_PATH)) < 0)
 		return 0; /* not there: nothing to probe */
 	snprintf(fn, sizeof(fn), "/proc/self/fd/%d", pfd);
 	n = readlink(fn, target, sizeof(target) - 1);
 	target[n > 0 ? n : 0] = '\0';
-	if (n <= 0 || !wanted(s->a, target)) {
+	if (n <= 0 || !wanted(&s->w, target)) {
 		sbt_info(1, "  skipped    -> %s in PID %d's root: it is %s, not a runtime library\n", path, pid,
 			 n > 0 ? target : "unknown");
 		close(pfd);
@@ -201,7 +205,7 @@ int lib_search_mapped(struct lib_search *s, pid_t pid)
 	for (int i = 0; i < n && !stop_now(s); i++) {
 		int fd;
 
-		if (!wanted(s->a, maps[i]))
+		if (!wanted(&s->w, maps[i]))
 			continue;
 		fd = proc_open_mapped(pid, maps[i]);
 		if (fd >= 0)
@@ -216,15 +220,14 @@ int lib_search_mapped(struct lib_search *s, pid_t pid)
 
 int lib_search_all(struct lib_search *s, pid_t pid, char *const *command)
 {
-	const struct attacher *a = s->a;
 	char env[8192];
 
 	if (pid > 0)
 		lib_search_mapped(s, pid);
 	/* --probe naming a file: probed whether mapped or not */
-	for (int i = 0; i < a->o->nprobes; i++)
-		if (a->real_libs[i])
-			found_cb(a->real_libs[i], "named by --probe", s);
+	for (int i = 0; i < s->w.nnamed; i++)
+		if (s->w.named[i])
+			found_cb(s->w.named[i], "named by --probe", s);
 	if (command) {
 		libs_of_command(command, found_cb, s);
 		libs_in_dirs(getenv("LD_LIBRARY_PATH"), 0, "LD_LIBRARY_PATH", found_cb, s);
