@@ -1,12 +1,13 @@
 # Fuzzing with libFuzzer (clang): the capture reader and all it feeds
 # (correlation, report, Perfetto and Chrome JSON writers), inspect, the
-# command line and probe-spec parsers, the return-site decoder, and the
+# command line and probe-spec parsers, the return-site decoder, the
+# bounded ELF reader (a library as a hostile process may craft it), the
 # JSON reader `merge` takes PyTorch traces with, the kubelet's answer the
 # daemon reads, the head of a request to the daemon's /metrics server, and
 # merge whole (a kineto trace and a capture through store, layout, links
 # and both writers).
 # `make fuzz FUZZ_SECONDS=N` runs each target N seconds (make test: 10).
-FUZZ_TARGETS := capture inspect cli retsites json kubelet http merge
+FUZZ_TARGETS := capture inspect cli retsites elf json kubelet http merge
 FUZZ_CFLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
                -std=gnu11 -D_GNU_SOURCE -DSBT_VERSION='"$(VERSION)"' -I$(OUT) -Ibpf -Iuser -Itests/lib
 FUZZ_SECONDS ?= 60
@@ -36,7 +37,7 @@ $(OUT)/fuzz $(OUT)/obj-fuzz:
 
 # Seeds: synthetic captures; their Perfetto conversions for inspect; a few
 # command lines; a few function bodies (push rbp ... ret, a tail jump).
-fuzz-seeds: $(OUT)/fuzz/seeds $(TOOL)
+fuzz-seeds: $(OUT)/fuzz/seeds $(TOOL) $(OUT)/sim/libflex.so
 	$(Q)mkdir -p $(addprefix $(OUT)/fuzz/corpus-,$(FUZZ_TARGETS))
 	$(Q)$(OUT)/fuzz/seeds $(OUT)/fuzz/corpus-capture
 	$(Q)for f in $(OUT)/fuzz/corpus-capture/*; do \
@@ -53,6 +54,9 @@ fuzz-seeds: $(OUT)/fuzz/seeds $(TOOL)
 		tests/torch/fixture/torch.json tests/torch/fixture/capture.sbt > $(OUT)/fuzz/corpus-merge/fixture
 	$(Q)printf 'GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\n\r\n' > $(OUT)/fuzz/corpus-http/get
 	$(Q)printf 'HEAD /healthz HTTP/1.0\n\n' > $(OUT)/fuzz/corpus-http/head
+	$(Q)cp $(OUT)/sim/libflex.so $(OUT)/fuzz/corpus-elf/flex
+	$(Q)python3 -c 'import sys; sys.path.insert(0, "tests/e2e"); import decoy_elf; decoy_elf.write(sys.argv[1], 20)' \
+		$(OUT)/fuzz/corpus-elf/decoy
 	$(Q)printf '\x03\x85\xff\x0f\x84\xf8\x0f\x00\x00\xc3\xff\xe0\xff\x24\xc5\x00\x10\x00\x00' > $(OUT)/fuzz/corpus-retsites/b
 
 # make fuzz: each target FUZZ_SECONDS from its corpus; crashes land in build/fuzz/

@@ -311,9 +311,9 @@ static void elf_errors(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(elf_for_each_function("/nonexistent.so", NULL, NULL, err, sizeof(err)), -2);
+	assert_int_equal(elf_for_each_function("/nonexistent.so", NULL, NULL, NULL, err, sizeof(err)), -2);
 	assert_non_null(strstr(err, "No such file"));
-	assert_true(elf_for_each_function("/etc/hostname", NULL, NULL, err, sizeof(err)) < 0);
+	assert_true(elf_for_each_function("/etc/hostname", NULL, NULL, NULL, err, sizeof(err)) < 0);
 	assert_non_null(strstr(err, "not an ELF file"));
 }
 

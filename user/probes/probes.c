@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "capture/names.h"
 #include "events.h"
 #include "probes/demangle.h"
@@ -165,10 +166,11 @@ bool probe_lib_unchanged(const struct probe_lib *l)
 	return now.dev == l->dev && now.ino == l->ino && now.size == l->size && now.mtime_ns == l->mtime_ns;
 }
 
-/* A cold part the compiler split off a function ("f.cold"), copied out. */
+/* A cold part the compiler split off a function ("f.cold"): where it is,
+ * its bytes read only when its function is decoded. */
 struct cold_part {
 	char *name;
-	struct elf_func f;
+	uint64_t offset, size;
 };
 
 struct scan_ctx {
@@ -180,7 +182,8 @@ struct scan_ctx {
 	int added, error;
 	unsigned int seen; /* symbols looked at: when to ask ps->stop */
 	struct cold_part *cold;
-	size_t ncold;
+	size_t ncold, cold_cap;
+	char note[256]; /* what the reader skipped (elf_walk_opts) */
 };
 
 /* A read told to stop, asked every 4096 symbols (a library may have millions). */
@@ -195,38 +198,35 @@ static bool stopped(struct scan_ctx *c)
 static int collect_cold(const struct elf_func *f, void *ctx)
 {
 	struct scan_ctx *c = ctx;
-	struct cold_part *grown, *p;
+	struct cold_part *p;
 
 	if (stopped(c))
 		return c->error;
-	if (!strstr(f->name, ".cold") || !f->code || !f->size)
+	if (!strstr(f->name, ".cold") || !f->size)
 		return 0;
-	grown = realloc(c->cold, (c->ncold + 1) * sizeof(*grown));
-	if (!grown)
-		return c->error = -ENOMEM;
-	c->cold = grown;
-	p = &grown[c->ncold];
-	p->f = *f;
-	p->name = strdup(f->name);
-	p->f.code = malloc(f->size);
-	if (!p->name || !p->f.code) {
-		free(p->name);
-		free((void *)p->f.code);
-		return c->error = -ENOMEM;
+	if (c->ncold == c->cold_cap) {
+		size_t cap = c->cold_cap ? c->cold_cap * 2 : 16;
+
+		if (!(p = realloc(c->cold, cap * sizeof(*p))))
+			return c->error = -ENOMEM;
+		c->cold = p;
+		c->cold_cap = cap;
 	}
-	memcpy((void *)p->f.code, f->code, f->size);
-	p->f.name = p->name;
+	p = &c->cold[c->ncold];
+	*p = (struct cold_part){ strdup(f->name), f->offset, f->size };
+	if (!p->name)
+		return c->error = -ENOMEM;
 	c->ncold++;
 	return 0;
 }
 
-static const struct elf_func *cold_part_of(const struct scan_ctx *c, const char *sym)
+static const struct cold_part *cold_part_of(const struct scan_ctx *c, const char *sym)
 {
 	size_t n = strlen(sym);
 
 	for (size_t i = 0; i < c->ncold; i++)
 		if (!strncmp(c->cold[i].name, sym, n) && !strcmp(c->cold[i].name + n, ".cold"))
-			return &c->cold[i].f;
+			return &c->cold[i];
 	return NULL;
 }
 
@@ -261,9 +261,26 @@ static int find_returns(const struct scan_ctx *c, struct probe_site *site,
 {
 	struct probe_set *ps = c->ps;
 	struct ret_site rets[RETSITES_MAX];
+	const struct cold_part *part = cold_part_of(c, f->name);
+	struct elf_func hot = *f, cold;
 	char why[160];
-	int n = retsites_find(f, cold_part_of(c, f->name), site->name, rets, RETSITES_MAX, why,
-			      sizeof(why));
+	int n = -1;
+
+	/* the bodies read now, for this function only: never the whole file */
+	if (!hot.code && hot.size && !(hot.code = elf_func_code(f->file, f->offset, f->size, "body", why, sizeof(why))))
+		goto decided;
+	if (part) {
+		cold = (struct elf_func){ part->name, part->offset, part->size, NULL, f->machine, f->big_endian,
+					  f->file };
+		if (!(cold.code = elf_func_code(f->file, part->offset, part->size, "cold part", why, sizeof(why))))
+			goto decided;
+	}
+	n = retsites_find(&hot, part ? &cold : NULL, site->name, rets, RETSITES_MAX, why, sizeof(why));
+decided:
+	if (hot.code != f->code)
+		free((void *)hot.code);
+	if (part)
+		free((void *)cold.code);
 
 	if (n >= 0 && ps->max_uprobes && ps->uprobes + 1 + (size_t)n > ps->max_uprobes) {
 		snprintf(why, sizeof(why), "the cap of %zu uprobes per process is reached (--max-probes)",
@@ -397,18 +414,21 @@ static int scan(struct probe_set *ps, const struct probe_spec *specs, size_t nsp
 		const struct probe_lib *l, char *err, size_t errlen)
 {
 	struct scan_ctx c = { ps, specs, nspecs, l->path, l->attach, 0, 0 };
+	struct elf_walk_opts o = { ps->stop, ps->stop_ctx, c.note, sizeof(c.note) };
 	int ret;
 
-	ret = l->fd >= 0 ? elf_for_each_function_fd(l->fd, l->path, collect_cold, &c, err, errlen)
-			 : elf_for_each_function(l->path, collect_cold, &c, err, errlen);
+	/* cold parts first (by offset, not copied): a function is decoded
+	 * with its cold part, which may come after it in the table */
+	ret = l->fd >= 0 ? elf_for_each_function_fd(l->fd, l->path, collect_cold, &c, &o, err, errlen)
+			 : elf_for_each_function(l->path, collect_cold, &c, &o, err, errlen);
 	if (!ret && !c.error)
-		ret = l->fd >= 0 ? elf_for_each_function_fd(l->fd, l->path, scan_sym, &c, err, errlen)
-				 : elf_for_each_function(l->path, scan_sym, &c, err, errlen);
-	for (size_t i = 0; i < c.ncold; i++) {
+		ret = l->fd >= 0 ? elf_for_each_function_fd(l->fd, l->path, scan_sym, &c, &o, err, errlen)
+				 : elf_for_each_function(l->path, scan_sym, &c, &o, err, errlen);
+	for (size_t i = 0; i < c.ncold; i++)
 		free(c.cold[i].name);
-		free((void *)c.cold[i].f.code);
-	}
 	free(c.cold);
+	if (c.note[0])
+		sbt_warn("%s: %s", l->path, c.note);
 	if (ret)
 		return ret;
 	if (c.error) {
