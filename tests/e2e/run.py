@@ -3793,6 +3793,55 @@ def run_hostile_libraries_bounded(tmp):
         job.wait()
 
 
+def run_daemon_root_file_in_user_namespace(tmp):
+    """A card holder of user nobody in a user and mount namespace of its
+    own bind-mounts /etc/shadow as libflex.so.3 in its LD_LIBRARY_PATH: to
+    the daemon it is a regular file named like a runtime library, inside
+    the process's root. The daemon opens the process's files with the
+    process's identity, so the open is refused (permission denied, said in
+    its log) and /etc/shadow is never read; the job's runtime is still
+    found and traced. Without a user namespace here: skipped."""
+    if not shutil.which("unshare") or not shutil.which("setpriv"):
+        raise Skip("no unshare or setpriv")
+    pub = nobody_dir(tmp)
+    shutil.copy2(SIM, pub)
+    shutil.copytree(os.path.join(BUILD, "sim"), os.path.join(pub, "sim"))
+    evil = os.path.join(pub, "evil")
+    os.makedirs(evil)
+    open(os.path.join(evil, "libflex.so.3"), "w").close()
+    for d, _, files in os.walk(pub):
+        os.chmod(d, 0o777)
+    probe = subprocess.run(AS_NOBODY + ["unshare", "-Urm", "true"], capture_output=True, text=True)
+    if probe.returncode:
+        raise Skip("no unprivileged user namespaces here: " + probe.stderr.strip())
+    daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers", "-v")
+    job = None
+    try:
+        cmd = (f"mount --bind /etc/shadow {evil}/libflex.so.3 && head -c1 {evil}/libflex.so.3 >/dev/null 2>&1; "
+               f"exec {pub}/spyre-sim-run --mock-dir {pub}/mock --jobs 1000000 --delay-us 2000")
+        job = subprocess.Popen(AS_NOBODY + ["unshare", "-Urm", "sh", "-c", cmd],
+                               env=dict(os.environ, LD_LIBRARY_PATH=evil), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+        wait_for(lambda: ctl_status(ctl)["processes"] == "with a card 1", 20, "the daemon to see nobody's job")
+        out = os.path.join(tmp, "w.sbt")
+        r = subprocess.run(ctl + ["record", "--seconds", "2", "-o", out], capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        log = open(os.path.join(tmp, "daemon.log")).read()
+        mine = [line for line in log.splitlines() if "libflex.so.3" in line]
+        print("     " + "\n     ".join(mine[:3]))
+        assert any("Permission denied" in line for line in mine), log[-3000:]
+        assert not any("not an ELF file" in line for line in mine), mine
+        events, _ = parse_dump(out, outputs=False)
+        assert [e for e in events if e["type"] == "call_enter"], "the job's runtime was not traced"
+    finally:
+        if job and job.poll() is None:
+            job.kill()
+            job.wait()
+        daemon.kill()
+        daemon.wait()
+
+
 def run_daemon_slow_library_off_main_loop(tmp):
     """A process of user nobody puts a library that takes seconds to read
     (1.5 million symbols, a regular file named like the runtime's) on its
@@ -3974,6 +4023,7 @@ TESTS = [
     ("daemon_hostile_library_path", run_daemon_hostile_library_path),
     ("daemon_slow_library_off_main_loop", run_daemon_slow_library_off_main_loop),
     ("hostile_libraries_bounded", run_hostile_libraries_bounded),
+    ("daemon_root_file_in_user_namespace", run_daemon_root_file_in_user_namespace),
     ("daemon_fake_vfio_ignored", run_daemon_fake_vfio_ignored),
     ("daemon_recorder_fair", run_daemon_recorder_fair),
     ("daemon_lone_job_keeps_its_last", run_daemon_lone_job_keeps_its_last),

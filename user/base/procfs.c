@@ -42,6 +42,92 @@ int proc_uid(pid_t pid, uint32_t *uid)
 	return 0;
 }
 
+/* The n-th number after "key:" in /proc/PID/status text; 0 or -1. */
+static int status_field(const char *text, const char *key, int n, uint32_t *v)
+{
+	const char *at = strstr(text, key);
+	unsigned int u = 0;
+	int used = 0;
+
+	if (!at)
+		return -1;
+	at += strlen(key);
+	for (int i = 0; i <= n; i++, at += used)
+		if (sscanf(at, "%u%n", &u, &used) != 1)
+			return -1;
+	*v = u;
+	return 0;
+}
+
+int proc_creds_of(pid_t pid, struct proc_creds *c)
+{
+	char path[32], buf[4096];
+	const char *g;
+	ssize_t n;
+	int fd, used;
+	unsigned int u;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (pid <= 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	/* Uid: real effective saved fs */
+	if (status_field(buf, "\nUid:", 3, &c->fsuid) || status_field(buf, "\nGid:", 3, &c->fsgid) ||
+	    !(g = strstr(buf, "\nGroups:")))
+		return -1;
+	c->ngroups = 0;
+	for (g += 8; c->ngroups < PROC_MAX_GROUPS && sscanf(g, "%u%n", &u, &used) == 1; g += used)
+		c->groups[c->ngroups++] = u;
+	return 0;
+}
+
+static void take_identity(const struct proc_creds *c)
+{
+	gid_t groups[PROC_MAX_GROUPS];
+
+	for (int i = 0; i < c->ngroups; i++)
+		groups[i] = c->groups[i];
+	syscall(SYS_setgroups, (size_t)c->ngroups, groups);
+	syscall(SYS_setfsgid, c->fsgid);
+	syscall(SYS_setfsuid, c->fsuid);
+}
+
+int proc_creds_begin(const struct proc_creds *c, struct proc_creds *saved)
+{
+	gid_t groups[PROC_MAX_GROUPS];
+	int n = (int)syscall(SYS_getgroups, PROC_MAX_GROUPS, groups);
+
+	if (n < 0)
+		return -errno;
+	saved->ngroups = n;
+	for (int i = 0; i < n; i++)
+		saved->groups[i] = groups[i];
+	saved->fsuid = (uint32_t)syscall(SYS_setfsuid, (uid_t)-1);
+	saved->fsgid = (uint32_t)syscall(SYS_setfsgid, (gid_t)-1);
+	for (int i = 0; i < c->ngroups; i++)
+		groups[i] = c->groups[i];
+	if (syscall(SYS_setgroups, (size_t)c->ngroups, groups))
+		return -errno;
+	syscall(SYS_setfsgid, c->fsgid);
+	syscall(SYS_setfsuid, c->fsuid);
+	/* setfs*id say nothing of failure: asked back */
+	if ((uint32_t)syscall(SYS_setfsuid, (uid_t)-1) != c->fsuid ||
+	    (uint32_t)syscall(SYS_setfsgid, (gid_t)-1) != c->fsgid) {
+		take_identity(saved);
+		return -EPERM;
+	}
+	return 0;
+}
+
+void proc_creds_end(const struct proc_creds *saved)
+{
+	take_identity(saved);
+}
+
 int kallsyms_find(const char *const *names, size_t n, bool *found, uint64_t *addr)
 {
 	FILE *f = fopen("/proc/kallsyms", "re");

@@ -13,6 +13,25 @@ bool proc_exists(pid_t pid);
  * its /proc directory's owner, which is root for a process that is not
  * dumpable). 0, or -1 when gone. */
 int proc_uid(pid_t pid, uint32_t *uid);
+
+/* The identity a process opens files with: its fsuid, fsgid and
+ * supplementary groups (the first PROC_MAX_GROUPS). */
+#define PROC_MAX_GROUPS 64
+struct proc_creds {
+	uint32_t fsuid, fsgid;
+	uint32_t groups[PROC_MAX_GROUPS];
+	int ngroups;
+};
+
+/* 0, or -1 when gone or unreadable. */
+int proc_creds_of(pid_t pid, struct proc_creds *c);
+/* This thread alone (raw syscalls, not glibc's process-wide setgroups)
+ * takes c's identity for opening files, so that what it opens it opens as
+ * the process would: root's file capabilities drop with a non-zero fsuid.
+ * The identity it had goes to saved. 0, or -errno (nothing changed). */
+int proc_creds_begin(const struct proc_creds *c, struct proc_creds *saved);
+/* Back to the identity saved. */
+void proc_creds_end(const struct proc_creds *saved);
 /* The kernel's symbols by name, in one pass over /proc/kallsyms: found[i]
  * when names[i] is there, its address in addr[i] (addr may be NULL; an
  * address reads 0 where kptr_restrict hides it). Returns how many were

@@ -234,9 +234,21 @@ int lib_search_all(struct lib_search *s, pid_t pid, char *const *command)
 		libs_in_python_env(command, found_cb, s);
 	} else if (pid > 0 && !proc_getenv(pid, "LD_LIBRARY_PATH", env, sizeof(env))) {
 		struct in_root r = { s, pid };
+		struct proc_creds as, saved;
+		int ret = -ESRCH;
 
-		/* its directories as it sees them: inside its root */
-		libs_in_dirs_of(pid, env, "the process's LD_LIBRARY_PATH", found_in_root_cb, &r);
+		/* its directories as it sees them, inside its root, and with its
+		 * identity: root never opens there what the process could not
+		 * (a root-only file bind-mounted in its own mount namespace) */
+		if (!proc_creds_of(pid, &as) && !(ret = proc_creds_begin(&as, &saved))) {
+			libs_in_dirs_of(pid, env, "the process's LD_LIBRARY_PATH", found_in_root_cb, &r);
+			proc_creds_end(&saved);
+		} else if (ret == -ESRCH || geteuid() == 0) {
+			sbt_info(1, "  skipped    -> PID %d's LD_LIBRARY_PATH: %s\n", pid,
+				 ret == -ESRCH ? "the process is gone" : "cannot take its identity to look");
+		} else { /* not root: what it opens it opens with its own rights */
+			libs_in_dirs_of(pid, env, "the process's LD_LIBRARY_PATH", found_in_root_cb, &r);
+		}
 	}
 	libs_in_ldcache(found_cb, s);
 	libs_in_install_tree(found_cb, s);
