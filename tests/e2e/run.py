@@ -3648,6 +3648,88 @@ def run_daemon_http_slow_clients(tmp):
             daemon.wait()
 
 
+STORM = r"""
+import selectors, socket, sys, time
+port, n, seconds = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+sel, end, made = selectors.DefaultSelector(), time.time() + seconds, 0
+def connect():
+    global made
+    s = socket.socket()
+    s.setblocking(False)
+    s.connect_ex(("127.0.0.1", port))
+    sel.register(s, selectors.EVENT_READ)
+    made += 1
+for _ in range(n):
+    connect()
+while time.time() < end:
+    for key, _ in sel.select(0.1):
+        try:
+            data = key.fileobj.recv(4096)
+        except OSError:
+            data = b""
+        if not data:  # cut: back at once
+            sel.unregister(key.fileobj)
+            key.fileobj.close()
+            connect()
+print(made)
+"""
+
+
+def get_from(addr, port, url, timeout=5):
+    """GET url from the source address addr: (status, body, seconds)."""
+    import socket
+    t = time.time()
+    s = socket.socket()
+    s.settimeout(timeout)
+    s.bind((addr, 0))
+    s.connect(("127.0.0.1", port))
+    s.sendall(f"GET {url} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body.decode(), time.time() - t
+
+
+def run_daemon_http_reconnect_storm(tmp):
+    """300 clients from 127.0.0.1 that reconnect as soon as they are cut
+    (a pod gone wrong, or a hostile one) cannot starve another address: one
+    address holds at most 16 of the server's connections, every connection
+    is accepted at once, so /metrics asked from 127.0.0.2 answers within
+    100 ms (the median of 20; each within 1 s), and ctl status, the
+    liveness check the network cannot reach, answers within 1 s."""
+    daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers")
+    storm = None
+    try:
+        storm = subprocess.Popen([sys.executable, "-c", STORM, str(port), "300", "12"], stdout=subprocess.PIPE,
+                                 text=True)
+        time.sleep(2)
+        times = []
+        for _ in range(20):
+            status, body, took = get_from("127.0.0.2", port, "/metrics")
+            assert status == 200 and "spyre_bpftrace_scrapes_total" in body
+            times.append(took)
+            time.sleep(0.1)
+        t = time.time()
+        assert ctl_status(ctl)["version"]
+        ctl_took = time.time() - t
+        made = int(storm.communicate(timeout=60)[0])
+        med = statistics.median(times)
+        print(f"     /metrics from 127.0.0.2 beside {made} storm connections: median {med * 1000:.1f} ms, "
+              f"max {max(times) * 1000:.1f} ms; ctl status {ctl_took * 1000:.0f} ms")
+        assert made > 300, "the storm was never cut: it tested nothing"
+        assert med < 0.1 and max(times) < 1 and ctl_took < 1, times
+    finally:
+        if storm and storm.poll() is None:
+            storm.kill()
+        daemon.kill()
+        daemon.wait()
+
+
 def run_daemon_hostile_library_path(tmp):
     """A process of user nobody holding a (mock) card with LD_LIBRARY_PATH
     at a directory of traps named like runtime libraries: a FIFO, a device
@@ -3842,6 +3924,47 @@ def run_daemon_root_file_in_user_namespace(tmp):
         daemon.wait()
 
 
+def run_daemon_control_fair(tmp):
+    """The control socket is served off the main loop, one daemon a
+    runtime directory. 50 silent root clients hold connections open:
+    ctl status still answers within 1 s, each silent one is told there was
+    no request line. A second daemon on the same --runtime-dir (another
+    port) refuses to start, naming the first's pid, and leaves its socket
+    alone: the first still answers, and after it stops the socket is gone."""
+    import socket
+    daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers")
+    sock = os.path.join(tmp, "run", "control")
+    silent = []
+    try:
+        for _ in range(50):
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.connect(sock)
+            silent.append(c)
+        t = time.time()
+        st = ctl_status(ctl)
+        took = time.time() - t
+        print(f"     ctl status beside 50 silent clients: {took * 1000:.0f} ms")
+        assert st["version"] and took < 1, took
+        for c in silent:
+            c.settimeout(10)
+            assert c.recv(200).startswith(b"error: no request line"), "a silent client was not told"
+        second = subprocess.run([TOOL, "daemon", "--listen", f"127.0.0.1:{free_port()}", "--runtime-dir",
+                                 os.path.join(tmp, "run"), "--state-dir", os.path.join(tmp, "state2"),
+                                 "--no-sampling", "--no-triggers"], capture_output=True, text=True, timeout=60)
+        assert second.returncode != 0 and f"another daemon (PID {daemon.pid}) serves --runtime-dir" in \
+            second.stderr, second.stderr[-1000:]
+        assert os.path.exists(sock) and ctl_status(ctl)["version"], "the first daemon lost its socket"
+        daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(timeout=30) == 0
+        assert not os.path.exists(sock)
+    finally:
+        for c in silent:
+            c.close()
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+
+
 def run_daemon_slow_library_off_main_loop(tmp):
     """A process of user nobody puts a library that takes seconds to read
     (1.5 million symbols, a regular file named like the runtime's) on its
@@ -4023,6 +4146,8 @@ TESTS = [
     ("daemon_hostile_library_path", run_daemon_hostile_library_path),
     ("daemon_slow_library_off_main_loop", run_daemon_slow_library_off_main_loop),
     ("hostile_libraries_bounded", run_hostile_libraries_bounded),
+    ("daemon_control_fair", run_daemon_control_fair),
+    ("daemon_http_reconnect_storm", run_daemon_http_reconnect_storm),
     ("daemon_root_file_in_user_namespace", run_daemon_root_file_in_user_namespace),
     ("daemon_fake_vfio_ignored", run_daemon_fake_vfio_ignored),
     ("daemon_recorder_fair", run_daemon_recorder_fair),

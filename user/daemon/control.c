@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <argp.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -28,7 +30,40 @@ static int socket_path(const char *dir, struct sockaddr_un *a)
 	return 0;
 }
 
-int control_listen(const char *dir, char *err, size_t errlen)
+/* The runtime directory's lock, held for the daemon's life: one daemon a
+ * directory, and the socket in it is the holder's alone. The holder's pid
+ * is written in it, for the error another daemon gives. */
+static int lock_dir(const char *dir, char *err, size_t errlen)
+{
+	char path[PATH_MAX], pid[32] = "";
+	int fd, n;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, CONTROL_LOCK) >= (int)sizeof(path)) {
+		snprintf(err, errlen, "--runtime-dir '%s' is too long", dir);
+		return -1;
+	}
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		n = (int)pread(fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = 0;
+		pid[strcspn(pid, "\n")] = 0;
+		snprintf(err, errlen, "another daemon%s%s%s serves --runtime-dir %s; hint: stop it, or give this one "
+			 "another --runtime-dir", pid[0] ? " (PID " : "", pid, pid[0] ? ")" : "", dir);
+		close(fd);
+		return -1;
+	}
+	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) || pwrite(fd, pid, (size_t)n, 0) != n) {
+		/* the pid is for the message only */
+	}
+	return fd;
+}
+
+int control_listen(const char *dir, int *lock_fd, char *err, size_t errlen)
 {
 	struct sockaddr_un a;
 	int fd;
@@ -39,15 +74,22 @@ int control_listen(const char *dir, char *err, size_t errlen)
 	}
 	if (outfile_private_dir(dir, "--runtime-dir", err, errlen))
 		return -1;
+	if ((*lock_fd = lock_dir(dir, err, errlen)) < 0)
+		return -1;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot make the control socket: %s", strerror(errno));
+		close(*lock_fd);
+		*lock_fd = -1;
 		return -1;
 	}
-	unlink(a.sun_path); /* a daemon before us that did not stop cleanly */
+	/* a daemon before us that did not stop cleanly: it holds the lock no more */
+	unlink(a.sun_path);
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || chmod(a.sun_path, 0600) || listen(fd, 8)) {
 		snprintf(err, errlen, "cannot listen on %s: %s", a.sun_path, strerror(errno));
 		close(fd);
+		close(*lock_fd);
+		*lock_fd = -1;
 		return -1;
 	}
 	return fd;
@@ -141,17 +183,6 @@ void control_reply(int cfd, const char *text)
 	close(cfd);
 }
 
-#define REQUEST_MS 1000
-#define REFUSED_MS 200
-
-static long long mono_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 bool control_peer_sees_same_dir(int cfd, const char *path)
 {
 	char dir[PATH_MAX], theirs[PATH_MAX + 32], *slash;
@@ -171,61 +202,18 @@ bool control_peer_sees_same_dir(int cfd, const char *path)
 	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-int control_accept(int lfd, char *line, size_t len)
-{
-	long long deadline;
-	struct ucred peer;
-	socklen_t plen = sizeof(peer);
-	size_t got = 0;
-	bool allowed;
-	int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-
-	if (cfd < 0)
-		return -1;
-	allowed = !getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) &&
-		  (peer.uid == 0 || peer.uid == geteuid());
-	/* the request line, within one deadline for all of it (the daemon's
-	 * main loop waits meanwhile): a second for a peer that may talk to
-	 * us; a refused one's is read for a moment only, since answering
-	 * before it came would close on a peer still writing, which then sees
-	 * a reset or a broken pipe instead of why */
-	deadline = mono_ms() + (allowed ? REQUEST_MS : REFUSED_MS);
-	while (got + 1 < len) {
-		struct pollfd p = { cfd, POLLIN, 0 };
-		long long left = deadline - mono_ms();
-		ssize_t n;
-
-		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-			break;
-		n = read(cfd, line + got, len - 1 - got);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-		if (memchr(line, '\n', got))
-			break;
-	}
-	line[got] = 0;
-	if (!allowed) {
-		control_reply(cfd, "error: not allowed; hint: run ctl as root\n");
-		return -1;
-	}
-	if (!strchr(line, '\n')) {
-		control_reply(cfd, "error: no request line; hint: spyre-bpftrace ctl --help\n");
-		return -1;
-	}
-	*strchr(line, '\n') = 0;
-	return cfd;
-}
-
-void control_close(int lfd, const char *dir)
+void control_close(int lfd, int lock_fd, const char *dir)
 {
 	struct sockaddr_un a;
 
 	if (lfd < 0)
 		return;
 	close(lfd);
-	if (!socket_path(dir, &a))
+	/* ours to remove: the lock says so; then the lock goes */
+	if (lock_fd >= 0 && !socket_path(dir, &a))
 		unlink(a.sun_path);
+	if (lock_fd >= 0)
+		close(lock_fd);
 }
 
 /* ---- spyre-bpftrace ctl ---------------------------------------------------- */

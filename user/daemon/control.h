@@ -21,6 +21,7 @@
 
 #define CONTROL_DEFAULT_DIR "/run/spyre-bpftrace"
 #define CONTROL_SOCKET "control"
+#define CONTROL_LOCK "lock"
 #define CONTROL_LINE 4096
 #define CONTROL_MAX_WINDOW_SECONDS 3600 /* record */
 #define CONTROL_MAX_SNAPSHOT_SECONDS 86400 /* snapshot: far more than a recorder holds */
@@ -34,13 +35,11 @@ struct control_request {
 	char path[CONTROL_LINE]; /* absolute; "" for the spool */
 };
 
-/* Makes dir (0700) and listens on dir/control (0600). The fd, or -1 with err. */
-int control_listen(const char *dir, char *err, size_t errlen);
-/* Accepts one client whose uid may talk to us and reads its request line
- * (NUL ended, without the newline) within 1 s in all. The client's fd, or
- * -1 (nobody, or a refused, slow or silent peer: already answered and
- * closed). */
-int control_accept(int lfd, char *line, size_t len);
+/* Makes dir (0700), takes its lock (dir/lock, *lock_fd: one daemon a
+ * directory; -1 with err naming the holder's pid when another has it) and
+ * listens on dir/control (0600). The fd, or -1 with err. Clients are
+ * served by control_server.h. */
+int control_listen(const char *dir, int *lock_fd, char *err, size_t errlen);
 /* Does the peer on cfd see path's directory as the daemon does (the same
  * directory, by device and inode, through /proc/PEER/root)? true when it
  * cannot tell. */
@@ -50,7 +49,9 @@ bool control_peer_sees_same_dir(int cfd, const char *path);
 int control_parse_request(const char *line, struct control_request *r, char *err, size_t errlen);
 /* Writes the answer and closes the client. */
 void control_reply(int cfd, const char *text);
-void control_close(int lfd, const char *dir);
+/* Closes the socket, removes it (only with the lock: never another
+ * daemon's) and lets the lock go. */
+void control_close(int lfd, int lock_fd, const char *dir);
 
 int cmd_ctl(int argc, char **argv);
 

@@ -41,6 +41,7 @@
 #include "capture/reorder.h"
 #include "commands.h"
 #include "daemon/control.h"
+#include "daemon/control_server.h"
 #include "daemon/counters.h"
 #include "daemon/devstats.h"
 #include "daemon/discovery.h"
@@ -84,6 +85,8 @@ struct daemon {
 	pthread_mutex_t lock; /* the counters' cards and maps, between scrapes and reloads */
 	int stats_fd; /* keeps the kernel's BPF run-time statistics on; -1 */
 	int control_fd; /* the control socket; -1 */
+	int control_lock; /* its directory's lock, held while the daemon runs; -1 */
+	struct control_server ctl; /* its clients, read on a thread of their own */
 	struct ring_buffer *rb; /* records for the flight recorder; NULL without */
 	pthread_t drainer; /* drains rb into rec */
 	uint64_t drained; /* passes over rb the drainer finished */
@@ -475,8 +478,8 @@ static int start(struct daemon *d)
 		return -EADDRINUSE;
 	}
 	sbt_note("metrics on http://%s/metrics", d->o->listen);
-	d->control_fd = control_listen(d->o->runtime_dir, err, sizeof(err));
-	if (d->control_fd < 0) {
+	d->control_fd = control_listen(d->o->runtime_dir, &d->control_lock, err, sizeof(err));
+	if (d->control_fd < 0 || control_server_start(&d->ctl, d->control_fd, err, sizeof(err))) {
 		sbt_err("%s", err);
 		return -EIO;
 	}
@@ -1058,17 +1061,14 @@ static void request_window(struct daemon *d, int cfd, double secs, const char *p
 	d->waiter.note = note;
 }
 
-/* One request from the control socket. */
-static void serve_control(struct daemon *d)
+/* One request from the control socket, read whole by its thread. */
+static void serve_request(struct daemon *d, int cfd, const char *line)
 {
-	char line[CONTROL_LINE], err[256];
+	char err[256];
 	struct control_request *r = &d->request;
-	int cfd = control_accept(d->control_fd, line, sizeof(line));
 	const char *note = NULL;
 	uint64_t off;
 
-	if (cfd < 0)
-		return;
 	if (control_parse_request(line, r, err, sizeof(err))) {
 		control_reply(cfd, err);
 		return;
@@ -1097,6 +1097,16 @@ static void serve_control(struct daemon *d)
 	}
 }
 
+/* Every request the control thread has read whole. */
+static void serve_control(struct daemon *d)
+{
+	char line[CONTROL_LINE];
+	int cfd;
+
+	while ((cfd = control_server_next(&d->ctl, line, sizeof(line))) >= 0)
+		serve_request(d, cfd, line);
+}
+
 int cmd_daemon(int argc, char **argv)
 {
 	struct daemon_opts o;
@@ -1116,6 +1126,8 @@ int cmd_daemon(int argc, char **argv)
 	d->o = &o;
 	d->stats_fd = -1;
 	d->control_fd = -1;
+	d->control_lock = -1;
+	d->ctl.wake_fd = -1;
 	d->waiter.client = -1;
 	d->news.wake_fd = -1;
 	d->disc.wake_fd = -1;
@@ -1137,7 +1149,7 @@ int cmd_daemon(int argc, char **argv)
 		next_check = sbt_now_boottime();
 		while (!stop_sig) {
 			uint64_t t = sbt_now_boottime();
-			struct pollfd p[3] = { { d->control_fd, POLLIN, 0 },
+			struct pollfd p[3] = { { d->ctl.wake_fd, POLLIN, 0 },
 					       { d->news.wake_fd, POLLIN, 0 },
 					       { d->disc.wake_fd, POLLIN, 0 } };
 
@@ -1226,7 +1238,8 @@ int cmd_daemon(int argc, char **argv)
 	if (d->rb)
 		snapq_stop(&d->q);
 	t2 = sbt_now_boottime();
-	control_close(d->control_fd, o.runtime_dir);
+	control_server_stop(&d->ctl);
+	control_close(d->control_fd, d->control_lock, o.runtime_dir);
 	ring_buffer__free(d->rb);
 	recorder_free(&d->rec);
 	newcomers_free(&d->news);

@@ -3,8 +3,12 @@
  * One thread, many connections, multiplexed with poll: a client that is
  * slow or silent holds only its own slot, never the server. Each has 1 s
  * from its connect to send its request's head and 5 s for the whole
- * exchange; past MAX_CONNS open at once, new ones wait in the backlog
- * until a slot frees (slow ones are cut within a second).
+ * exchange. Every connection is accepted at once, so no address waits
+ * behind another's in the backlog: one address holds at most PEER_MAX
+ * (past it, its own oldest that has sent nothing goes, else its oldest
+ * still sending, else the newcomer), and past MAX_CONNS in all the
+ * address holding the most gives one up. A reconnect storm from one
+ * address can slow its own requests, not another's.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,6 +16,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,14 +32,22 @@
 #define EXCHANGE_MS 5000 /* from connect to the last byte of the answer */
 #define LINGER_MS 1000 /* reading what the client still sends, after the answer */
 #define MAX_CONNS 256
+#define PEER_MAX 16 /* connections of one address */
 #define BACKLOG 128
 
 static const char text_plain[] = "text/plain; charset=utf-8";
 
 enum conn_state { CONN_READ, CONN_WRITE, CONN_LINGER };
 
+/* A client's address, without its port. */
+struct peer {
+	int family;
+	uint8_t addr[16];
+};
+
 struct conn {
 	int fd;
+	struct peer peer;
 	enum conn_state st;
 	long long born, deadline; /* ms, CLOCK_MONOTONIC */
 	char *in; /* REQUEST_MAX bytes, while reading */
@@ -216,16 +229,122 @@ static bool step(struct http_server *s, struct conn *c)
 	return false;
 }
 
+static struct peer peer_of(const struct sockaddr_storage *ss)
+{
+	struct peer p = { .family = ss->ss_family };
+
+	if (ss->ss_family == AF_INET)
+		memcpy(p.addr, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+	else if (ss->ss_family == AF_INET6)
+		memcpy(p.addr, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+	return p;
+}
+
+static bool same_peer(const struct peer *a, const struct peer *b)
+{
+	return a->family == b->family && !memcmp(a->addr, b->addr, sizeof(a->addr));
+}
+
+static int count_of(const struct http_server *s, const struct peer *p)
+{
+	int n = 0;
+
+	for (int i = 0; i < s->n; i++)
+		n += same_peer(&s->conns[i].peer, p);
+	return n;
+}
+
+/* The connection of p to give up: its oldest that has sent nothing yet,
+ * else its oldest still sending its request; -1 when every one of it is
+ * being answered. */
+static int victim_of(const struct http_server *s, const struct peer *p)
+{
+	int idle = -1, reading = -1;
+
+	for (int i = 0; i < s->n; i++) {
+		const struct conn *c = &s->conns[i];
+
+		if (!same_peer(&c->peer, p) || c->st != CONN_READ)
+			continue;
+		if (!c->got && (idle < 0 || c->born < s->conns[idle].born))
+			idle = i;
+		if (reading < 0 || c->born < s->conns[reading].born)
+			reading = i;
+	}
+	return idle >= 0 ? idle : reading;
+}
+
+/* The address holding the most connections (one pass: a table of the
+ * addresses, open addressing; MAX_CONNS at most), and how many. */
+static const struct peer *heaviest(const struct http_server *s, int *most_n)
+{
+	struct {
+		int conn; /* a connection of it, -1: empty */
+		int n;
+	} t[2 * MAX_CONNS];
+	const struct peer *most = NULL;
+
+	for (size_t k = 0; k < 2 * MAX_CONNS; k++)
+		t[k].conn = -1;
+	*most_n = 0;
+	for (int i = 0; i < s->n; i++) {
+		const struct peer *p = &s->conns[i].peer;
+		uint32_t h = 2166136261u;
+		size_t k;
+
+		for (size_t b = 0; b < sizeof(p->addr); b++)
+			h = (h ^ p->addr[b]) * 16777619u;
+		for (k = h % (2 * MAX_CONNS); t[k].conn >= 0 && !same_peer(&s->conns[t[k].conn].peer, p);
+		     k = (k + 1) % (2 * MAX_CONNS))
+			;
+		if (t[k].conn < 0)
+			t[k].conn = i;
+		if (++t[k].n > *most_n) {
+			*most_n = t[k].n;
+			most = p;
+		}
+	}
+	return most;
+}
+
+/* Room for a newcomer from p: false when the newcomer is the one to go. */
+static bool make_room(struct http_server *s, const struct peer *p)
+{
+	const struct peer *most;
+	int v, most_n;
+
+	if (count_of(s, p) >= PEER_MAX) {
+		if ((v = victim_of(s, p)) < 0)
+			return false; /* all its own are being answered: the newcomer goes */
+		drop(s, v);
+	}
+	if (s->n < MAX_CONNS)
+		return true;
+	most = heaviest(s, &most_n);
+	if (!most || same_peer(most, p) || (v = victim_of(s, most)) < 0)
+		return false;
+	drop(s, v);
+	return true;
+}
+
 static void accept_all(struct http_server *s)
 {
-	while (s->n < MAX_CONNS) {
-		int fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(s->fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct peer p;
 		struct conn *c;
 
 		if (fd < 0)
 			return; /* none waiting, the peer left, or no file left: later */
+		p = peer_of(&ss);
+		if (!make_room(s, &p)) {
+			close(fd);
+			continue;
+		}
 		c = &s->conns[s->n];
-		*c = (struct conn){ .fd = fd, .st = CONN_READ, .born = now_ms() };
+		*c = (struct conn){ .fd = fd, .peer = p, .st = CONN_READ, .born = now_ms() };
 		c->deadline = c->born + HEAD_MS;
 		if (!(c->in = malloc(REQUEST_MAX))) {
 			close(fd);
@@ -246,8 +365,7 @@ static void *serve_loop(void *arg)
 		int np = 2, r;
 
 		p[0] = (struct pollfd){ s->wake[0], POLLIN, 0 };
-		/* at the cap, new clients wait in the backlog */
-		p[1] = (struct pollfd){ s->n < MAX_CONNS ? s->fd : -1, POLLIN, 0 };
+		p[1] = (struct pollfd){ s->fd, POLLIN, 0 };
 		for (int i = 0; i < s->n; i++) {
 			struct conn *c = &s->conns[i];
 
