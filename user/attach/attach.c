@@ -118,7 +118,9 @@ int attach_trace_pid(struct attacher *a, pid_t pid)
 		sbt_err("cannot trace PID %d: %s", pid, strerror(errno));
 		return -errno;
 	}
-	proc_for_each_fd(pid, seed_fd_cb, &c);
+	if (proc_for_each_fd(pid, a->fd_scan_max, seed_fd_cb, &c))
+		sbt_info(1, "  fds        -> PID %d: over %zu open files: the first %zu looked at for its "
+			 "accelerator files\n", pid, a->fd_scan_max, a->fd_scan_max);
 	return 0;
 }
 

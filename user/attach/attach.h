@@ -69,6 +69,9 @@ struct attacher {
 	/* where a forgotten process's uprobes go to be destroyed (reaper.h);
 	 * NULL: destroyed at once */
 	struct link_reaper *reaper;
+	/* a process's open files looked at when it is traced, at most (0: all;
+	 * the daemon's: PROC_FD_SCAN_MAX, another user's fds are no work of its) */
+	size_t fd_scan_max;
 };
 
 /* Open and configure (before load): the attach plan is decided here

@@ -191,5 +191,5 @@ void metaw_groups_of(struct meta_writer *m, pid_t pid)
 {
 	struct group_ctx c = { m, pid };
 
-	proc_for_each_fd(pid, group_cb, &c);
+	proc_for_each_fd(pid, m->fd_scan_max, group_cb, &c);
 }

@@ -27,6 +27,7 @@ struct meta_writer {
 		int group;
 	} groups[METAW_MAX_GROUPS]; /* VFIO groups reported per process */
 	int ngroups;
+	size_t fd_scan_max; /* a process's open files looked at for its groups (0: all) */
 };
 
 /* Fill h's type and size (and ts when 0) and add it to the output. */

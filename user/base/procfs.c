@@ -13,6 +13,7 @@
 
 #include <linux/openat2.h>
 
+#include "base/hashmap.h"
 #include "base/procfs.h"
 
 bool proc_exists(pid_t pid)
@@ -210,17 +211,32 @@ static int each_exec_mapping(pid_t pid, int (*cb)(const char *range, const char 
 struct mapped_files {
 	char **out;
 	int n;
+	struct hashmap seen; /* a path's hash -> its index + 1 */
 };
 
+static uint64_t path_hash(const char *s)
+{
+	uint64_t h = 14695981039346656037ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/* A path once, however many mappings it has (a hash, not a scan of those
+ * before: a process may map thousands). */
 static int add_mapped(const char *range, const char *path, void *ctx)
 {
 	struct mapped_files *m = ctx;
+	uint64_t h = path_hash(path);
+	uintptr_t at = (uintptr_t)hm_get(&m->seen, h);
 	char **grown;
 
 	(void)range;
-	for (int i = 0; i < m->n; i++)
-		if (!strcmp(m->out[i], path))
-			return 0;
+	if (at && !strcmp(m->out[at - 1], path))
+		return 0;
+	if (m->n == PROC_MAX_MAPPED)
+		return 1; /* enough: the rest is not looked at */
 	grown = realloc(m->out, (m->n + 1) * sizeof(*grown));
 	if (!grown)
 		return -ENOMEM;
@@ -228,6 +244,9 @@ static int add_mapped(const char *range, const char *path, void *ctx)
 	if (!(m->out[m->n] = strdup(path)))
 		return -ENOMEM;
 	m->n++;
+	/* (two paths of one hash: the second is looked at again each time) */
+	if (!at && hm_put(&m->seen, h, (void *)(uintptr_t)m->n))
+		return -ENOMEM;
 	return 0;
 }
 
@@ -236,7 +255,8 @@ int proc_mapped_files(pid_t pid, char ***paths)
 	struct mapped_files m = { 0 };
 	int ret = each_exec_mapping(pid, add_mapped, &m);
 
-	if (ret) {
+	hm_free(&m.seen);
+	if (ret < 0) {
 		proc_free_paths(m.out, m.n);
 		return ret;
 	}
@@ -379,17 +399,27 @@ size_t proc_cmdline(pid_t pid, char *buf, size_t len)
 	return n;
 }
 
-static void for_each_entry(const char *dir, void (*cb)(long n, void *ctx), void *ctx)
+/* Numbered entries of dir, at most max of them (0: all); true when there
+ * were more. */
+static bool for_each_entry(const char *dir, size_t max, void (*cb)(long n, void *ctx), void *ctx)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
+	size_t seen = 0;
 
 	if (!d)
-		return;
-	while ((e = readdir(d)))
-		if (isdigit((unsigned char)e->d_name[0]))
-			cb(strtol(e->d_name, NULL, 10), ctx);
+		return false;
+	while ((e = readdir(d))) {
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		if (max && seen++ == max) {
+			closedir(d);
+			return true;
+		}
+		cb(strtol(e->d_name, NULL, 10), ctx);
+	}
 	closedir(d);
+	return false;
 }
 
 struct task_ctx {
@@ -411,7 +441,7 @@ void proc_for_each_task(pid_t pid, void (*cb)(pid_t pid, pid_t tid, void *ctx), 
 	char dir[64];
 
 	snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
-	for_each_entry(dir, task_entry, &t);
+	for_each_entry(dir, 0, task_entry, &t);
 }
 
 struct fd_ctx {
@@ -434,14 +464,13 @@ static void fd_entry(long fd, void *ctx)
 	c->cb((int)fd, target, c->ctx);
 }
 
-void proc_for_each_fd(pid_t pid, void (*cb)(int fd, const char *target, void *ctx),
-		      void *ctx)
+bool proc_for_each_fd(pid_t pid, size_t max, void (*cb)(int fd, const char *target, void *ctx), void *ctx)
 {
 	struct fd_ctx c = { pid, cb, ctx };
 	char dir[64];
 
 	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
-	for_each_entry(dir, fd_entry, &c);
+	return for_each_entry(dir, max, fd_entry, &c);
 }
 
 void proc_for_each_irq(void (*cb)(int irq, const char *name, void *ctx), void *ctx)

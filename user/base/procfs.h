@@ -39,8 +39,10 @@ void proc_creds_end(const struct proc_creds *saved);
 int kallsyms_find(const char *const *names, size_t n, bool *found, uint64_t *addr);
 /* When it started, in BOOTTIME ns (to the clock tick); 0: unknown. */
 uint64_t proc_start_boottime(pid_t pid);
-/* The distinct files mapped executable in the process. Returns the count
- * (paths malloc'd into *paths), or -errno. */
+/* The distinct files mapped executable in the process, the first
+ * PROC_MAX_MAPPED of them. Returns the count (paths malloc'd into *paths),
+ * or -errno. */
+#define PROC_MAX_MAPPED 4096
 int proc_mapped_files(pid_t pid, char ***paths);
 void proc_free_paths(char **paths, int n);
 /* The file the process has mapped executable at `path` (as its maps
@@ -67,9 +69,12 @@ void proc_root_path(pid_t pid, const char *path, char *out, size_t len);
 size_t proc_cmdline(pid_t pid, char *buf, size_t len);
 /* Calls cb for every thread of the process. */
 void proc_for_each_task(pid_t pid, void (*cb)(pid_t pid, pid_t tid, void *ctx), void *ctx);
-/* Calls cb for every open fd with what it points at (readlink text). */
-void proc_for_each_fd(pid_t pid, void (*cb)(int fd, const char *target, void *ctx),
-		      void *ctx);
+/* Calls cb for every open fd with what it points at (readlink text), the
+ * first max of them (0: all; in the kernel's order, the lowest first):
+ * true when there were more. A process's fds are its own to multiply: the
+ * daemon caps them (PROC_FD_SCAN_MAX). */
+#define PROC_FD_SCAN_MAX 1024
+bool proc_for_each_fd(pid_t pid, size_t max, void (*cb)(int fd, const char *target, void *ctx), void *ctx);
 /* Calls cb for each numbered interrupt in /proc/interrupts with its name
  * (the last column). */
 void proc_for_each_irq(void (*cb)(int irq, const char *name, void *ctx), void *ctx);

@@ -101,7 +101,7 @@ static void seed_process(pid_t pid, void *vctx)
 
 	ctx->pid = pid;
 	ctx->has_group = false;
-	proc_for_each_fd(pid, seed_fd, ctx);
+	proc_for_each_fd(pid, PROC_FD_SCAN_MAX, seed_fd, ctx);
 	ctx->procs += ctx->has_group;
 }
 

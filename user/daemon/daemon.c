@@ -517,6 +517,7 @@ static int start(struct daemon *d)
 		return ret;
 	}
 	d->mw.sink = on_meta;
+	d->mw.fd_scan_max = PROC_FD_SCAN_MAX;
 	d->mw.sink_ctx = d;
 	sbt_note("flight recorder: the last %g s of kernel events, in at most %lu MiB; snapshots in %s "
 		 "(at most %lu MiB)", d->o->recorder_seconds, d->o->recorder_mib, d->spool, d->o->spool_mib);
@@ -1132,6 +1133,7 @@ int cmd_daemon(int argc, char **argv)
 	d->news.wake_fd = -1;
 	d->disc.wake_fd = -1;
 	d->at.stop = &stop_sig;
+	d->at.fd_scan_max = PROC_FD_SCAN_MAX;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_mutex_init(&d->rec_lock, NULL);
 	clock_gettime(CLOCK_REALTIME, &now);

@@ -307,6 +307,17 @@ static const struct peer *heaviest(const struct http_server *s, int *most_n)
 	return most;
 }
 
+/* A connection given up to make room: what it sent is read first, so
+ * that the close is an end (FIN), not a reset, and the client can tell. */
+static void evict(struct http_server *s, int i)
+{
+	char sink[4096];
+
+	for (int k = 0; k < 16 && recv(s->conns[i].fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; k++)
+		;
+	drop(s, i);
+}
+
 /* Room for a newcomer from p: false when the newcomer is the one to go. */
 static bool make_room(struct http_server *s, const struct peer *p)
 {
@@ -316,14 +327,14 @@ static bool make_room(struct http_server *s, const struct peer *p)
 	if (count_of(s, p) >= PEER_MAX) {
 		if ((v = victim_of(s, p)) < 0)
 			return false; /* all its own are being answered: the newcomer goes */
-		drop(s, v);
+		evict(s, v);
 	}
 	if (s->n < MAX_CONNS)
 		return true;
 	most = heaviest(s, &most_n);
 	if (!most || same_peer(most, p) || (v = victim_of(s, most)) < 0)
 		return false;
-	drop(s, v);
+	evict(s, v);
 	return true;
 }
 

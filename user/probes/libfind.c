@@ -20,6 +20,9 @@
 #include "probes/libfind.h"
 #include "probes/libresolve.h"
 
+/* Runtime libraries a process maps that are read, at most (it has two or three). */
+#define LIBS_MAX_MAPPED 64
+
 static bool stop_now(struct lib_search *s);
 
 static bool stop_reading(void *ctx)
@@ -189,6 +192,13 @@ struct in_root {
 	pid_t pid;
 };
 
+static bool stop_in_root(void *ctx)
+{
+	struct in_root *r = ctx;
+
+	return stop_now(r->s);
+}
+
 static void found_in_root_cb(const char *path, const char *why, void *ctx)
 {
 	struct in_root *r = ctx;
@@ -202,11 +212,17 @@ int lib_search_mapped(struct lib_search *s, pid_t pid)
 	char **maps = NULL; /* set when n > 0; gcc -flto cannot tell */
 	int n = proc_mapped_files(pid, &maps);
 
-	for (int i = 0; i < n && !stop_now(s); i++) {
+	for (int i = 0, taken = 0; i < n && !stop_now(s); i++) {
 		int fd;
 
 		if (!wanted(&s->w, maps[i]))
 			continue;
+		/* each is found again in the maps to be opened: a few, not thousands */
+		if (++taken > LIBS_MAX_MAPPED) {
+			sbt_info(1, "  skipped    -> PID %d: over %d mapped runtime libraries: the rest not read\n", pid,
+				 LIBS_MAX_MAPPED);
+			break;
+		}
 		fd = proc_open_mapped(pid, maps[i]);
 		if (fd >= 0)
 			take_fd(s, fd, maps[i], "mapped by the process");
@@ -235,20 +251,25 @@ int lib_search_all(struct lib_search *s, pid_t pid, char *const *command)
 	} else if (pid > 0 && !proc_getenv(pid, "LD_LIBRARY_PATH", env, sizeof(env))) {
 		struct in_root r = { s, pid };
 		struct proc_creds as, saved;
-		int ret = -ESRCH;
+		int ret = -ESRCH, cut = 0;
 
 		/* its directories as it sees them, inside its root, and with its
 		 * identity: root never opens there what the process could not
 		 * (a root-only file bind-mounted in its own mount namespace) */
 		if (!proc_creds_of(pid, &as) && !(ret = proc_creds_begin(&as, &saved))) {
-			libs_in_dirs_of(pid, env, "the process's LD_LIBRARY_PATH", found_in_root_cb, &r);
+			cut = libs_in_dirs_of(pid, env, "the process's LD_LIBRARY_PATH", found_in_root_cb, stop_in_root,
+					      &r);
 			proc_creds_end(&saved);
 		} else if (ret == -ESRCH || geteuid() == 0) {
 			sbt_info(1, "  skipped    -> PID %d's LD_LIBRARY_PATH: %s\n", pid,
 				 ret == -ESRCH ? "the process is gone" : "cannot take its identity to look");
 		} else { /* not root: what it opens it opens with its own rights */
-			libs_in_dirs_of(pid, env, "the process's LD_LIBRARY_PATH", found_in_root_cb, &r);
+			cut = libs_in_dirs_of(pid, env, "the process's LD_LIBRARY_PATH", found_in_root_cb, stop_in_root,
+					      &r);
 		}
+		if (cut)
+			sbt_info(1, "  skipped    -> PID %d's LD_LIBRARY_PATH: past %d directories or %d entries of "
+				 "one: not looked at\n", pid, LIBS_MAX_DIRS, LIBS_MAX_DIR_ENTRIES);
 	}
 	libs_in_ldcache(found_cb, s);
 	libs_in_install_tree(found_cb, s);

@@ -145,28 +145,52 @@ static void walk_dir(const char *dir, int depth, const char *why, lib_found_cb c
 	closedir(d);
 }
 
-void libs_in_dirs_of(pid_t pid, const char *list, const char *why, lib_found_cb cb, void *ctx)
+int libs_in_dirs_of(pid_t pid, const char *list, const char *why, lib_found_cb cb, bool (*stop)(void *ctx),
+		    void *ctx)
 {
 	char *copy = strdup(list ? list : ""), *save = NULL, path[4096];
+	struct { dev_t dev; ino_t ino; } seen[LIBS_MAX_DIRS];
+	int nseen = 0, cut = 0, dirs = 0;
 
-	for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir;
+	for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir && !stop(ctx);
 	     dir = strtok_r(NULL, ":", &save)) {
-		int fd = dir[0] == '/' ? proc_open_in_root(pid, dir, O_RDONLY | O_DIRECTORY | O_NONBLOCK) : -1;
-		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+		int fd, i;
+		size_t entries = 0;
+		struct stat st;
 		struct dirent *e;
+		DIR *d;
 
-		if (!d) {
-			if (fd >= 0)
-				close(fd);
+		if (dir[0] != '/')
+			continue;
+		if (++dirs > LIBS_MAX_DIRS) {
+			cut++; /* the rest of the list */
+			break;
+		}
+		fd = proc_open_in_root(pid, dir, O_RDONLY | O_DIRECTORY | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		/* one directory named many times is read once */
+		for (i = 0; !fstat(fd, &st) && i < nseen && (seen[i].dev != st.st_dev || seen[i].ino != st.st_ino); i++)
+			;
+		if (i < nseen || !(d = fdopendir(fd))) {
+			close(fd);
 			continue;
 		}
-		while ((e = readdir(d)))
+		seen[nseen].dev = st.st_dev;
+		seen[nseen++].ino = st.st_ino;
+		while ((e = readdir(d))) {
+			if (++entries > LIBS_MAX_DIR_ENTRIES || ((entries & 1023) == 0 && stop(ctx))) {
+				cut += entries > LIBS_MAX_DIR_ENTRIES;
+				break;
+			}
 			if (e->d_name[0] != '.' && e->d_type != DT_DIR &&
 			    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) < sizeof(path))
 				cb(path, why, ctx);
+		}
 		closedir(d);
 	}
 	free(copy);
+	return cut;
 }
 
 void libs_in_dirs(const char *list, int depth, const char *why, lib_found_cb cb, void *ctx)

@@ -32,8 +32,15 @@ void libs_in_dirs(const char *list, int depth, const char *why, lib_found_cb cb,
 /* The same for a process's own list (its LD_LIBRARY_PATH), each directory
  * looked up inside its root (proc_open_in_root): the paths passed are as
  * the process sees them, to be resolved inside its root too. Relative
- * entries (the process's working directory) are skipped. */
-void libs_in_dirs_of(pid_t pid, const char *list, const char *why, lib_found_cb cb, void *ctx);
+ * entries (the process's working directory) are skipped. The list and its
+ * directories are the process's to make large: at most LIBS_MAX_DIRS
+ * directories, each read once however often named, LIBS_MAX_DIR_ENTRIES
+ * entries of each, and stop asked every 1024 entries. Returns how many
+ * were cut by a cap (0: all read). */
+#define LIBS_MAX_DIRS 64
+#define LIBS_MAX_DIR_ENTRIES 65536
+int libs_in_dirs_of(pid_t pid, const char *list, const char *why, lib_found_cb cb, bool (*stop)(void *ctx),
+		    void *ctx);
 /* The ld.so cache (ldconfig -p). */
 void libs_in_ldcache(lib_found_cb cb, void *ctx);
 /* The Spyre install tree. */
