@@ -3965,6 +3965,112 @@ def run_daemon_control_fair(tmp):
             daemon.wait()
 
 
+LARGE_HOLDER = r"""
+import ctypes, fcntl, os, resource, sys, time
+card, libdir, maps_dir, nmaps, nfds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+nfds = min(nfds, hard - 100)  # what this machine allows
+resource.setrlimit(resource.RLIMIT_NOFILE, (nfds + 100, hard))
+held = [os.open("/dev/null", os.O_RDONLY) for _ in range(nfds)]  # open files, many
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+for i in range(nmaps):  # executable mappings with long paths, many (no fd kept)
+    fd = os.open(os.path.join(maps_dir, f"m{i}"), os.O_RDONLY)
+    assert libc.mmap(None, 4096, 5, 2, fd, 0) not in (None, ctypes.c_void_p(-1).value)  # r-x, private
+    os.close(fd)
+fd = os.open(card, os.O_RDONLY)  # and a (mock) card: a card holder
+try:
+    fcntl.ioctl(fd, 0x3b64)
+except OSError:
+    pass
+print("ready", nfds, flush=True)
+time.sleep(600)
+"""
+
+
+def run_daemon_process_made_large(tmp):
+    """A card holder of user nobody makes large what the daemon looks at:
+    19,000 open files, 20,000 executable mappings with 3.5 KB paths, and an
+    LD_LIBRARY_PATH of 431 directories (one directory of 70,000 files named
+    431 times, and distinct ones). A root job's detail window beside it
+    gets at least 90% of the runtime calls a second it gets without the
+    attacker, ctl status answers within 1 s throughout, and the daemon's
+    peak resident memory stays under 256 MiB."""
+    if not shutil.which("setpriv"):
+        raise Skip("no setpriv")
+    pub = nobody_dir(tmp)
+    big = os.path.join(pub, "big")
+    os.makedirs(big)
+    for i in range(70000):
+        open(os.path.join(big, f"libx{i}.so"), "w").close()
+    deep = pub
+    while len(deep) < 3400:
+        deep = os.path.join(deep, "d" * 100)
+    os.makedirs(deep)
+    for i in range(20000):
+        with open(os.path.join(deep, f"m{i}"), "wb") as f:
+            f.write(b"\0" * 4096)
+    dirs = [big] * 400 + [os.path.join(pub, f"e{i}") for i in range(31)]
+    for d in dirs[400:]:
+        os.makedirs(d)
+    card = os.path.join(pub, "mock", "vfio")
+    open(card, "w").close()
+    for d, _, _ in os.walk(pub):
+        os.chmod(d, 0o777)
+    os.chmod(card, 0o666)
+    daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers")
+    job = attacker = None
+
+    def window(name):
+        """A 2 s window: the job's calls a second in it, ctl status's worst."""
+        worst = 0.0
+
+        def during():
+            nonlocal worst
+            t0 = time.time()
+            while time.time() - t0 < 1.5:
+                t = time.time()
+                ctl_status(ctl)
+                worst = max(worst, time.time() - t)
+                time.sleep(0.05)
+        out = os.path.join(tmp, name + ".sbt")
+        _, man = record_window_during(ctl, out, 2, during)
+        win, traced = window_of(man)
+        me = traced[job.pid]
+        events, _ = parse_dump(out, outputs=False)
+        calls = [e for e in events if e["type"] == "call_enter" and e["tgid"] == job.pid]
+        span = (win["to_boottime_ns"] - me["traced_from_boottime_ns"]) / 1e9
+        return (len(calls) / span if span > 0 else 0.0), worst
+
+    try:
+        job = subprocess.Popen([SIM, "--mock-dir", os.path.join(tmp, "mock"), "--jobs", "100000000",
+                                "--delay-us", "2000"], stdout=subprocess.DEVNULL)
+        wait_for(lambda: ctl_status(ctl)["processes"] == "with a card 1", 20, "the daemon to see the job")
+        alone, _ = window("alone")
+        attacker = subprocess.Popen(AS_NOBODY + [sys.executable, "-c", LARGE_HOLDER, card, big, deep, "20000",
+                                                 "19000"], env=dict(os.environ, LD_LIBRARY_PATH=":".join(dirs)),
+                                    stdout=subprocess.PIPE, text=True)
+        ready = attacker.stdout.readline().split()
+        assert ready[0] == "ready", ready
+        wait_for(lambda: ctl_status(ctl)["processes"] == "with a card 2", 20, "the daemon to see the attacker")
+        beside, worst = window("beside")
+        hwm = int(re.search(r"VmHWM:\s+(\d+)", open(f"/proc/{daemon.pid}/status").read()).group(1)) << 10
+        print(f"     the attacker: {ready[1]} open files, 20,000 mappings, 431 library directories")
+        print(f"     the job's calls a second: {alone:.0f} alone, {beside:.0f} beside the attacker; ctl status "
+              f"at most {worst * 1000:.0f} ms; the daemon's peak {hwm >> 20} MiB")
+        assert beside >= 0.9 * alone, (alone, beside)
+        assert worst < 1, worst
+        assert hwm < 256 << 20, hwm
+    finally:
+        for p in (job, attacker):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+        daemon.kill()
+        daemon.wait()
+
+
 def run_daemon_slow_library_off_main_loop(tmp):
     """A process of user nobody puts a library that takes seconds to read
     (1.5 million symbols, a regular file named like the runtime's) on its
@@ -4148,6 +4254,7 @@ TESTS = [
     ("hostile_libraries_bounded", run_hostile_libraries_bounded),
     ("daemon_control_fair", run_daemon_control_fair),
     ("daemon_http_reconnect_storm", run_daemon_http_reconnect_storm),
+    ("daemon_process_made_large", run_daemon_process_made_large),
     ("daemon_root_file_in_user_namespace", run_daemon_root_file_in_user_namespace),
     ("daemon_fake_vfio_ignored", run_daemon_fake_vfio_ignored),
     ("daemon_recorder_fair", run_daemon_recorder_fair),
