@@ -3968,6 +3968,7 @@ def run_daemon_control_fair(tmp):
 LARGE_HOLDER = r"""
 import ctypes, fcntl, os, resource, sys, time
 card, libdir, maps_dir, nmaps, nfds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+crafted = sys.argv[6:]
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 nfds = min(nfds, hard - 100)  # what this machine allows
 resource.setrlimit(resource.RLIMIT_NOFILE, (nfds + 100, hard))
@@ -3975,8 +3976,9 @@ held = [os.open("/dev/null", os.O_RDONLY) for _ in range(nfds)]  # open files, m
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mmap.restype = ctypes.c_void_p
 libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-for i in range(nmaps):  # executable mappings with long paths, many (no fd kept)
-    fd = os.open(os.path.join(maps_dir, f"m{i}"), os.O_RDONLY)
+paths = [os.path.join(maps_dir, f"m{i}") for i in range(nmaps)]
+for p in crafted + paths:  # crafted libraries, and executable mappings with long paths, many (no fd kept)
+    fd = os.open(p, os.O_RDONLY)
     assert libc.mmap(None, 4096, 5, 2, fd, 0) not in (None, ctypes.c_void_p(-1).value)  # r-x, private
     os.close(fd)
 fd = os.open(card, os.O_RDONLY)  # and a (mock) card: a card holder
@@ -3991,9 +3993,11 @@ time.sleep(600)
 
 def run_daemon_process_made_large(tmp):
     """A card holder of user nobody makes large what the daemon looks at:
-    19,000 open files, 20,000 executable mappings with 3.5 KB paths, and an
+    19,000 open files, 20,000 executable mappings with 3.5 KB paths, an
     LD_LIBRARY_PATH of 431 directories (one directory of 70,000 files named
-    431 times, and distinct ones). A root job's detail window beside it
+    431 times, and distinct ones), and the three crafted runtime libraries
+    of hostile_libraries_bounded mapped (the daemon reads a card holder's
+    mapped runtime between windows). A root job's detail window beside it
     gets at least 90% of the runtime calls a second it gets without the
     attacker, ctl status answers within 1 s throughout, and the daemon's
     peak resident memory stays under 256 MiB."""
@@ -4019,6 +4023,9 @@ def run_daemon_process_made_large(tmp):
     for d, _, _ in os.walk(pub):
         os.chmod(d, 0o777)
     os.chmod(card, 0o666)
+    crafted = [os.path.join(d, "libflex.so.9") for d in hostile_libraries(pub).values()]
+    for f in crafted:
+        os.chmod(f, 0o644)
     daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers")
     job = attacker = None
 
@@ -4049,7 +4056,7 @@ def run_daemon_process_made_large(tmp):
         wait_for(lambda: ctl_status(ctl)["processes"] == "with a card 1", 20, "the daemon to see the job")
         alone, _ = window("alone")
         attacker = subprocess.Popen(AS_NOBODY + [sys.executable, "-c", LARGE_HOLDER, card, big, deep, "20000",
-                                                 "19000"], env=dict(os.environ, LD_LIBRARY_PATH=":".join(dirs)),
+                                                 "19000"] + crafted, env=dict(os.environ, LD_LIBRARY_PATH=":".join(dirs)),
                                     stdout=subprocess.PIPE, text=True)
         ready = attacker.stdout.readline().split()
         assert ready[0] == "ready", ready
