@@ -197,6 +197,11 @@ $(OUT)/bench/gen-capture: bench/gen_capture.c tests/lib/synth.c user/capture/cap
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -g -std=gnu11 $(WARN) -D_GNU_SOURCE -Ibpf -Iuser -Itests/lib $^ -o $@
 
+# what reading a library in its sandboxed child costs
+$(OUT)/bench/reader-cost: bench/reader_cost.c $(OUT)/libsbt.a | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(ALL_CFLAGS) $< $(OUT)/libsbt.a -o $@ $(LDLIBS)
+
 # the zero-loss ceiling's producer: VFIO-numbered ioctls at a set rate
 $(OUT)/bench/ioctl-load: bench/ioctl_load.c | $(OUT)/bench
 	$(call msg,CC,$@)
@@ -229,7 +234,9 @@ $(OUT)/bench:
 bench:
 	@scripts/deps.sh
 	@$(MAKE) --no-print-directory $(PAR) all $(OUT)/bench/gen-capture $(OUT)/bench/bench-floor \
-		$(OUT)/bench/floor.bpf.o $(OUT)/bench/ioctl-load $(OUT)/bench/pingpong $(OUT)/bench/hook-toggle
+		$(OUT)/bench/floor.bpf.o $(OUT)/bench/ioctl-load $(OUT)/bench/pingpong $(OUT)/bench/hook-toggle \
+		$(OUT)/bench/reader-cost
+	@$(OUT)/bench/reader-cost $(OUT)/sim/libsenlib.so 64
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/overhead.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/runtime_probes.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/convert.py

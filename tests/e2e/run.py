@@ -4078,6 +4078,20 @@ def run_daemon_process_made_large(tmp):
         daemon.wait()
 
 
+def daemon_children(pid):
+    """The status fields of the daemon's child processes now."""
+    kids = []
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            for k in open(f"/proc/{pid}/task/{t}/children").read().split():
+                st = dict(line.split(":\t", 1) for line in open(f"/proc/{k}/status").read().splitlines()
+                          if ":\t" in line)
+                kids.append({k: v.strip() for k, v in st.items()})
+        except OSError:
+            pass
+    return kids
+
+
 def run_daemon_slow_library_off_main_loop(tmp):
     """A process of user nobody puts a library that takes seconds to read
     (1.5 million symbols, a regular file named like the runtime's) on its
@@ -4087,7 +4101,9 @@ def run_daemon_slow_library_off_main_loop(tmp):
     all the while the window is open; the runtime copy, read first, goes
     on at once, not after the slow file (the process is traced in full
     well before that read ends); the slow read stops at the 2 s budget (or
-    ends, on a machine that reads it faster)."""
+    ends, on a machine that reads it faster). The file is read in a
+    sandboxed child of the daemon: user nobody, no capabilities,
+    no_new_privs, a seccomp filter."""
     import decoy_elf
     pub = os.path.join(tmp, "pub")
     os.makedirs(os.path.join(pub, "mock"))
@@ -4126,10 +4142,18 @@ def run_daemon_slow_library_off_main_loop(tmp):
                 assert r.returncode == 0, r.stderr
                 worst = max(worst, time.time() - t)
                 asked += 1
+                for kid in daemon_children(daemon.pid):
+                    readers.append(kid)
                 time.sleep(0.05)
             return worst, asked
         out = os.path.join(tmp, "w.sbt")
+        readers = []
         (worst, asked), man = record_window_during(ctl, out, seconds, during)
+        assert readers, "no library reader child seen while the slow library was read"
+        for st in readers:
+            assert st["Uid"].split()[:2] == ["65534", "65534"] and st["CapEff"] == "0000000000000000" and \
+                st["NoNewPrivs"] == "1" and st["Seccomp"] == "2", st
+        print(f"     {len(readers)} looks at a library reader: nobody, no capabilities, no_new_privs, seccomp")
         print(f"     ctl status asked {asked} times in the window, at most {worst * 1000:.0f} ms")
         assert worst < 1, f"ctl status took {worst:.2f} s while the library was read"
         win, traced = window_of(man)

@@ -417,7 +417,7 @@ int elf_for_each_function_fd(int fd, const char *name, elf_sym_cb cb, void *ctx,
  * symlink, never blocking (a FIFO), never a device. Looked at before it
  * is opened, and what was opened checked again.
  */
-static int open_library(const char *path, char *err, size_t errlen)
+int elf_open_library(const char *path, char *err, size_t errlen)
 {
 	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW,
 				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
@@ -449,7 +449,7 @@ refuse:
 int elf_for_each_function(const char *path, elf_sym_cb cb, void *ctx, const struct elf_walk_opts *opts,
 			  char *err, size_t errlen)
 {
-	int fd = open_library(path, err, errlen), ret;
+	int fd = elf_open_library(path, err, errlen), ret;
 
 	if (fd < 0)
 		return fd;

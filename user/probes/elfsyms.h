@@ -69,6 +69,9 @@ int elf_for_each_function_fd(int fd, const char *name, elf_sym_cb cb, void *ctx,
  * spent, a short read). Only during the walk. */
 uint8_t *elf_func_code(struct elf_file *file, uint64_t offset, uint64_t size, const char *what, char *why,
 		       size_t whylen);
+/* A library by path, opened the way elf_for_each_function opens it: the
+ * read fd, or -errno with err filled. */
+int elf_open_library(const char *path, char *err, size_t errlen);
 /* A library found as an O_PATH fd (proc_resolve_in_root): opened for
  * reading through it if it is a regular file of at most 1 GiB, and
  * checked again once open. The read fd, or -errno with err filled. */

@@ -11,12 +11,14 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/sandbox.h"
 #include "capture/names.h"
 #include "events.h"
 #include "probes/demangle.h"
 #include "probes/elfsyms.h"
 #include "probes/probes.h"
 #include "probes/retsites.h"
+#include "probes/sitecodec.h"
 
 /*
  * The public flex and senlib entry points (../shared/reference). Their
@@ -255,6 +257,29 @@ static const struct probe_spec *role_source(const struct scan_ctx *c, const stru
 	return s;
 }
 
+/* A function probed at its n return sites, or refused (n < 0: why), or
+ * refused past the set's cap of uprobes. 0, or -ENOMEM. */
+static int settle(struct probe_set *ps, struct probe_site *site, const struct ret_site *rets, int n,
+		  const char *reason)
+{
+	char why[160];
+
+	snprintf(why, sizeof(why), "%s", n < 0 ? reason : "");
+	if (n >= 0 && ps->max_uprobes && ps->uprobes + 1 + (size_t)n > ps->max_uprobes) {
+		snprintf(why, sizeof(why), "the cap of %zu uprobes per process is reached (--max-probes)",
+			 ps->max_uprobes);
+		n = -1;
+	}
+	if (n < 0)
+		return (site->refused = strdup(why)) ? 0 : -ENOMEM;
+	if (n && !(site->rets = malloc((size_t)n * sizeof(*rets))))
+		return -ENOMEM;
+	memcpy(site->rets, rets, (size_t)n * sizeof(*rets));
+	site->nrets = n;
+	ps->uprobes += 1 + (size_t)n;
+	return 0;
+}
+
 /* Where the function returns, or why it cannot be probed. */
 static int find_returns(const struct scan_ctx *c, struct probe_site *site,
 			const struct elf_func *f)
@@ -281,20 +306,7 @@ decided:
 		free((void *)hot.code);
 	if (part)
 		free((void *)cold.code);
-
-	if (n >= 0 && ps->max_uprobes && ps->uprobes + 1 + (size_t)n > ps->max_uprobes) {
-		snprintf(why, sizeof(why), "the cap of %zu uprobes per process is reached (--max-probes)",
-			 ps->max_uprobes);
-		n = -1;
-	}
-	if (n < 0)
-		return (site->refused = strdup(why)) ? 0 : -ENOMEM;
-	if (n && !(site->rets = malloc((size_t)n * sizeof(*rets))))
-		return -ENOMEM;
-	memcpy(site->rets, rets, (size_t)n * sizeof(*rets));
-	site->nrets = n;
-	ps->uprobes += 1 + (size_t)n;
-	return 0;
+	return settle(ps, site, rets, n, why);
 }
 
 static void site_free(struct probe_site *s)
@@ -306,6 +318,27 @@ static void site_free(struct probe_site *s)
 	free(s->refused);
 }
 
+/* Room for one more site at the set's end: it, or NULL (*err set). */
+static struct probe_site *new_site(struct probe_set *ps, int *err)
+{
+	if (ps->n > SBT_MAX_PROBE_ID) {
+		*err = -E2BIG;
+		return NULL;
+	}
+	if (ps->n == ps->cap) {
+		size_t cap = ps->cap ? ps->cap * 2 : 16;
+		void *p = realloc(ps->sites, cap * sizeof(*ps->sites));
+
+		if (!p) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		ps->sites = p;
+		ps->cap = cap;
+	}
+	return &ps->sites[ps->n];
+}
+
 static int add_site(struct scan_ctx *c, const struct probe_spec *s, const struct elf_func *f,
 		    const char *name)
 {
@@ -314,18 +347,8 @@ static int add_site(struct scan_ctx *c, const struct probe_spec *s, const struct
 	struct probe_site *site;
 	int err;
 
-	if (ps->n > SBT_MAX_PROBE_ID)
-		return -E2BIG;
-	if (ps->n == ps->cap) {
-		size_t cap = ps->cap ? ps->cap * 2 : 16;
-		void *p = realloc(ps->sites, cap * sizeof(*ps->sites));
-
-		if (!p)
-			return -ENOMEM;
-		ps->sites = p;
-		ps->cap = cap;
-	}
-	site = &ps->sites[ps->n];
+	if (!(site = new_site(ps, &err)))
+		return err;
 	*site = (struct probe_site){ .id = (uint32_t)ps->n, .role = r->role,
 				     .bytes_arg = r->bytes_arg, .pattern = s->pattern,
 				     .offset = f->offset, .size = f->size };
@@ -410,8 +433,9 @@ static struct probe_lib *add_lib(struct probe_set *ps, const char *libpath, int 
 	return l;
 }
 
-static int scan(struct probe_set *ps, const struct probe_spec *specs, size_t nspecs,
-		const struct probe_lib *l, char *err, size_t errlen)
+/* The library read here, in this process: what the sandboxed reader does. */
+static int scan_here(struct probe_set *ps, const struct probe_spec *specs, size_t nspecs,
+		     const struct probe_lib *l, char *note, size_t notelen, char *err, size_t errlen)
 {
 	struct scan_ctx c = { ps, specs, nspecs, l->path, l->attach, 0, 0 };
 	struct elf_walk_opts o = { ps->stop, ps->stop_ctx, c.note, sizeof(c.note) };
@@ -427,13 +451,103 @@ static int scan(struct probe_set *ps, const struct probe_spec *specs, size_t nsp
 	for (size_t i = 0; i < c.ncold; i++)
 		free(c.cold[i].name);
 	free(c.cold);
-	if (c.note[0])
-		sbt_warn("%s: %s", l->path, c.note);
+	snprintf(note, notelen, "%s", c.note);
 	if (ret)
 		return ret;
 	if (c.error) {
 		snprintf(err, errlen, "%s: %s", l->path, strerror(-c.error));
 		return c.error;
+	}
+	return c.added;
+}
+
+/* ---- the library read in a sandboxed child --------------------------------- */
+
+struct reader_job {
+	const struct probe_spec *specs;
+	size_t nspecs;
+	const char *path;
+};
+
+/* In the child (base/sandbox.h): the library on in, the answer to out. */
+static int read_in_child(int in, int out, void *ctx)
+{
+	const struct reader_job *j = ctx;
+	struct probe_set local = { 0 };
+	struct probe_lib l = { .path = (char *)j->path, .attach = (char *)j->path, .fd = in };
+	char err[SITECODEC_MAX_TEXT] = "", note[256] = "";
+	int ret = scan_here(&local, j->specs, j->nspecs, &l, note, sizeof(note), err, sizeof(err));
+
+	return sitecodec_write(out, ret < 0 ? ret : 0, ret < 0 ? err : "", note, &local, j->specs, j->nspecs) ? 1 : 0;
+}
+
+/* One function the child found, checked by sitecodec, into the set as
+ * scan_here would have put it (the set's cap applied here). */
+static int add_found(void *ctx, const struct site_found *f)
+{
+	struct scan_ctx *c = ctx;
+	const struct probe_spec *s = &c->specs[f->spec], *r;
+	struct probe_site *site;
+	int err;
+
+	if (site_exists(c->ps, c->attach, f->offset))
+		return 0;
+	r = role_source(c, s, f->name);
+	if (!(site = new_site(c->ps, &err)))
+		return err;
+	*site = (struct probe_site){ .id = (uint32_t)c->ps->n, .role = r->role, .bytes_arg = r->bytes_arg,
+				     .pattern = s->pattern, .offset = f->offset, .size = f->size };
+	site->lib = strdup(c->lib);
+	site->attach = c->attach;
+	site->name = strdup(f->name);
+	site->symbol = strdup(f->symbol);
+	err = !site->lib || !site->name || !site->symbol
+		      ? -ENOMEM
+		      : settle(c->ps, site, f->rets, f->refused ? -1 : f->nrets, f->refused);
+	if (err) {
+		site_free(site);
+		return err;
+	}
+	c->ps->n++;
+	c->added++;
+	return 0;
+}
+
+/* A library is read and decoded in a sandboxed child: a crafted file that
+ * crashes the reader, exhausts it or makes it lie costs that library, said
+ * in err, never the tracer. */
+static int scan(struct probe_set *ps, const struct probe_spec *specs, size_t nspecs,
+		const struct probe_lib *l, char *err, size_t errlen)
+{
+	struct scan_ctx c = { ps, specs, nspecs, l->path, l->attach, 0, 0 };
+	struct reader_job j = { specs, nspecs, l->path };
+	char why[512], child_err[SITECODEC_MAX_TEXT + 1] = "", note[SITECODEC_MAX_TEXT + 1] = "";
+	int fd = l->fd >= 0 ? l->fd : elf_open_library(l->path, err, errlen), ret, child_ret = 0;
+	uint8_t *answer;
+	struct stat st;
+	size_t len;
+
+	if (fd < 0)
+		return fd;
+	ret = fstat(fd, &st) ? -errno
+			     : sandbox_run(fd, read_in_child, &j, SITECODEC_MAX_BYTES, ps->stop, ps->stop_ctx, &answer,
+					   &len, why, sizeof(why));
+	if (l->fd < 0)
+		close(fd);
+	if (!ret) {
+		ret = sitecodec_read(answer, len, nspecs, (uint64_t)st.st_size, &child_ret, child_err,
+				     sizeof(child_err), note, sizeof(note), add_found, &c, why, sizeof(why));
+		free(answer);
+	}
+	if (note[0])
+		sbt_warn("%s: %s", l->path, note);
+	if (ret) {
+		snprintf(err, errlen, "%s: %s", l->path, ret == -EBADF ? strerror(EBADF) : why);
+		return ret;
+	}
+	if (child_ret < 0) {
+		snprintf(err, errlen, "%s", child_err);
+		return child_ret;
 	}
 	return c.added;
 }
