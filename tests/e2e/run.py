@@ -3965,6 +3965,60 @@ def run_daemon_control_fair(tmp):
             daemon.wait()
 
 
+class MemoryCgroup:
+    """A memory cgroup of limit bytes below ours, as the systemd unit's
+    MemoryMax= puts the daemon in (cgroup v2 memory.max, or v1's
+    memory.limit_in_bytes); None from make() where the machine has none."""
+
+    def __init__(self, path, v2):
+        self.path, self.v2 = path, v2
+
+    @staticmethod
+    def make(name, limit):
+        for line in open("/proc/self/cgroup").read().splitlines():
+            hid, ctrls, rel = line.split(":", 2)
+            if hid == "0" and os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+                base, v2, knob = "/sys/fs/cgroup" + rel, True, "memory.max"
+            elif "memory" in ctrls.split(","):
+                base, v2, knob = "/sys/fs/cgroup/memory" + rel, False, "memory.limit_in_bytes"
+            else:
+                continue
+            path = os.path.join(base, name)
+            try:
+                os.makedirs(path, exist_ok=True)
+                with open(os.path.join(path, knob), "w") as f:
+                    f.write(str(limit))
+                return MemoryCgroup(path, v2)
+            except OSError:
+                continue
+        return None
+
+    def add(self, pid):
+        with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+
+    def peak(self):
+        name = "memory.peak" if self.v2 else "memory.max_usage_in_bytes"
+        try:
+            return int(open(os.path.join(self.path, name)).read())
+        except OSError:
+            return None
+
+    def ooms(self):
+        name = "memory.events" if self.v2 else "memory.oom_control"
+        for line in open(os.path.join(self.path, name)).read().splitlines():
+            k, _, v = line.partition(" ")
+            if k == "oom_kill":
+                return int(v)
+        return 0
+
+    def remove(self):
+        try:
+            os.rmdir(self.path)
+        except OSError:
+            pass
+
+
 LARGE_HOLDER = r"""
 import ctypes, fcntl, os, resource, sys, time
 card, libdir, maps_dir, nmaps, nfds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
@@ -3997,10 +4051,12 @@ def run_daemon_process_made_large(tmp):
     LD_LIBRARY_PATH of 431 directories (one directory of 70,000 files named
     431 times, and distinct ones), and the three crafted runtime libraries
     of hostile_libraries_bounded mapped (the daemon reads a card holder's
-    mapped runtime between windows). A root job's detail window beside it
-    gets at least 90% of the runtime calls a second it gets without the
-    attacker, ctl status answers within 1 s throughout, and the daemon's
-    peak resident memory stays under 256 MiB."""
+    mapped runtime between windows). The daemon runs in a 256 MiB memory
+    cgroup, as the unit's MemoryMax= puts it, where the machine has one. A
+    root job's detail window beside it gets at least 90% of the runtime
+    calls a second it gets without the attacker, ctl status answers within
+    1 s throughout, and the daemon lives, its peak memory under 256 MiB
+    and never killed for memory."""
     if not shutil.which("setpriv"):
         raise Skip("no setpriv")
     pub = nobody_dir(tmp)
@@ -4027,6 +4083,9 @@ def run_daemon_process_made_large(tmp):
     for f in crafted:
         os.chmod(f, 0o644)
     daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers")
+    cg = MemoryCgroup.make(f"sbt-e2e-{os.getpid()}", 256 << 20)
+    if cg:
+        cg.add(daemon.pid)
     job = attacker = None
 
     def window(name):
@@ -4066,6 +4125,12 @@ def run_daemon_process_made_large(tmp):
         print(f"     the attacker: {ready[1]} open files, 20,000 mappings, 431 library directories")
         print(f"     the job's calls a second: {alone:.0f} alone, {beside:.0f} beside the attacker; ctl status "
               f"at most {worst * 1000:.0f} ms; the daemon's peak {hwm >> 20} MiB")
+        if cg:
+            print(f"     in a 256 MiB memory cgroup: its peak {(cg.peak() or 0) >> 20} MiB, {cg.ooms()} killed")
+            assert not cg.ooms(), "the daemon's cgroup ran out of memory"
+        else:
+            print("     no memory cgroup here: the daemon's peak is its own VmHWM")
+        assert daemon.poll() is None, "the daemon died"
         assert beside >= 0.9 * alone, (alone, beside)
         assert worst < 1, worst
         assert hwm < 256 << 20, hwm
@@ -4076,6 +4141,8 @@ def run_daemon_process_made_large(tmp):
                 p.wait()
         daemon.kill()
         daemon.wait()
+        if cg:
+            cg.remove()
 
 
 def daemon_children(pid):

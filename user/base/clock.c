@@ -17,6 +17,11 @@ uint64_t sbt_now_boottime(void)
 	return now(CLOCK_BOOTTIME);
 }
 
+long long sbt_now_mono_ms(void)
+{
+	return (long long)(now(CLOCK_MONOTONIC) / 1000000);
+}
+
 void sbt_clock_snapshot(struct sbt_meta_clock *c)
 {
 	uint64_t best = UINT64_MAX;

@@ -10,6 +10,8 @@
 #include "events.h"
 
 uint64_t sbt_now_boottime(void);
+/* CLOCK_MONOTONIC in ms: for deadlines of sockets and children. */
+long long sbt_now_mono_ms(void);
 /* Fill the clock fields of a snapshot record (header included). */
 void sbt_clock_snapshot(struct sbt_meta_clock *c);
 

@@ -9,7 +9,9 @@
  * memory, exiting: nothing else). It writes its answer to a pipe; the
  * parent reads at most max bytes of it, asks stop() as it waits, and kills
  * the child when told to or past the answer's bound. The child must not
- * take locks other threads of the parent may hold (no logging).
+ * take locks other threads of the parent may hold (no logging). Under
+ * valgrind (make valgrind) the child goes without its seccomp filter and
+ * file limit, which valgrind cannot run under.
  */
 #ifndef SBT_SANDBOX_H
 #define SBT_SANDBOX_H

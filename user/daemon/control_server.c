@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/thread.h"
 #include "daemon/control_server.h"
 
@@ -26,14 +27,6 @@ struct control_client {
 	size_t got;
 	char line[CONTROL_LINE];
 };
-
-static long long mono_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 /* Answered (or not) and closed; its place given up. */
 static void drop(struct control_server *s, int i, const char *answer)
@@ -101,7 +94,7 @@ static void accept_all(struct control_server *s)
 		c->got = 0;
 		c->allowed = !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) &&
 			     (peer.uid == 0 || peer.uid == geteuid());
-		c->deadline = mono_ms() + (c->allowed ? REQUEST_MS : REFUSED_MS);
+		c->deadline = sbt_now_mono_ms() + (c->allowed ? REQUEST_MS : REFUSED_MS);
 		s->pending[s->npending++] = c;
 	}
 }
@@ -133,7 +126,7 @@ static void *serve(void *arg)
 	struct pollfd p[2 + CONTROL_PENDING];
 
 	for (;;) {
-		long long now = mono_ms(), wait = REQUEST_MS;
+		long long now = sbt_now_mono_ms(), wait = REQUEST_MS;
 		int n = s->npending;
 
 		/* past their deadline: a refused peer is told why, a silent one too */

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/thread.h"
 #include "daemon/http.h"
 
@@ -65,14 +66,6 @@ struct http_server {
 	struct conn conns[MAX_CONNS];
 	int n;
 };
-
-static long long now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 static const char *reason(unsigned status)
 {
@@ -212,7 +205,7 @@ static bool step(struct http_server *s, struct conn *c)
 		 * for a moment, then close */
 		shutdown(c->fd, SHUT_WR);
 		c->st = CONN_LINGER;
-		c->deadline = now_ms() + LINGER_MS;
+		c->deadline = sbt_now_mono_ms() + LINGER_MS;
 		return true;
 	case CONN_LINGER: {
 		char sink[4096];
@@ -355,7 +348,7 @@ static void accept_all(struct http_server *s)
 			continue;
 		}
 		c = &s->conns[s->n];
-		*c = (struct conn){ .fd = fd, .peer = p, .st = CONN_READ, .born = now_ms() };
+		*c = (struct conn){ .fd = fd, .peer = p, .st = CONN_READ, .born = sbt_now_mono_ms() };
 		c->deadline = c->born + HEAD_MS;
 		if (!(c->in = malloc(REQUEST_MAX))) {
 			close(fd);
@@ -372,7 +365,7 @@ static void *serve_loop(void *arg)
 	struct pollfd p[MAX_CONNS + 2];
 
 	for (;;) {
-		long long now = now_ms(), next = -1;
+		long long now = sbt_now_mono_ms(), next = -1;
 		int np = 2, r;
 
 		p[0] = (struct pollfd){ s->wake[0], POLLIN, 0 };
@@ -389,7 +382,7 @@ static void *serve_loop(void *arg)
 			break;
 		if (r > 0 && p[0].revents)
 			break;
-		now = now_ms();
+		now = sbt_now_mono_ms();
 		/* connections first, from the end: a dropped one's slot takes
 		 * the last, already looked at */
 		for (int i = s->n - 1; i >= 0; i--) {
