@@ -96,8 +96,7 @@ static __always_inline void pop_left(struct call_stack *st, __u64 sp, bool at)
 	}
 }
 
-SEC("uprobe")
-int BPF_KPROBE(call_enter)
+static __always_inline int on_enter(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 probe = SBT_COOKIE_ID(bpf_get_attach_cookie(ctx));
@@ -144,6 +143,22 @@ int BPF_KPROBE(call_enter)
 	return 0;
 }
 
+/* Each as a uprobe of its own (a perf event a site), and as a uprobe_multi
+ * link's program (every site of a library on a process in one link, whose
+ * removal waits for the kernel's grace periods once, not once a site):
+ * the loader attaches the one the kernel has (attach/uprobe_multi.c). */
+SEC("uprobe")
+int BPF_KPROBE(call_enter)
+{
+	return on_enter(ctx);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(call_enter_multi)
+{
+	return on_enter(ctx);
+}
+
 /* The target of an indirect jump, from the register the loader named.
  * Read through BPF_CORE_READ: a switch of direct context loads is merged
  * by the compiler into one load at a computed offset, which the verifier
@@ -172,8 +187,7 @@ static __always_inline __u64 jump_target(struct pt_regs *ctx, __u32 reg)
 	return 0; /* the loader makes indirect sites on x86-64 only */
 }
 
-SEC("uprobe")
-int BPF_KPROBE(call_return)
+static __always_inline int on_return(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u64 cookie = bpf_get_attach_cookie(ctx);
@@ -225,4 +239,16 @@ int BPF_KPROBE(call_return)
 	e->pad = 0;
 	sbt_submit(e);
 	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(call_return)
+{
+	return on_return(ctx);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(call_return_multi)
+{
+	return on_return(ctx);
 }

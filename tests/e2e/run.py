@@ -960,7 +960,7 @@ def run_verbose_plan(tmp):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "attach plan:" in r.stderr
-    for want in ("runtime    -> uprobe per process", "late-libs  -> tracepoint syscalls:sys_*_openat", "ioctl      -> tracepoint syscalls:sys_*_ioctl",
+    for want in ("runtime    -> uprobe", "late-libs  -> tracepoint syscalls:sys_*_openat", "ioctl      -> tracepoint syscalls:sys_*_ioctl",
                  "irq        -> raw_tp irq_handler_entry,exit", "fork       -> "):
         assert want in r.stderr, f"plan lacks '{want}':\n{r.stderr}"
     # driver level: each vfio function says what it got, or why nothing
@@ -3864,9 +3864,11 @@ def run_hostile_libraries_bounded(tmp):
         total = time.time() - t0
         print(f"     record -d 3: capture ended at {said:.2f} s, exited at {total:.2f} s")
         assert rec.returncode == 0 and said is not None, err
-        # the capture's end (the uprobes' removal after it waits for the
-        # kernel: about 0.1 s apiece here, a separate matter)
+        # the capture ends on time; the exit waits for the kernel to remove
+        # the probes (a uprobe_multi link per library where the kernel has
+        # them: 0.9 s in all here, where a uprobe a site took 3.3 s)
         assert said < 4, f"record -d 3 ended its capture after {said:.2f} s"
+        assert total < 7, f"record -d 3 exited after {total:.2f} s"
         events, _ = parse_dump(out, outputs=False)
         calls = [e for e in events if e["type"] == "call_enter" and e["tgid"] == job.pid]
         assert len(calls) > 10, f"{len(calls)} runtime calls"

@@ -152,6 +152,7 @@ bool attach_any_traced(struct attacher *a)
 bool attach_is_runtime_prog(const struct attacher *a, const struct bpf_program *p)
 {
 	return p == a->skel->progs.call_enter || p == a->skel->progs.call_return ||
+	       p == a->skel->progs.call_enter_multi || p == a->skel->progs.call_return_multi ||
 	       (a->o->daemon && (p == a->skel->progs.irq_wake || p == a->skel->progs.eventfd_write_fentry ||
 				 p == a->skel->progs.eventfd_write_kprobe)); /* the daemon's: in windows */
 }

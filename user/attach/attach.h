@@ -32,6 +32,7 @@ struct attached_proc {
 	pid_t pid;
 	size_t done; /* functions of the probe set attached here: [0, done) */
 	struct link_set links;
+	size_t uprobes; /* sites on it: entries and return sites (links may hold many) */
 };
 
 struct attacher {
@@ -72,6 +73,9 @@ struct attacher {
 	/* a process's open files looked at when it is traced, at most (0: all;
 	 * the daemon's: PROC_FD_SCAN_MAX, another user's fds are no work of its) */
 	size_t fd_scan_max;
+	/* the kernel makes uprobe_multi links (uprobe_multi.h): a library's
+	 * sites on a process in two links, removed at once */
+	bool uprobe_multi;
 };
 
 /* Open and configure (before load): the attach plan is decided here

@@ -14,6 +14,7 @@
 #include "base/procfs.h"
 #include "attach/devfilter.h"
 #include "attach/plan.h"
+#include "attach/uprobe_multi.h"
 #include "base/log.h"
 #include "spyre.skel.h"
 
@@ -270,6 +271,25 @@ static void record_ioctl_hook(struct attacher *a)
 	}
 }
 
+/* A library's sites in two uprobe_multi links where the kernel makes them
+ * (uprobe_multi.h), else a uprobe a site: the programs for the links are
+ * loaded only where they can be used. */
+static void configure_uprobe_multi(struct attacher *a)
+{
+	struct spyre_bpf *s = a->skel;
+
+	a->uprobe_multi = uprobe_multi_supported();
+	if (a->uprobe_multi) {
+		bpf_program__set_expected_attach_type(s->progs.call_enter_multi,
+						      (enum bpf_attach_type)SBT_ATTACH_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(s->progs.call_return_multi,
+						      (enum bpf_attach_type)SBT_ATTACH_UPROBE_MULTI);
+	} else {
+		bpf_program__set_autoload(s->progs.call_enter_multi, false);
+		bpf_program__set_autoload(s->progs.call_return_multi, false);
+	}
+}
+
 static int configure(struct attacher *a)
 {
 	struct spyre_bpf *s = a->skel;
@@ -294,10 +314,11 @@ static int configure(struct attacher *a)
 
 	s->rodata->daemon_mode = a->o->daemon;
 	s->rodata->daemon_record = a->o->daemon_record;
+	configure_uprobe_multi(a);
 	if (a->o->daemon) {
 		plan_add(&a->plan, "daemon", "per-CPU maps",
 			 "every process's VFIO ioctls; counts and histograms summed in the kernel, no records");
-		plan_add(&a->plan, "runtime", "uprobe per process",
+		plan_add(&a->plan, "runtime", a->uprobe_multi ? "uprobe_multi per library" : "uprobe per process",
 			 "only in detail windows, on the processes that hold a card");
 		/* files are told by the ioctl itself: no hook on every open of the host */
 		plan_add(&a->plan, "fd-track", "-", "not needed: an ioctl's file is looked at when VFIO's");
@@ -307,8 +328,10 @@ static int configure(struct attacher *a)
 		sbt_err("uprobes not available on this kernel; hint: needs CONFIG_UPROBE_EVENTS=y");
 		return -EOPNOTSUPP;
 	} else {
-		plan_add(&a->plan, "runtime", "uprobe per process",
-			 "entry and return sites (no uretprobe), traced processes only");
+		plan_add(&a->plan, "runtime", a->uprobe_multi ? "uprobe_multi per library" : "uprobe per process",
+			 "entry and return sites (no uretprobe), traced processes only%s",
+			 a->uprobe_multi ? "; a library's sites in two links, removed at once"
+					 : "; one uprobe a site (no uprobe_multi links here)");
 	}
 
 	configure_devices(a);

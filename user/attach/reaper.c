@@ -12,7 +12,7 @@ static void *reap(void *arg)
 
 	pthread_mutex_lock(&r->lock);
 	for (;;) {
-		struct bpf_link *l;
+		struct link_entry l;
 
 		while (!r->todo.n && !r->stopping)
 			pthread_cond_wait(&r->wake, &r->lock);
@@ -21,7 +21,7 @@ static void *reap(void *arg)
 		l = r->todo.v[--r->todo.n];
 		r->busy = 1;
 		pthread_mutex_unlock(&r->lock);
-		bpf_link__destroy(l); /* the long wait, off the lock */
+		link_destroy(l); /* the long wait, off the lock */
 		pthread_mutex_lock(&r->lock);
 		r->busy = 0;
 	}
@@ -50,7 +50,7 @@ void reaper_take(struct link_reaper *r, struct link_set *ls)
 {
 	pthread_mutex_lock(&r->lock);
 	while (ls->n) /* with no memory for the list, link_keep destroys it here */
-		link_keep(&r->todo, ls->v[--ls->n]);
+		link_keep_entry(&r->todo, ls->v[--ls->n]);
 	pthread_cond_signal(&r->wake);
 	pthread_mutex_unlock(&r->lock);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "attach/attach.h"
+#include "attach/uprobe_multi.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "probes/libfind.h"
@@ -58,8 +59,10 @@ static int attach_function(struct attacher *a, struct attached_proc *ap, struct 
 				uprobe(a->skel->progs.call_enter, ap->pid, s->attach, s->offset,
 				       SBT_COOKIE(s->id, SBT_SITE_ENTRY, 0, 0)));
 	}
-	if (!err)
+	if (!err) {
+		ap->uprobes += 1 + (size_t)s->nrets;
 		return 0;
+	}
 	link_drop_to(&ap->links, first);
 	if (err == -ESRCH || err == -ENOMEM)
 		return err; /* the process is gone, or we are out of memory: not the function's fault */
@@ -72,6 +75,54 @@ static int attach_function(struct attacher *a, struct attached_proc *ap, struct 
 	return 0;
 }
 
+/* The functions [from, to) of one library on one process in two
+ * uprobe_multi links, returns first (as attach_function does for one).
+ * 0, or -errno with nothing kept (then each is attached alone). */
+static int attach_library_multi(struct attacher *a, struct attached_proc *ap, size_t from, size_t to)
+{
+	size_t nent = 0, nret = 0, first = ap->links.n;
+	uint64_t *off = NULL, *cookie = NULL;
+	const char *path = a->probes.sites[from].attach;
+	int err = -ENOMEM;
+
+	for (size_t i = from; i < to; i++)
+		if (!a->probes.sites[i].refused) {
+			nent++;
+			nret += (size_t)a->probes.sites[i].nrets;
+		}
+	if (!nent)
+		return 0;
+	if (!(off = malloc((nent + nret) * sizeof(*off))) || !(cookie = malloc((nent + nret) * sizeof(*cookie))))
+		goto out;
+	/* the return sites, then the entries, in one array each part */
+	for (size_t i = from, r = 0, e = nret; i < to; i++) {
+		const struct probe_site *s = &a->probes.sites[i];
+
+		if (s->refused)
+			continue;
+		for (int k = 0; k < s->nrets; k++, r++) {
+			off[r] = s->rets[k].offset;
+			cookie[r] = SBT_COOKIE(s->id, s->rets[k].kind, s->rets[k].reg, s->size);
+		}
+		off[e] = s->offset;
+		cookie[e++] = SBT_COOKIE(s->id, SBT_SITE_ENTRY, 0, 0);
+	}
+	err = nret ? link_keep_fd(&ap->links, uprobe_multi_link(bpf_program__fd(a->skel->progs.call_return_multi),
+								path, ap->pid, off, cookie, (uint32_t)nret))
+		   : 0;
+	if (!err)
+		err = link_keep_fd(&ap->links, uprobe_multi_link(bpf_program__fd(a->skel->progs.call_enter_multi), path,
+								  ap->pid, off + nret, cookie + nret, (uint32_t)nent));
+	if (err)
+		link_drop_to(&ap->links, first);
+	else
+		ap->uprobes += nent + nret;
+out:
+	free(off);
+	free(cookie);
+	return err;
+}
+
 int attach_runtime(struct attacher *a, pid_t pid)
 {
 	struct attached_proc *ap = attach_proc_of(a, pid, true);
@@ -82,23 +133,39 @@ int attach_runtime(struct attacher *a, pid_t pid)
 		sbt_err("out of memory");
 		return -ENOMEM;
 	}
-	before = ap->links.n;
-	for (; ap->done < a->probes.n; ap->done++) {
-		struct probe_site *s = &a->probes.sites[ap->done];
+	before = ap->uprobes;
+	while (ap->done < a->probes.n && !stop_now(a)) {
+		size_t to = ap->done + 1;
 
-		if (stop_now(a))
-			break;
-		if (s->refused)
-			continue;
-		err = attach_function(a, ap, s);
-		if (err == -ESRCH)
-			return 0; /* exited while we attached: its exit record follows */
-		if (err) {
-			sbt_err("cannot attach %s to PID %d: %s", s->name, pid, strerror(-err));
-			return err;
+		/* a library's functions at once, where the kernel can */
+		while (to < a->probes.n && a->probes.sites[to].attach == a->probes.sites[ap->done].attach)
+			to++;
+		if (a->uprobe_multi) {
+			err = attach_library_multi(a, ap, ap->done, to);
+			if (err == -ESRCH)
+				return 0; /* exited while we attached: its exit record follows */
+			if (!err) {
+				ap->done = to;
+				continue;
+			}
+			sbt_info(1, "  uprobe     -> %s: no uprobe_multi link (%s): one uprobe a site\n",
+				 a->probes.sites[ap->done].lib, strerror(-err));
+		}
+		for (; ap->done < to && !stop_now(a); ap->done++) {
+			struct probe_site *s = &a->probes.sites[ap->done];
+
+			if (s->refused)
+				continue;
+			err = attach_function(a, ap, s);
+			if (err == -ESRCH)
+				return 0;
+			if (err) {
+				sbt_err("cannot attach %s to PID %d: %s", s->name, pid, strerror(-err));
+				return err;
+			}
 		}
 	}
-	return (int)(ap->links.n - before);
+	return (int)(ap->uprobes - before);
 }
 
 size_t attach_nuprobes(const struct attacher *a)
@@ -106,7 +173,7 @@ size_t attach_nuprobes(const struct attacher *a)
 	size_t n = 0;
 
 	for (size_t i = 0; i < a->nprocs; i++)
-		n += a->procs[i].links.n;
+		n += a->procs[i].uprobes;
 	return n;
 }
 

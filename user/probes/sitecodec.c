@@ -3,7 +3,7 @@
  * Layout, in the host's byte order (parent and child are one program):
  *   head: magic, ret, err length, note length, sites
  *   err, note
- *   each site: spec, offset, size, nrets (-1: refused), name, symbol and
+ *   each site: spec, nrets (-1: refused), offset, size, name, symbol and
  *   reason lengths; then those strings and nrets return sites
  */
 #include <errno.h>
@@ -24,11 +24,17 @@ struct head {
 	uint32_t err_len, note_len, nsites;
 };
 
+/* (no padding: every byte sent is set) */
 struct site_head {
 	uint32_t spec;
 	int32_t nrets;
 	uint64_t offset, size;
-	uint32_t name_len, symbol_len, refused_len;
+	uint32_t name_len, symbol_len, refused_len, pad;
+};
+
+struct wire_ret {
+	uint64_t offset;
+	uint8_t kind, reg, pad[6];
 };
 
 struct out {
@@ -80,7 +86,7 @@ int sitecodec_write(int fd, int ret, const char *err, const char *note, const st
 		struct site_head sh = { (uint32_t)nspecs, s->refused ? -1 : s->nrets, s->offset, s->size,
 					(uint32_t)clip(s->name, SITECODEC_MAX_STRING),
 					(uint32_t)clip(s->symbol, SITECODEC_MAX_STRING),
-					(uint32_t)clip(s->refused, SITECODEC_MAX_TEXT) };
+					(uint32_t)clip(s->refused, SITECODEC_MAX_TEXT), 0 };
 
 		for (size_t k = 0; k < nspecs; k++)
 			if (specs[k].pattern == s->pattern)
@@ -89,8 +95,11 @@ int sitecodec_write(int fd, int ret, const char *err, const char *note, const st
 		put(&o, s->name, sh.name_len);
 		put(&o, s->symbol, sh.symbol_len);
 		put(&o, s->refused, sh.refused_len);
-		if (!s->refused)
-			put(&o, s->rets, (size_t)s->nrets * sizeof(*s->rets));
+		for (int k = 0; !s->refused && k < s->nrets; k++) {
+			struct wire_ret w = { s->rets[k].offset, s->rets[k].kind, s->rets[k].reg, { 0 } };
+
+			put(&o, &w, sizeof(w));
+		}
 	}
 	if (o.oom) {
 		free(o.buf);
@@ -185,12 +194,15 @@ int sitecodec_read(const uint8_t *buf, size_t len, size_t nspecs, uint64_t file_
 			return bad(err, errlen, "a function's names");
 		if ((sh.nrets < 0) != (sh.refused_len > 0))
 			return bad(err, errlen, "a function both refused and probed");
-		if (sh.nrets > 0 && !take(&in, rets, (size_t)sh.nrets * sizeof(rets[0])))
-			return bad(err, errlen, "a function's return sites cut short");
-		for (int k = 0; k < sh.nrets; k++)
-			if (rets[k].offset >= file_size || rets[k].kind < SBT_SITE_RET || rets[k].kind > SBT_SITE_INDIRECT ||
-			    rets[k].reg > SBT_REG_R15)
+		for (int k = 0; k < sh.nrets; k++) {
+			struct wire_ret w;
+
+			if (!take(&in, &w, sizeof(w)))
+				return bad(err, errlen, "a function's return sites cut short");
+			if (w.offset >= file_size || w.kind < SBT_SITE_RET || w.kind > SBT_SITE_INDIRECT || w.reg > SBT_REG_R15)
 				return bad(err, errlen, "a return site out of range");
+			rets[k] = (struct ret_site){ w.offset, w.kind, w.reg };
+		}
 		f = (struct site_found){ sh.spec, sh.offset, sh.size, name, symbol, sh.nrets < 0 ? refused : NULL,
 					 rets, sh.nrets < 0 ? 0 : sh.nrets };
 		if ((ret = fn(ctx, &f)))
