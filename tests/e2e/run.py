@@ -27,7 +27,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = os.environ.get("SBT_BUILD", os.path.join(ROOT, "build"))
 TOOL = os.path.join(BUILD, "spyre-bpftrace")
 SIM = os.path.join(BUILD, "spyre-sim-run")
-OUR_PROGS = {"call_enter", "call_return", "ioctl_enter", "ioctl_exit", "openat_enter",
+# the uprobe_multi links' programs (bpftool names them from BTF, whole)
+MULTI_PROGS = {"call_enter_multi", "call_return_multi"}
+OUR_PROGS = MULTI_PROGS | {"call_enter", "call_return", "ioctl_enter", "ioctl_exit", "openat_enter",
              "openat_exit", "close_enter", "irq_entry", "irq_exit", "iommu_map",
              "iommu_unmap", "dma_map", "dma_unmap", "fork_btf", "fork_raw",
              "task_exit", "task_rename"}
@@ -493,7 +495,10 @@ def our_bpf_objects():
     ours = [link for link in links if link.get("prog_id") in ids]
     perf = json.loads(subprocess.run(["bpftool", "-j", "perf", "list"], capture_output=True,
                                      text=True).stdout or "[]")
-    uprobes = [p for p in perf if p.get("prog_id") in ids]
+    # uprobes: a perf event a site, or uprobe_multi links (a library's sites on a process)
+    multi = {p["id"] for p in progs if p.get("name") in MULTI_PROGS}
+    uprobes = [p for p in perf if p.get("prog_id") in ids] + \
+        [dict(link, fd_type="uprobe_multi") for link in ours if link.get("prog_id") in multi]
     return ids, ours, uprobes
 
 
@@ -2143,7 +2148,9 @@ def run_daemon_prometheus(tmp):
         links = json.loads(subprocess.run(["bpftool", "link", "list", "-j"], capture_output=True,
                                           text=True).stdout or "[]")
         assert not [l for l in links if l.get("type") in ("uprobe_multi",) or
-                    "uprobe" in json.dumps(l)], "the always-on tier attached a uprobe"
+                    "uprobe" in json.dumps(l)] and \
+            not [p for p in our_bpf_objects()[2] if "uprobe" in p.get("fd_type", "")], \
+            "the always-on tier attached a uprobe"
         early.stdin.write(b"g")
         early.stdin.close()
         assert early.wait(timeout=60) == 0
