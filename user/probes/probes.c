@@ -523,7 +523,7 @@ static int scan(struct probe_set *ps, const struct probe_spec *specs, size_t nsp
 {
 	struct scan_ctx c = { ps, specs, nspecs, l->path, l->attach, 0, 0 };
 	struct reader_job j = { specs, nspecs, l->path };
-	char why[512], child_err[SITECODEC_MAX_TEXT + 1] = "", note[SITECODEC_MAX_TEXT + 1] = "";
+	char why[512] = "", child_err[SITECODEC_MAX_TEXT + 1] = "", note[SITECODEC_MAX_TEXT + 1] = "";
 	int fd = l->fd >= 0 ? l->fd : elf_open_library(l->path, err, errlen), ret, child_ret = 0;
 	uint8_t *answer;
 	struct stat st;
@@ -543,8 +543,8 @@ static int scan(struct probe_set *ps, const struct probe_spec *specs, size_t nsp
 	}
 	if (note[0])
 		sbt_warn("%s: %s", l->path, note);
-	if (ret) {
-		snprintf(err, errlen, "%s: %s", l->path, ret == -EBADF ? strerror(EBADF) : why);
+	if (ret) { /* why is the sandbox's or the checks'; else fstat's or add_found's errno */
+		snprintf(err, errlen, "%s: %s", l->path, why[0] ? why : strerror(-ret));
 		return ret;
 	}
 	if (child_ret < 0) {
