@@ -5,8 +5,7 @@
 
 #include "capture/reorder.h"
 
-/* When it began: an interrupt (and vfio's MSI handler) at its entry. */
-static uint64_t began(const struct sbt_hdr *h)
+uint64_t reorder_began(const struct sbt_hdr *h)
 {
 	if (h->type == SBT_IRQ && h->size + sizeof(*h) >= sizeof(struct sbt_irq))
 		return ((const struct sbt_irq *)h)->start_ts;
@@ -98,7 +97,7 @@ static void release_rec(struct reorder *q, const struct reorder_item *it)
 int reorder_add(struct reorder *q, const struct sbt_hdr *h)
 {
 	size_t len = sizeof(*h) + h->size, i;
-	struct reorder_item it = { began(h), q->seq++, NULL, 0 };
+	struct reorder_item it = { reorder_began(h), q->seq++, NULL, 0 };
 
 	if (!(it.rec = room_for(q, len, &it.own)))
 		return -ENOMEM;

@@ -42,6 +42,10 @@ struct reorder {
 	size_t nspare;
 };
 
+/* When a record began, the order records are handed on in: its ts, but
+ * an interrupt (and vfio's MSI handler) at its entry, and a wake-up an
+ * interrupt caused just before that interrupt. */
+uint64_t reorder_began(const struct sbt_hdr *h);
 /* Copy a record in. 0 or -ENOMEM. */
 int reorder_add(struct reorder *q, const struct sbt_hdr *h);
 /* Hand on, in order, every record that began before `before`. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "capture/capture.h"
+#include "capture/reorder.h"
 #include "daemon/recorder.h"
 
 int recorder_init(struct flight_recorder *r, size_t mib, double seconds,
@@ -381,9 +382,12 @@ static void cursor_next(const struct flight_recorder *r, struct cursor *c, uint6
 	}
 }
 
+/* In the order the records came in: the reorder step's, which puts an
+ * interrupt at its handler's entry (not its ts, the exit), before the wait
+ * it ended. */
 static bool earlier(const struct cursor *a, const struct cursor *b)
 {
-	return a->h->ts < b->h->ts;
+	return reorder_began(a->h) < reorder_began(b->h);
 }
 
 static void sift_down(struct cursor *heap, size_t n, size_t i)

@@ -119,7 +119,8 @@ void recorder_free(struct flight_recorder *r);
 /* Keeps one record (ts in h->ts), making room if it must. now: for
  * letting go of what is older than T. */
 void recorder_add(struct flight_recorder *r, const struct sbt_hdr *h, uint64_t now);
-/* Calls fn for each record with from <= ts <= to, in time order; returns
+/* Calls fn for each record with from <= ts <= to, in the order they were
+ * added (when each began, as the reorder step hands them on); returns
  * how many. The earliest ts kept, for the answer, in *oldest. */
 uint64_t recorder_each(const struct flight_recorder *r, uint64_t from, uint64_t to,
 		       void (*fn)(void *ctx, const struct sbt_hdr *h), void *ctx, uint64_t *oldest);
