@@ -13,8 +13,8 @@ static __always_inline bool current_traced(void)
 	return sbt_is_traced(bpf_get_current_pid_tgid() >> 32);
 }
 
-SEC("tp/iommu/map")
-int iommu_map(struct trace_event_raw_map *ctx)
+SEC("raw_tp/map")
+int BPF_PROG(iommu_map, unsigned long iova, phys_addr_t paddr, size_t size)
 {
 	struct sbt_iommu *r;
 
@@ -23,16 +23,16 @@ int iommu_map(struct trace_event_raw_map *ctx)
 	r = sbt_reserve(sizeof(*r), SBT_IOMMU_MAP);
 	if (!r)
 		return 0;
-	r->iova = ctx->iova;
-	r->paddr = ctx->paddr;
-	r->size = ctx->size;
+	r->iova = iova;
+	r->paddr = paddr;
+	r->size = size;
 	r->unmapped = 0;
 	sbt_submit(r);
 	return 0;
 }
 
-SEC("tp/iommu/unmap")
-int iommu_unmap(struct trace_event_raw_unmap *ctx)
+SEC("raw_tp/unmap")
+int BPF_PROG(iommu_unmap, unsigned long iova, size_t size, size_t unmapped_size)
 {
 	struct sbt_iommu *r;
 
@@ -41,16 +41,18 @@ int iommu_unmap(struct trace_event_raw_unmap *ctx)
 	r = sbt_reserve(sizeof(*r), SBT_IOMMU_UNMAP);
 	if (!r)
 		return 0;
-	r->iova = ctx->iova;
+	r->iova = iova;
 	r->paddr = 0;
-	r->size = ctx->size;
-	r->unmapped = ctx->unmapped_size;
+	r->size = size;
+	r->unmapped = unmapped_size;
 	sbt_submit(r);
 	return 0;
 }
 
-SEC("tracepoint")
-int dma_map(struct trace_event_raw_dma_map *ctx)
+/* dma_map_phys and dma_map_page take the same arguments */
+SEC("raw_tp")
+int BPF_PROG(dma_map, struct device *dev, phys_addr_t phys_addr, dma_addr_t dma_addr, size_t size,
+	     enum dma_data_direction dir)
 {
 	struct sbt_dma *r;
 
@@ -59,17 +61,17 @@ int dma_map(struct trace_event_raw_dma_map *ctx)
 	r = sbt_reserve(sizeof(*r), SBT_DMA_MAP);
 	if (!r)
 		return 0;
-	r->addr = BPF_CORE_READ(ctx, dma_addr);
-	r->phys = BPF_CORE_READ(ctx, phys_addr);
-	r->size = BPF_CORE_READ(ctx, size);
-	r->dir = BPF_CORE_READ(ctx, dir);
+	r->addr = dma_addr;
+	r->phys = phys_addr;
+	r->size = size;
+	r->dir = dir;
 	r->pad = 0;
 	sbt_submit(r);
 	return 0;
 }
 
-SEC("tracepoint")
-int dma_unmap(struct trace_event_raw_dma_unmap *ctx)
+SEC("raw_tp")
+int BPF_PROG(dma_unmap, struct device *dev, dma_addr_t addr, size_t size, enum dma_data_direction dir)
 {
 	struct sbt_dma *r;
 
@@ -78,10 +80,10 @@ int dma_unmap(struct trace_event_raw_dma_unmap *ctx)
 	r = sbt_reserve(sizeof(*r), SBT_DMA_UNMAP);
 	if (!r)
 		return 0;
-	r->addr = BPF_CORE_READ(ctx, addr);
+	r->addr = addr;
 	r->phys = 0;
-	r->size = BPF_CORE_READ(ctx, size);
-	r->dir = BPF_CORE_READ(ctx, dir);
+	r->size = size;
+	r->dir = dir;
 	r->pad = 0;
 	sbt_submit(r);
 	return 0;

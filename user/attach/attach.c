@@ -196,7 +196,7 @@ int attach_kernel(struct attacher *a)
 			continue;
 		if (p == s->progs.dma_map || p == s->progs.dma_unmap) {
 			what = plan_dma_tracepoint(p == s->progs.dma_unmap);
-			link = bpf_program__attach_tracepoint(p, "dma", what);
+			link = bpf_program__attach_raw_tracepoint(p, what);
 		} else {
 			link = bpf_program__attach(p);
 		}
@@ -270,11 +270,23 @@ uint64_t attach_read_missed(struct attacher *a)
 
 void attach_close(struct attacher *a)
 {
+	struct link_reaper side;
+	bool own = false;
+
+	/* the uprobes go under the kernel's uprobe lock, the tracepoints
+	 * under its event lock, each waiting for grace periods: side by
+	 * side, the wait is the longer of the two, not their sum */
+	if (!a->reaper && a->nprocs && !reaper_start(&side)) {
+		a->reaper = &side;
+		own = true;
+	}
 	while (a->nprocs)
 		attach_forget(a, a->procs[0].pid);
 	bpf_link__destroy(a->wake_link);
 	free(a->procs);
 	link_free(&a->links);
+	if (own)
+		reaper_stop(&side);
 	spyre_bpf__destroy(a->skel);
 	probe_set_free(&a->probes);
 	pthread_mutex_destroy(&a->probes_lock);

@@ -80,7 +80,7 @@ static void daemon_trim(struct attacher *a)
 			bpf_program__set_autoload(p, false);
 	}
 	plan_add(&a->plan, "irq", "raw_tp irq_handler_entry,exit", "vfio-pci's, of --device cards, counted per card");
-	plan_add(&a->plan, "exit", "tracepoint sched_process_exit", "forgets a process's card");
+	plan_add(&a->plan, "exit", "raw_tp sched_process_exit", "forgets a process's card");
 }
 
 /*
@@ -355,7 +355,7 @@ static int configure(struct attacher *a)
 									: NULL);
 
 	if (sbt_tracepoint_exists("iommu", "map")) {
-		plan_add(&a->plan, "iommu", "tracepoint iommu:map,unmap", "in traced tasks");
+		plan_add(&a->plan, "iommu", "raw_tp iommu:map,unmap", "in traced tasks");
 	} else {
 		bpf_program__set_autoload(s->progs.iommu_map, false);
 		bpf_program__set_autoload(s->progs.iommu_unmap, false);
@@ -363,7 +363,7 @@ static int configure(struct attacher *a)
 	}
 	tp = plan_dma_tracepoint(false);
 	if (tp)
-		plan_add(&a->plan, "dma", tp, "tracepoint dma:%s (and its unmap twin)", tp);
+		plan_add(&a->plan, "dma", tp, "raw_tp dma:%s (and its unmap twin)", tp);
 	else
 		plan_add(&a->plan, "dma", "-", "dma_map_phys, dma_map_page: no such tracepoint");
 	if (!tp || !plan_dma_tracepoint(true)) {
@@ -379,7 +379,7 @@ static int configure(struct attacher *a)
 		plan_add(&a->plan, "fork", "-", "tp_btf: no BTF for sched_process_fork");
 		plan_add(&a->plan, "fork", "raw_tp sched_process_fork", "follows children of traced processes");
 	}
-	plan_add(&a->plan, "task", "tracepoint sched_process_exit, task_rename", "thread names and exits");
+	plan_add(&a->plan, "task", "raw_tp sched_process_exit, task_rename", "thread names and exits");
 	return 0;
 }
 
