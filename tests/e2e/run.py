@@ -4069,6 +4069,89 @@ time.sleep(600)
 """
 
 
+MANY_FILES_HOLDERS = r"""
+import fcntl, os, resource, sys, time
+card, nfds, nprocs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+nfds = min(nfds, hard - 100)  # what this machine allows
+resource.setrlimit(resource.RLIMIT_NOFILE, (nfds + 100, hard))
+held = [os.open("/dev/null", os.O_RDONLY) for _ in range(nfds)]
+fd = os.open(card, os.O_RDONLY)
+kids = 0
+while kids < nprocs - 1 and os.fork():  # each process a card holder with every file
+    kids += 1
+try:
+    fcntl.ioctl(fd, 0x3b64)
+except OSError:
+    pass
+if kids == nprocs - 1:
+    print("ready", nfds, flush=True)
+time.sleep(600)
+"""
+
+
+def run_daemon_many_holders_many_files(tmp):
+    """32 card holders of user nobody, each with 2,000 open files: the
+    daemon reads which cards they hold from their files (up to 1,024 a
+    process) on a thread of its own, never on its main loop. bpftrace counts
+    the daemon's readlinks by thread over a window: the main loop's are a
+    few (not one a file), the card reader's at least a window's holders'
+    worth; all 32 are traced in the window."""
+    if not shutil.which("setpriv") or not shutil.which("bpftrace"):
+        raise Skip("no setpriv or bpftrace")
+    pub = nobody_dir(tmp)
+    card = os.path.join(pub, "mock", "vfio")
+    open(card, "w").close()
+    os.chmod(card, 0o666)
+    daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers")
+    holders = counter = None
+    try:
+        holders = subprocess.Popen(AS_NOBODY + [sys.executable, "-c", MANY_FILES_HOLDERS, card, "2000", "32"],
+                                   stdout=subprocess.PIPE, text=True, start_new_session=True)
+        ready = holders.stdout.readline().split()
+        assert ready and ready[0] == "ready", ready
+        nfds = int(ready[1])
+        wait_for(lambda: ctl_status(ctl)["processes"] == "with a card 32", 30, "the daemon to see 32 holders")
+        prog = ("tracepoint:syscalls:sys_enter_readlink, tracepoint:syscalls:sys_enter_readlinkat "
+                f"/pid == {daemon.pid}/ {{ @[tid] = count(); }} "
+                "BEGIN { printf(\"counting\\n\"); }")
+        counter = subprocess.Popen(["bpftrace", "-e", prog], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+        for line in counter.stdout:  # "Attaching 3 probes...", then ours
+            if "counting" in line:
+                break
+        else:
+            raise AssertionError("bpftrace did not start: " + counter.stderr.read()[-500:])
+        out = os.path.join(tmp, "w.sbt")
+        r = subprocess.run(ctl + ["record", "--seconds", "1", "-o", out], capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        counter.send_signal(signal.SIGINT)
+        said, _ = counter.communicate(timeout=60)
+        by_tid = {int(m.group(1)): int(m.group(2)) for m in re.finditer(r"@\[(\d+)\]: (\d+)", said)}
+        names = {}
+        for t in by_tid:
+            try:
+                names[t] = open(f"/proc/{daemon.pid}/task/{t}/comm").read().strip()
+            except OSError:
+                names[t] = "?"
+        main = by_tid.get(daemon.pid, 0)
+        reader = sum(n for t, n in by_tid.items() if names[t] == "sbt-cardscan")
+        print(f"     32 holders of {nfds} files: readlinks on the main loop {main}, on the card reader {reader}")
+        _, traced = window_of(json.load(open(out + ".manifest.json")))
+        assert len(traced) == 32, f"{len(traced)} of the 32 holders traced"
+        # a process's few (its executable, say), not one a file: 32 x 1,024 would be 32,768
+        assert main <= 32 * 8, by_tid
+        assert reader >= 32 * min(nfds, 1024), (by_tid, names)
+    finally:
+        for p in (counter, holders):
+            if p is not None and p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL) if p is holders else p.kill()
+                p.wait()
+        daemon.kill()
+        daemon.wait()
+
+
 def run_daemon_process_made_large(tmp):
     """A card holder of user nobody makes large what the daemon looks at:
     19,000 open files, 20,000 executable mappings with 3.5 KB paths, an
@@ -4394,6 +4477,7 @@ TESTS = [
     ("daemon_control_fair", run_daemon_control_fair),
     ("daemon_http_reconnect_storm", run_daemon_http_reconnect_storm),
     ("daemon_process_made_large", run_daemon_process_made_large),
+    ("daemon_many_holders_many_files", run_daemon_many_holders_many_files),
     ("daemon_root_file_in_user_namespace", run_daemon_root_file_in_user_namespace),
     ("daemon_fake_vfio_ignored", run_daemon_fake_vfio_ignored),
     ("daemon_recorder_fair", run_daemon_recorder_fair),

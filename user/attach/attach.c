@@ -118,7 +118,8 @@ int attach_trace_pid(struct attacher *a, pid_t pid)
 		sbt_err("cannot trace PID %d: %s", pid, strerror(errno));
 		return -errno;
 	}
-	if (proc_for_each_fd(pid, a->fd_scan_max, seed_fd_cb, &c))
+	/* the daemon's ioctl hook looks at the file itself: nothing to seed */
+	if (!a->o->daemon && proc_for_each_fd(pid, a->fd_scan_max, seed_fd_cb, &c))
 		sbt_info(1, "  fds        -> PID %d: over %zu open files: the first %zu looked at for its "
 			 "accelerator files\n", pid, a->fd_scan_max, a->fd_scan_max);
 	return 0;

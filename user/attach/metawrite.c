@@ -138,20 +138,27 @@ bool metaw_irq(struct meta_writer *m, int irq, const char *name)
 
 void metaw_group_fd(struct meta_writer *m, pid_t pid, int fd)
 {
-	char path[64], link[256], dir[128];
-	struct sbt_meta_device d = { 0 };
-	struct dirent *e;
+	char path[64], link[256];
 	ssize_t n;
-	DIR *dh;
-	int group, devices = 0;
+	int group;
 
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
 	n = readlink(path, link, sizeof(link) - 1);
 	if (n <= 0)
 		return;
 	link[n] = '\0';
-	if ((group = vfio_group_of_path(link)) < 0)
-		return;
+	if ((group = vfio_group_of_path(link)) >= 0)
+		metaw_group(m, pid, group);
+}
+
+void metaw_group(struct meta_writer *m, pid_t pid, int group)
+{
+	char dir[128];
+	struct sbt_meta_device d = { 0 };
+	struct dirent *e;
+	DIR *dh;
+	int devices = 0;
+
 	for (int i = 0; i < m->ngroups; i++)
 		if (m->groups[i].pid == pid && m->groups[i].group == group)
 			return;

@@ -45,6 +45,8 @@ bool metaw_irq(struct meta_writer *m, int irq, const char *name);
 /* A process used this VFIO group fd: with one device in the group, the
  * process drives that card. Each group once per process. */
 void metaw_group_fd(struct meta_writer *m, pid_t pid, int fd);
+/* The same, the group's number known (a file the process has open). */
+void metaw_group(struct meta_writer *m, pid_t pid, int group);
 /* The groups a running process has open already. */
 void metaw_groups_of(struct meta_writer *m, pid_t pid);
 

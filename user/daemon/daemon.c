@@ -40,6 +40,7 @@
 #include "base/thread.h"
 #include "capture/reorder.h"
 #include "commands.h"
+#include "daemon/cardscan.h"
 #include "daemon/control.h"
 #include "daemon/control_server.h"
 #include "daemon/counters.h"
@@ -101,6 +102,7 @@ struct daemon {
 	struct detail_window win;
 	struct newcomers news; /* from the drainer: who turned up in the window */
 	struct discovery disc; /* library searches, off the main loop */
+	struct cardscan scan; /* card holders' open files, off the main loop */
 	pid_t learned[SBT_MAX_PIDS]; /* card holders whose mapped libraries were read */
 	unsigned int nlearned; /* a ring: ever added */
 	struct { /* a ctl record waits for the window's end */
@@ -495,6 +497,11 @@ static int start(struct daemon *d)
 		sbt_err("cannot start library discovery: %s", err);
 		return -EIO;
 	}
+	if ((ret = cardscan_start(&d->scan, PROC_FD_SCAN_MAX))) {
+		sbt_err("cannot start the card holders' file reader: %s", strerror(-ret));
+		return ret;
+	}
+	d->win.scan = &d->scan;
 	if ((ret = reaper_start(&d->reaper)))
 		sbt_warn("no thread to remove uprobes on (%s): a window's close holds the main loop",
 			 strerror(-ret));
@@ -752,7 +759,7 @@ static bool open_window(struct daemon *d, enum window_reason why, double seconds
 	if (attached - now > NS / 2)
 		snprintf(took, sizeof(took), " (attached in %.1f s: a busy host)", (double)(attached - now) / 1e9);
 	sbt_note("window (%s): %.3f s of %d process%s, %d uprobes%s%s", window_reason_name(why), seconds,
-		 d->win.nprocs, d->win.nprocs == 1 ? "" : "es", uprobes, took,
+		 d->win.nprocs + d->win.nwaiting, d->win.nprocs + d->win.nwaiting == 1 ? "" : "es", uprobes, took,
 		 uprobes ? "; newcomers join at their first call" : "; no runtime library known yet");
 	return true;
 }
@@ -849,6 +856,19 @@ static void hear_news(struct daemon *d)
 				metaw_group_fd(&d->mw, e->pid, e->fd);
 		}
 	} while (n == 64);
+}
+
+/* Card holders' cards read: those waiting for them are taken into the window. */
+static void take_cards(struct daemon *d)
+{
+	struct cardscan_answer got[32];
+	int n;
+
+	do {
+		n = cardscan_take(&d->scan, got, 32);
+		for (int i = 0; i < n; i++)
+			window_scanned(&d->win, &d->at, &d->disc, &d->mw, &got[i]);
+	} while (n == 32);
 }
 
 /* Between windows: the runtime a card holder has mapped is read (once a
@@ -1151,9 +1171,10 @@ int cmd_daemon(int argc, char **argv)
 		next_check = sbt_now_boottime();
 		while (!stop_sig) {
 			uint64_t t = sbt_now_boottime();
-			struct pollfd p[3] = { { d->ctl.wake_fd, POLLIN, 0 },
+			struct pollfd p[4] = { { d->ctl.wake_fd, POLLIN, 0 },
 					       { d->news.wake_fd, POLLIN, 0 },
-					       { d->disc.wake_fd, POLLIN, 0 } };
+					       { d->disc.wake_fd, POLLIN, 0 },
+					       { d->scan.wake_fd, POLLIN, 0 } };
 
 			if (watchdog_us && t >= next_ping) {
 				sd_notify_send("WATCHDOG=1");
@@ -1198,7 +1219,9 @@ int cmd_daemon(int argc, char **argv)
 				next_check = t + TRIGGER_CHECK_SECONDS * NS;
 			}
 			/* a signal ends it early */
-			if (poll(p, d->rb ? 3 : 1, 250) > 0) {
+			if (poll(p, d->rb ? 4 : 1, 250) > 0) {
+				if (p[3].revents & POLLIN)
+					take_cards(d);
 				if (p[2].revents & POLLIN)
 					take_discoveries(d);
 				if (p[1].revents & POLLIN)
@@ -1251,6 +1274,7 @@ int cmd_daemon(int argc, char **argv)
 	t3 = sbt_now_boottime();
 	/* a search still reading a file uses the attacher (in d): then both
 	 * are left as they are, for the exit to take */
+	cardscan_stop(&d->scan);
 	if (!discovery_stop(&d->disc, 2 * NS))
 		return ret ? 1 : 0;
 	t4 = sbt_now_boottime();

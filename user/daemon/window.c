@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/procfs.h"
+#include "daemon/cardscan.h"
 #include "daemon/discovery.h"
 #include "daemon/snapshot.h"
 #include "daemon/window.h"
@@ -63,6 +64,9 @@ bool window_has(const struct detail_window *w, pid_t pid)
 	for (int i = 0; i < w->nprocs; i++)
 		if (w->procs[i].pid == pid)
 			return true;
+	for (int i = 0; i < w->nwaiting; i++)
+		if (w->waiting[i].pid == pid)
+			return true;
 	return false;
 }
 
@@ -73,10 +77,10 @@ const char *window_join_name(enum window_join j)
 	return join_names[j];
 }
 
-/* Traced and described: names, threads and cards first, so that the
- * records after them make sense. NULL when it cannot be traced. */
+/* Traced and described: names, threads and cards (when read) first, so
+ * that the records after them make sense. NULL when it cannot be traced. */
 static struct window_proc *take(struct detail_window *w, struct attacher *a, struct meta_writer *mw,
-				pid_t pid, enum window_join how, uint64_t seen)
+				pid_t pid, enum window_join how, uint64_t seen, const struct cardscan_answer *cards)
 {
 	struct window_proc *p;
 
@@ -88,10 +92,10 @@ static struct window_proc *take(struct detail_window *w, struct attacher *a, str
 		return NULL;
 	p = &w->procs[w->nprocs++];
 	*p = (struct window_proc){ .pid = pid, .how = how, .seen = seen, .started = proc_start_boottime(pid),
-				   .carded = how != JOIN_FIRST_CALL };
+				   .carded = cards != NULL };
 	metaw_proc(mw, pid, NULL);
-	if (p->carded)
-		metaw_groups_of(mw, pid);
+	for (int i = 0; cards && i < cards->ngroups; i++)
+		metaw_group(mw, pid, cards->groups[i]);
 	metaw_thread_names(mw, &pid, 1);
 	return p;
 }
@@ -106,11 +110,49 @@ static void ask(struct detail_window *w, struct discovery *q, pid_t pid, bool ma
 			 err == -EBUSY ? "too many searches under way" : strerror(-err));
 }
 
+/* Taken: its libraries asked for (those there at the opening share the
+ * opening's budget), a newcomer said. */
+static void taken(struct detail_window *w, struct discovery *q, struct window_proc *p)
+{
+	if (p->how == JOIN_AT_OPEN) {
+		ask(w, q, p->pid, false, w->open_deadline);
+		return;
+	}
+	w->joined++;
+	/* a first call means its library is probed already: only what else it
+	 * maps, and its calls are all there from that first call; one that
+	 * took a card first may use a runtime not read yet: traced from when
+	 * its search ends */
+	if (p->how == JOIN_FIRST_CALL)
+		p->traced_from = p->seen;
+	ask(w, q, p->pid, p->how == JOIN_FIRST_CALL, sbt_now_boottime() + DISCOVERY_BUDGET_NS);
+	sbt_info(1, "window: PID %d joined (%s), %d processes now\n", p->pid, window_join_name(p->how), w->nprocs);
+}
+
+/* A process comes in. One that holds a card is taken when its cards are
+ * read, off the main loop (window_scanned); one that made a runtime call
+ * is taken now (its calls are under way), and so is a card holder whose
+ * cards cannot be asked for now: their cards are read later (window_cards). */
+static void admit(struct detail_window *w, struct attacher *a, struct discovery *q, struct meta_writer *mw,
+		  pid_t pid, enum window_join how, uint64_t seen)
+{
+	struct window_proc *p;
+
+	if (w->nprocs + w->nwaiting >= WINDOW_MAX_PROCS) {
+		w->turned_away++;
+		return;
+	}
+	if (how != JOIN_FIRST_CALL && w->scan && !cardscan_ask(w->scan, pid, w->serial)) {
+		w->waiting[w->nwaiting++] = (struct window_wait){ pid, how, seen };
+		return;
+	}
+	if ((p = take(w, a, mw, pid, how, seen, NULL)))
+		taken(w, q, p);
+}
+
 int window_open(struct detail_window *w, struct attacher *a, struct discovery *q, struct meta_writer *mw,
 		enum window_reason why, const pid_t *pids, int n, uint64_t now, uint64_t until)
 {
-	/* the processes there at its opening share one budget */
-	uint64_t deadline = now + DISCOVERY_BUDGET_NS;
 	int err;
 
 	__atomic_store_n(&w->open, true, __ATOMIC_RELAXED); /* the drainer polls faster while open */
@@ -119,46 +161,70 @@ int window_open(struct detail_window *w, struct attacher *a, struct discovery *q
 	w->from = now;
 	w->until = until;
 	w->nprocs = 0;
+	w->nwaiting = 0;
 	w->joined = 0;
 	w->opened[why]++;
+	w->open_deadline = now + DISCOVERY_BUDGET_NS;
+	w->libs_ready = now;
 	mw->ngroups = 0; /* each window says its processes' cards again */
 	/* which card's interrupt woke a stream's wait: while it is open */
 	attach_window_hooks(a, true);
+	/* the card holders: each taken when its cards are read, then what
+	 * it can load asked for, each library found going on as it comes */
 	for (int i = 0; i < n; i++)
 		if (!window_has(w, pids[i]))
-			take(w, a, mw, pids[i], JOIN_AT_OPEN, now);
+			admit(w, a, q, mw, pids[i], JOIN_AT_OPEN, now);
 	/* a library rebuilt since an earlier window must not get its old offsets */
 	attach_drop_changed_libraries(a);
 	/* what is known goes on at once, newcomers caught from then */
 	attach_catch_newcomers(a, true);
 	if ((err = attach_runtime(a, ATTACH_EVERY_PROCESS)) < 0)
 		sbt_info(1, "window: runtime probes: %s\n", strerror(-err));
-	/* then what these processes can load: each found goes on as it comes */
-	w->libs_ready = now;
-	for (int i = 0; i < w->nprocs; i++)
-		ask(w, q, w->procs[i].pid, false, deadline);
-	if (!w->nprocs)
-		ask(w, q, 0, false, deadline);
+	if (!w->nprocs && !w->nwaiting)
+		ask(w, q, 0, false, w->open_deadline);
 	return (int)attach_nuprobes(a);
 }
 
 int window_join(struct detail_window *w, struct attacher *a, struct discovery *q, struct meta_writer *mw,
 		pid_t pid, enum window_join how, uint64_t seen)
 {
+	int before = w->nprocs + w->nwaiting;
+
+	if (!w->open || window_has(w, pid))
+		return 0;
+	admit(w, a, q, mw, pid, how, seen);
+	return w->nprocs + w->nwaiting > before;
+}
+
+void window_scanned(struct detail_window *w, struct attacher *a, struct discovery *q, struct meta_writer *mw,
+		    const struct cardscan_answer *c)
+{
 	struct window_proc *p;
 
-	if (!w->open || window_has(w, pid) || !(p = take(w, a, mw, pid, how, seen)))
-		return 0;
-	w->joined++;
-	/* a first call means its library is probed already: only what else it
-	 * maps, and its calls are all there from that first call; one that
-	 * took a card first may use a runtime not read yet: traced from when
-	 * its search ends */
-	if (how == JOIN_FIRST_CALL)
-		p->traced_from = seen;
-	ask(w, q, pid, how == JOIN_FIRST_CALL, sbt_now_boottime() + DISCOVERY_BUDGET_NS);
-	sbt_info(1, "window: PID %d joined (%s), %d processes now\n", pid, window_join_name(how), w->nprocs);
-	return 1;
+	if (!w->open || c->tag != w->serial)
+		return; /* an earlier window's */
+	if (c->capped)
+		sbt_info(1, "window: PID %d: over %zu open files: the first %zu looked at for its cards\n", c->pid,
+			 (size_t)PROC_FD_SCAN_MAX, (size_t)PROC_FD_SCAN_MAX);
+	for (int i = 0; i < w->nwaiting; i++) {
+		struct window_wait e = w->waiting[i];
+
+		if (e.pid != c->pid)
+			continue;
+		w->waiting[i] = w->waiting[--w->nwaiting];
+		if ((p = take(w, a, mw, e.pid, e.how, e.seen, c)))
+			taken(w, q, p);
+		return;
+	}
+	for (int i = 0; i < w->nprocs; i++) {
+		p = &w->procs[i];
+		if (p->pid != c->pid || p->carded)
+			continue;
+		for (int k = 0; k < c->ngroups; k++)
+			metaw_group(mw, p->pid, c->groups[k]);
+		p->carded = true;
+		p->carding = false;
+	}
 }
 
 void window_searched(struct detail_window *w, const struct discovery_job *j, int found)
@@ -184,11 +250,16 @@ void window_cards(struct detail_window *w, struct meta_writer *mw, const pid_t *
 	for (int i = 0; i < w->nprocs; i++) {
 		struct window_proc *p = &w->procs[i];
 
-		for (int k = 0; k < n && !p->carded; k++)
-			if (pids[k] == p->pid) {
+		for (int k = 0; k < n && !p->carded && !p->carding; k++) {
+			if (pids[k] != p->pid)
+				continue;
+			if (!w->scan) {
 				metaw_groups_of(mw, p->pid);
 				p->carded = true;
+			} else if (!cardscan_ask(w->scan, p->pid, w->serial)) {
+				p->carding = true; /* else asked again at the next tick */
 			}
+		}
 	}
 }
 
@@ -206,6 +277,7 @@ void window_close(struct detail_window *w, struct attacher *a, struct discovery 
 	/* no one joins from now; the threads made meanwhile get their names */
 	attach_catch_newcomers(a, false);
 	discovery_cancel(q);
+	w->nwaiting = 0; /* their cards' answers are an earlier window's now */
 	for (int i = 0; i < w->nprocs; i++)
 		if (proc_exists(w->procs[i].pid))
 			metaw_thread_names(mw, &w->procs[i].pid, 1);

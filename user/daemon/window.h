@@ -24,6 +24,8 @@
 #define WINDOW_PAST_PROCS 64 /* of them, described in the manifests */
 
 struct attacher;
+struct cardscan;
+struct cardscan_answer;
 struct discovery;
 struct discovery_job;
 struct meta_writer;
@@ -43,6 +45,14 @@ struct window_proc {
 	uint64_t traced_from; /* its probes in place; 0: its library search not answered yet */
 	uint64_t started; /* the process's start; 0: unknown */
 	bool carded; /* its cards described */
+	bool carding; /* its cards asked for (struct cardscan) */
+};
+
+/* A card holder whose cards are being read: taken when they are. */
+struct window_wait {
+	pid_t pid;
+	enum window_join how;
+	uint64_t seen;
 };
 
 struct window_past {
@@ -53,12 +63,16 @@ struct window_past {
 };
 
 struct detail_window {
+	struct cardscan *scan; /* reads card holders' cards (NULL: on the spot) */
 	bool open;
 	uint64_t serial; /* windows opened so far: which one a search answers */
 	enum window_reason reason;
 	uint64_t from, until; /* BOOTTIME ns */
 	struct window_proc procs[WINDOW_MAX_PROCS];
 	int nprocs, joined; /* joined: came after it opened */
+	struct window_wait waiting[WINDOW_MAX_PROCS];
+	int nwaiting;
+	uint64_t open_deadline; /* the searches of those there at its opening share one budget */
 	uint64_t libs_ready; /* the last runtime library found in it went on then */
 	uint64_t turned_away; /* newcomers past WINDOW_MAX_PROCS */
 	/* sampling: a window of sample_ns at a random time of each period_ns; 0: off */
@@ -77,7 +91,8 @@ void window_sampling(struct detail_window *w, double sample_s, double period_s, 
 /* Is a sample due now? (then the next one is scheduled) */
 bool window_sample_due(struct detail_window *w, uint64_t now);
 /* Opens a window until `until`: the n processes that hold a card are
- * traced (their names, threads and cards to mw first), the runtime probes
+ * traced (their names, threads and cards to mw first; each once w->scan
+ * has read its cards), the runtime probes
  * go on every process that maps a runtime library the daemon knows (of
  * these processes' libraries, the ld.so cache, the install tree, earlier
  * windows and card holders), and a process not traced joins at its first
@@ -87,8 +102,9 @@ bool window_sample_due(struct detail_window *w, uint64_t now);
 int window_open(struct detail_window *w, struct attacher *a, struct discovery *q, struct meta_writer *mw,
 		enum window_reason why, const pid_t *pids, int n, uint64_t now, uint64_t until);
 /* A process that turned up in the open window (seen: its first record):
- * traced, described, its libraries asked of q. Returns 1 when it joined,
- * 0 when it was in already (or there is no room). */
+ * traced, described, its libraries asked of q (one that took a card:
+ * once its cards are read). Returns 1 when it joined or waits to, 0 when
+ * it was in already (or there is no room). */
 int window_join(struct detail_window *w, struct attacher *a, struct discovery *q, struct meta_writer *mw,
 		pid_t pid, enum window_join how, uint64_t seen);
 /* An answer to a search this window asked for, which attach_found() took
@@ -96,8 +112,13 @@ int window_join(struct detail_window *w, struct attacher *a, struct discovery *q
  * then its process is traced in full from when the last library it may
  * use went on. An earlier window's answer: nothing. */
 void window_searched(struct detail_window *w, const struct discovery_job *j, int found);
+/* An answer of w->scan: a process waiting for it is taken, one in the
+ * window that took a card since has it described. An earlier window's: nothing. */
+void window_scanned(struct detail_window *w, struct attacher *a, struct discovery *q, struct meta_writer *mw,
+		    const struct cardscan_answer *c);
 /* These processes hold a card now: those of them in the window whose
- * cards are not described yet (they joined before taking one) are. */
+ * cards are not described yet (they joined before taking one) have them
+ * read (by w->scan). */
 void window_cards(struct detail_window *w, struct meta_writer *mw, const pid_t *pids, int n);
 bool window_has(const struct detail_window *w, pid_t pid);
 /* The open window lasts at least until then. */
