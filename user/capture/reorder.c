@@ -156,3 +156,11 @@ void reorder_free(struct reorder *q)
 	free(q->items);
 	memset(q, 0, sizeof(*q));
 }
+
+void reorder_release_settled(struct reorder *q, uint64_t now, int all,
+			     void (*emit)(void *ctx, const struct sbt_hdr *h), void *ctx)
+{
+	uint64_t before = all ? UINT64_MAX : now > REORDER_WINDOW_NS ? now - REORDER_WINDOW_NS : 0;
+
+	reorder_release(q, before, emit, ctx);
+}

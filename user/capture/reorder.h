@@ -51,6 +51,10 @@ int reorder_add(struct reorder *q, const struct sbt_hdr *h);
 /* Hand on, in order, every record that began before `before`. */
 void reorder_release(struct reorder *q, uint64_t before,
 		     void (*emit)(void *ctx, const struct sbt_hdr *h), void *ctx);
+/* Hand on what began long enough before now (BOOTTIME ns) that nothing
+ * earlier can still come (REORDER_WINDOW_NS); all: everything held. */
+void reorder_release_settled(struct reorder *q, uint64_t now, int all,
+			     void (*emit)(void *ctx, const struct sbt_hdr *h), void *ctx);
 void reorder_free(struct reorder *q);
 
 #endif

@@ -218,10 +218,7 @@ static void emit_held(void *ctx, const struct sbt_hdr *h)
 /* Hand on what began long enough ago that nothing earlier can still come. */
 static void release_held(struct recording *r, bool all)
 {
-	uint64_t now = sbt_now_boottime();
-
-	reorder_release(&r->held, all ? UINT64_MAX : now > REORDER_WINDOW_NS ? now - REORDER_WINDOW_NS : 0,
-			emit_held, r);
+	reorder_release_settled(&r->held, sbt_now_boottime(), all, emit_held, r);
 }
 
 static void check_lost(struct recording *r)
