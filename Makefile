@@ -7,7 +7,7 @@ LLVM_STRIP ?= llvm-strip
 
 # What to build for: this machine, or ARCH=ppc64le / ARCH=s390x, cross-built
 # static into build/ARCH with Debian's cross compilers and the target's
-# libraries unpacked into build/ARCH/sysroot (docs/architectures.md).
+# libraries unpacked into build/ARCH/sysroot (docs/power-and-z.md).
 HOST_ARCH  := $(shell uname -m)
 ARCH       ?= $(HOST_ARCH)
 # the kernel's and Debian's spellings are taken too

@@ -378,7 +378,7 @@ int retsites_find(const struct elf_func *f, const struct elf_func *cold, const c
 	/* Decoded, but not probed: under QEMU's TCG, the only s390x here, the
 	 * kernel resumed a uprobe'd `br %r14` at the next instruction and the
 	 * process died. Until proven on a real Z, returns are not probed there
-	 * unless asked for (docs/architectures.md). */
+	 * unless asked for (docs/power-and-z.md). */
 	if (f->machine == EM_S390 && !getenv("SBT_S390_RETURN_PROBES"))
 		return refuse(why, whylen, "return probes are not enabled on s390x yet (not proven "
 			      "safe; SBT_S390_RETURN_PROBES=1 to try)");
