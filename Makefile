@@ -177,8 +177,9 @@ cross:
 	@$(MAKE) --no-print-directory ARCH=ppc64le all
 	@$(MAKE) --no-print-directory ARCH=s390x all
 
+# `make e2e T=name` (or T="a b"): those end-to-end tests only
 e2e: all
-	@SBT_BUILD=$(abspath $(OUT)) python3 tests/e2e/run.py
+	@SBT_BUILD=$(abspath $(OUT)) python3 tests/e2e/run.py $(T)
 
 # the PyTorch merge on a fresh real run (Debian 13's torch in a chroot,
 # made once and cached; not part of make test, which uses the committed one)

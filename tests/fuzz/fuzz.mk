@@ -12,7 +12,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
                -std=gnu11 -D_GNU_SOURCE -DSBT_VERSION='"$(VERSION)"' -I$(OUT) -Ibpf -Iuser -Itests/lib
 FUZZ_SECONDS ?= 60
 FUZZ_OBJS   := $(patsubst user/%.c,$(OUT)/obj-fuzz/%.o,$(LIB_SRCS)) $(OUT)/obj-fuzz/lib-json_check.o
-.SECONDARY: $(OUT)/obj-fuzz/lib-json_check.o
+.SECONDARY: $(OUT)/obj-fuzz/lib-json_check.o $(FUZZ_OBJS)
 
 # the library, instrumented for coverage once, linked into every target
 $(OUT)/obj-fuzz/%.o: user/%.c | $(OUT)/obj-fuzz $(OUT)/spyre.skel.h

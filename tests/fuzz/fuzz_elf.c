@@ -5,7 +5,9 @@
  * of its body and the return-site decoder. A function's place must lie in
  * the file, its name within the cap, its body the bytes at that place.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <elf.h>
 #include <stdint.h>
 #include <stdlib.h>

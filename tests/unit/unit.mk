@@ -10,7 +10,7 @@ TESTLIB_HDRS := $(wildcard tests/lib/*.h)
 SAN_TESTLIB  := $(patsubst tests/lib/%.c,$(OUT)/obj-san/lib-%.o,$(TESTLIB_SRCS))
 # kept (not intermediate): make would delete them after a link, and then
 # not rebuild them when a header they include changes
-.SECONDARY: $(SAN_TESTLIB)
+.SECONDARY: $(SAN_TESTLIB) $(SAN_OBJS)
 
 $(OUT)/obj-san/lib-%.o: tests/lib/%.c | $(OUT)/obj-san
 	$(call msg,CC-SAN,$<)
@@ -29,8 +29,10 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(SAN_OBJS) $(SAN_TESTLIB) | $(OUT)/tes
 	$(call msg,CC-SAN,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) $< $(SAN_OBJS) $(SAN_TESTLIB) -o $@ $(LDLIBS) -lcmocka -ldl
 
-# `make unit`: every unit test under the sanitizers; fails on the first error.
-unit unit-asan: $(UNIT_BINS) $(OUT)/tests/libcxxdemo.so sim
-	@set -e; for t in $(UNIT_BINS); do \
+# `make unit`: every unit test under the sanitizers; fails on the first
+# error. `make unit T=reorder` (or T=test_reorder, or several): those only.
+UNIT_RUN := $(if $(T),$(foreach t,$(T),$(OUT)/tests/test_$(patsubst test_%,%,$(t))),$(UNIT_BINS))
+unit unit-asan: $(UNIT_RUN) $(OUT)/tests/libcxxdemo.so sim
+	@set -e; for t in $(UNIT_RUN); do \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		SBT_BUILD=$(abspath $(OUT)) SBT_SRC=$(CURDIR) $$t; done
