@@ -34,8 +34,8 @@ CC         := $(CROSS)gcc
 AR         := $(CROSS)ar
 SYSROOT    := $(OUT)/sysroot
 # what runs here runs on this machine: a cross build is tested in its guest
-ifneq ($(filter test unit unit-asan e2e fuzz valgrind bench demo test-torch,$(MAKECMDGOALS)),)
-$(error make $(filter test unit unit-asan e2e fuzz valgrind bench demo test-torch,$(MAKECMDGOALS)) runs on this machine, not with ARCH=$(ARCH); hint: make test builds and tests the $(ARCH) build in its QEMU guest)
+ifneq ($(filter test unit unit-asan e2e fuzz valgrind bench bench-check demo test-torch,$(MAKECMDGOALS)),)
+$(error make $(filter test unit unit-asan e2e fuzz valgrind bench bench-check demo test-torch,$(MAKECMDGOALS)) runs on this machine, not with ARCH=$(ARCH); hint: make test builds and tests the $(ARCH) build in its QEMU guest)
 endif
 endif
 
@@ -79,7 +79,7 @@ SAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize
 .DELETE_ON_ERROR:
 PREFIX     ?= /usr/local
 
-.PHONY: all deps cross test unit unit-asan e2e bench demo clean format vmlinux sim install fuzz valgrind test-torch
+.PHONY: all deps cross test unit unit-asan e2e bench bench-check demo clean format vmlinux sim install fuzz valgrind test-torch
 all: $(TOOL) sim
 
 # The Debian packages: checked by the commands that set up a fresh machine
@@ -169,6 +169,7 @@ test:
 	@$(MAKE) --no-print-directory $(PAR) unit-asan
 	@$(MAKE) --no-print-directory $(PAR) cross
 	@$(MAKE) --no-print-directory $(PAR) fuzz FUZZ_SECONDS=10
+	@$(MAKE) --no-print-directory bench-check
 	@$(MAKE) --no-print-directory e2e
 	@echo "make test: all tiers done"
 
@@ -247,6 +248,11 @@ bench:
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/record_tax.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/daemon.py
 	@SBT_BUILD=$(abspath $(OUT)) SBT_SOAK_SECONDS=600 python3 tests/e2e/run.py daemon_soak
+
+# make bench-check: the writers' instructions per record against
+# bench/budget.json (callgrind; fails over budget by more than 5%)
+bench-check: all $(OUT)/bench/gen-capture
+	@SBT_BUILD=$(abspath $(OUT)) python3 bench/check.py
 
 demo:
 	@scripts/deps.sh
