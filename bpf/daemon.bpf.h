@@ -167,8 +167,7 @@ static __always_inline bool daemon_in_mock_dir(struct file *file)
 
 /* The kind of a file by the handler its ioctls go to (daemon_vfio_fns):
  * vfio's own say so, whatever the file's name or path. */
-static __always_inline __u32 daemon_kind_by_fop(struct file *file, const struct file_operations *fop,
-						__u32 *group)
+static __always_inline __u32 daemon_kind_by_fop(struct file *file, const struct file_operations *fop, __u32 *group)
 {
 	__u64 fn = (__u64)BPF_CORE_READ(fop, unlocked_ioctl);
 
@@ -224,8 +223,7 @@ static __always_inline __u32 daemon_fd_kind(int fd, __u32 *group)
 	__u64 key;
 
 	*group = 0;
-	if (fd < 0 || (unsigned int)fd >= max ||
-	    bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
+	if (fd < 0 || (unsigned int)fd >= max || bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
 		return SBT_FD_NONE;
 	fop = BPF_CORE_READ(file, f_op);
 	now.kind = daemon_kind_by_fop(file, fop, group);
@@ -250,12 +248,28 @@ static __always_inline __u32 daemon_log2(__u64 v)
 {
 	__u32 r = 0;
 
-	if (v >> 32) { v >>= 32; r += 32; }
-	if (v >> 16) { v >>= 16; r += 16; }
-	if (v >> 8) { v >>= 8; r += 8; }
-	if (v >> 4) { v >>= 4; r += 4; }
-	if (v >> 2) { v >>= 2; r += 2; }
-	if (v >> 1) r += 1;
+	if (v >> 32) {
+		v >>= 32;
+		r += 32;
+	}
+	if (v >> 16) {
+		v >>= 16;
+		r += 16;
+	}
+	if (v >> 8) {
+		v >>= 8;
+		r += 8;
+	}
+	if (v >> 4) {
+		v >>= 4;
+		r += 4;
+	}
+	if (v >> 2) {
+		v >>= 2;
+		r += 2;
+	}
+	if (v >> 1)
+		r += 1;
 	return r;
 }
 
@@ -372,8 +386,7 @@ static __always_inline void daemon_drv_call(__u32 func, __u64 start, long ret)
 }
 
 /* An ioctl on a VFIO file returned. */
-static __always_inline void daemon_ioctl(__u32 tgid, __u32 tid, const struct sbt_ioctl *p, long ret,
-					__u64 now)
+static __always_inline void daemon_ioctl(__u32 tgid, __u32 tid, const struct sbt_ioctl *p, long ret, __u64 now)
 {
 	__u32 op = sbt_daemon_op(p->cmd, p->fd_kind);
 	__u64 dur = now > p->start_ts ? now - p->start_ts : 0;

@@ -22,9 +22,9 @@ static __always_inline bool sbt_device_wanted(__u32 bdf, __u16 vendor, __u16 dev
 	for (__u32 i = 0; i < SBT_MAX_DEV_FILTERS; i++) {
 		if (i >= n_dev_filters)
 			break;
-		if (dev_filters[i].bdf != SBT_BDF_NONE ? dev_filters[i].bdf == bdf
-						       : dev_filters[i].vendor == vendor &&
-								 dev_filters[i].device == device)
+		if (dev_filters[i].bdf != SBT_BDF_NONE
+			    ? dev_filters[i].bdf == bdf
+			    : dev_filters[i].vendor == vendor && dev_filters[i].device == device)
 			return true;
 	}
 	return false;
@@ -66,8 +66,8 @@ static __always_inline __u32 sbt_parse_bdf(const char *s)
 	int domain = sbt_hex_n(s, 4), bus = sbt_hex_n(s + 5, 2);
 	int dev = sbt_hex_n(s + 8, 2), fn = sbt_hex_n(s + 11, 1);
 
-	if (s[4] != ':' || s[7] != ':' || s[10] != '.' || domain < 0 || bus < 0 ||
-	    dev < 0 || dev > 31 || fn < 0 || fn > 7)
+	if (s[4] != ':' || s[7] != ':' || s[10] != '.' || domain < 0 || bus < 0 || dev < 0 || dev > 31 || fn < 0 ||
+	    fn > 7)
 		return SBT_BDF_NONE;
 	return (__u32)domain << 16 | (__u32)bus << 8 | (__u32)dev << 3 | (__u32)fn;
 }

@@ -77,8 +77,7 @@ struct {
 	__type(value, struct drv_frame);
 } msi_open SEC(".maps");
 
-#define container_of_core(ptr, type, member) \
-	((type *)((void *)(ptr) - bpf_core_field_offset(type, member)))
+#define container_of_core(ptr, type, member) ((type *)((void *)(ptr)-bpf_core_field_offset(type, member)))
 
 /* ---- which card ---------------------------------------------------------- */
 
@@ -218,8 +217,7 @@ static __always_inline int drv_push(__u32 func, struct drv_frame *f)
 	return 0;
 }
 
-static __always_inline void fill_record(struct sbt_drv *r, const struct drv_frame *f, __u32 func,
-					long ret)
+static __always_inline void fill_record(struct sbt_drv *r, const struct drv_frame *f, __u32 func, long ret)
 {
 	r->start_ts = f->ts;
 	r->ret = ret;
@@ -352,8 +350,8 @@ static __always_inline int spapr_enter(void *container, unsigned int cmd, unsign
 	if (!traced_task())
 		return 0;
 	card_of_spapr(container, &f);
-	if (!decode_dma(&f, cmd, arg) && (cmd == SBT_VFIO_SPAPR_REGISTER_MEMORY ||
-					  cmd == SBT_VFIO_SPAPR_UNREGISTER_MEMORY)) {
+	if (!decode_dma(&f, cmd, arg) &&
+	    (cmd == SBT_VFIO_SPAPR_REGISTER_MEMORY || cmd == SBT_VFIO_SPAPR_UNREGISTER_MEMORY)) {
 		struct spapr_register_arg r;
 
 		if (!bpf_probe_read_user(&r, sizeof(r), (void *)arg)) {
@@ -430,8 +428,7 @@ static __always_inline int msi_exit(int ret)
  * process's VFIO commands; record: every ioctl of its traced processes. */
 const volatile bool ioctl_by_driver __weak = false;
 
-static __always_inline void fops_ioctl(__u32 func, struct file *file, unsigned int cmd,
-				       unsigned long arg)
+static __always_inline void fops_ioctl(__u32 func, struct file *file, unsigned int cmd, unsigned long arg)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 kind = SBT_FD_DEVICE, group = 0;
@@ -464,29 +461,28 @@ static __always_inline int fops_exit(__u32 func, long ret)
 	return 0;
 }
 
-#define FOPS_IOCTL(fn, id)                                                                      \
-	SEC("fentry/" #fn)                                                                      \
-	int BPF_PROG(fn##_fentry, struct file *file, unsigned int cmd, unsigned long arg)      \
-	{                                                                                       \
-		fops_ioctl(id, file, cmd, arg);                                                 \
-		return fops_enter(id, file, cmd);                                               \
-	}                                                                                       \
-	SEC("fexit/" #fn)                                                                       \
-	int BPF_PROG(fn##_fexit, struct file *file, unsigned int cmd, unsigned long arg,       \
-		     long ret)                                                                  \
-	{                                                                                       \
-		return fops_exit(id, ret);                                                      \
-	}                                                                                       \
-	SEC("kprobe/" #fn)                                                                      \
-	int BPF_KPROBE(fn##_kprobe, struct file *file, unsigned int cmd, unsigned long arg)    \
-	{                                                                                       \
-		fops_ioctl(id, file, cmd, arg);                                                 \
-		return fops_enter(id, file, cmd);                                               \
-	}                                                                                       \
-	SEC("kretprobe/" #fn)                                                                   \
-	int BPF_KRETPROBE(fn##_kretprobe, long ret)                                             \
-	{                                                                                       \
-		return fops_exit(id, ret);                                                      \
+#define FOPS_IOCTL(fn, id)                                                                                             \
+	SEC("fentry/" #fn)                                                                                             \
+	int BPF_PROG(fn##_fentry, struct file *file, unsigned int cmd, unsigned long arg)                              \
+	{                                                                                                              \
+		fops_ioctl(id, file, cmd, arg);                                                                        \
+		return fops_enter(id, file, cmd);                                                                      \
+	}                                                                                                              \
+	SEC("fexit/" #fn)                                                                                              \
+	int BPF_PROG(fn##_fexit, struct file *file, unsigned int cmd, unsigned long arg, long ret)                     \
+	{                                                                                                              \
+		return fops_exit(id, ret);                                                                             \
+	}                                                                                                              \
+	SEC("kprobe/" #fn)                                                                                             \
+	int BPF_KPROBE(fn##_kprobe, struct file *file, unsigned int cmd, unsigned long arg)                            \
+	{                                                                                                              \
+		fops_ioctl(id, file, cmd, arg);                                                                        \
+		return fops_enter(id, file, cmd);                                                                      \
+	}                                                                                                              \
+	SEC("kretprobe/" #fn)                                                                                          \
+	int BPF_KRETPROBE(fn##_kretprobe, long ret)                                                                    \
+	{                                                                                                              \
+		return fops_exit(id, ret);                                                                             \
 	}
 
 FOPS_IOCTL(vfio_fops_unl_ioctl, SBT_DRV_CONTAINER_IOCTL)
@@ -494,26 +490,26 @@ FOPS_IOCTL(vfio_group_fops_unl_ioctl, SBT_DRV_GROUP_IOCTL)
 FOPS_IOCTL(vfio_device_fops_unl_ioctl, SBT_DRV_DEVICE_IOCTL)
 
 /* A container IOMMU backend's ioctl handler: (iommu data, cmd, arg) */
-#define IOMMU_IOCTL(fn, enter, id)                                                              \
-	SEC("fentry/" #fn)                                                                      \
-	int BPF_PROG(fn##_fentry, void *iommu, unsigned int cmd, unsigned long arg)            \
-	{                                                                                       \
-		return enter(iommu, cmd, arg);                                                  \
-	}                                                                                       \
-	SEC("fexit/" #fn)                                                                       \
-	int BPF_PROG(fn##_fexit, void *iommu, unsigned int cmd, unsigned long arg, long ret)   \
-	{                                                                                       \
-		return drv_pop(id, ret);                                                        \
-	}                                                                                       \
-	SEC("kprobe/" #fn)                                                                      \
-	int BPF_KPROBE(fn##_kprobe, void *iommu, unsigned int cmd, unsigned long arg)          \
-	{                                                                                       \
-		return enter(iommu, cmd, arg);                                                  \
-	}                                                                                       \
-	SEC("kretprobe/" #fn)                                                                   \
-	int BPF_KRETPROBE(fn##_kretprobe, long ret)                                             \
-	{                                                                                       \
-		return drv_pop(id, ret);                                                        \
+#define IOMMU_IOCTL(fn, enter, id)                                                                                     \
+	SEC("fentry/" #fn)                                                                                             \
+	int BPF_PROG(fn##_fentry, void *iommu, unsigned int cmd, unsigned long arg)                                    \
+	{                                                                                                              \
+		return enter(iommu, cmd, arg);                                                                         \
+	}                                                                                                              \
+	SEC("fexit/" #fn)                                                                                              \
+	int BPF_PROG(fn##_fexit, void *iommu, unsigned int cmd, unsigned long arg, long ret)                           \
+	{                                                                                                              \
+		return drv_pop(id, ret);                                                                               \
+	}                                                                                                              \
+	SEC("kprobe/" #fn)                                                                                             \
+	int BPF_KPROBE(fn##_kprobe, void *iommu, unsigned int cmd, unsigned long arg)                                  \
+	{                                                                                                              \
+		return enter(iommu, cmd, arg);                                                                         \
+	}                                                                                                              \
+	SEC("kretprobe/" #fn)                                                                                          \
+	int BPF_KRETPROBE(fn##_kretprobe, long ret)                                                                    \
+	{                                                                                                              \
+		return drv_pop(id, ret);                                                                               \
 	}
 
 IOMMU_IOCTL(vfio_iommu_type1_ioctl, type1_enter, SBT_DRV_TYPE1_IOCTL)
@@ -528,8 +524,8 @@ int BPF_PROG(vfio_pin_pages_remote_fentry, void *dma, unsigned long vaddr, long 
 }
 
 SEC("fexit/vfio_pin_pages_remote")
-int BPF_PROG(vfio_pin_pages_remote_fexit, void *dma, unsigned long vaddr, long npage,
-	     void *pfn_base, unsigned long limit, void *batch, long ret)
+int BPF_PROG(vfio_pin_pages_remote_fexit, void *dma, unsigned long vaddr, long npage, void *pfn_base,
+	     unsigned long limit, void *batch, long ret)
 {
 	return drv_pop(SBT_DRV_PIN_PAGES, ret);
 }
@@ -548,22 +544,20 @@ int BPF_KRETPROBE(vfio_pin_pages_remote_kretprobe, long ret)
 
 /* vfio_unpin_pages_remote(dma, iova, pfn, npage, do_accounting): pages unpinned */
 SEC("fentry/vfio_unpin_pages_remote")
-int BPF_PROG(vfio_unpin_pages_remote_fentry, void *dma, __u64 iova, unsigned long pfn,
-	     long npage)
+int BPF_PROG(vfio_unpin_pages_remote_fentry, void *dma, __u64 iova, unsigned long pfn, long npage)
 {
 	return pages_enter(SBT_DRV_UNPIN_PAGES, iova, npage);
 }
 
 SEC("fexit/vfio_unpin_pages_remote")
-int BPF_PROG(vfio_unpin_pages_remote_fexit, void *dma, __u64 iova, unsigned long pfn,
-	     long npage, bool do_accounting, long ret)
+int BPF_PROG(vfio_unpin_pages_remote_fexit, void *dma, __u64 iova, unsigned long pfn, long npage, bool do_accounting,
+	     long ret)
 {
 	return drv_pop(SBT_DRV_UNPIN_PAGES, ret);
 }
 
 SEC("kprobe/vfio_unpin_pages_remote")
-int BPF_KPROBE(vfio_unpin_pages_remote_kprobe, void *dma, __u64 iova, unsigned long pfn,
-	       long npage)
+int BPF_KPROBE(vfio_unpin_pages_remote_kprobe, void *dma, __u64 iova, unsigned long pfn, long npage)
 {
 	return pages_enter(SBT_DRV_UNPIN_PAGES, iova, npage);
 }
@@ -582,8 +576,7 @@ int BPF_PROG(mm_iommu_new_fentry, void *mm, unsigned long ua, unsigned long entr
 }
 
 SEC("fexit/mm_iommu_new")
-int BPF_PROG(mm_iommu_new_fexit, void *mm, unsigned long ua, unsigned long entries,
-	     void *pmem, long ret)
+int BPF_PROG(mm_iommu_new_fexit, void *mm, unsigned long ua, unsigned long entries, void *pmem, long ret)
 {
 	return drv_pop(SBT_DRV_SPAPR_PIN, ret);
 }

@@ -151,8 +151,7 @@ static inline int sbt_vfio_nr(__u32 cmd)
 {
 	__u32 dir_size = cmd & 0xffff0000;
 
-	if ((dir_size && dir_size != SBT_IOC_NONE_PPC) || ((cmd >> 8) & 0xff) != 0x3b ||
-	    (cmd & 0xff) < 100)
+	if ((dir_size && dir_size != SBT_IOC_NONE_PPC) || ((cmd >> 8) & 0xff) != 0x3b || (cmd & 0xff) < 100)
 		return -1;
 	return (int)(cmd & 0xff) - 100;
 }
@@ -291,9 +290,8 @@ enum sbt_site_kind {
 /* A runtime uprobe's BPF cookie: probe id (24 bits), site kind (4), for an
  * indirect jump the register holding the target (4, SBT_REG_*) and the size
  * of the function's body (32). */
-#define SBT_COOKIE(id, kind, reg, size)                                          \
-	((__u64)(id) | (__u64)(kind) << 24 | (__u64)(reg) << 28 | (__u64)(size) << 32)
-#define SBT_COOKIE_ID(c) ((__u32)((c) & 0xffffff))
+#define SBT_COOKIE(id, kind, reg, size) ((__u64)(id) | (__u64)(kind) << 24 | (__u64)(reg) << 28 | (__u64)(size) << 32)
+#define SBT_COOKIE_ID(c) ((__u32)((c)&0xffffff))
 #define SBT_COOKIE_KIND(c) ((__u32)((c) >> 24) & 0xf)
 #define SBT_COOKIE_REG(c) ((__u32)((c) >> 28) & 0xf)
 #define SBT_COOKIE_SIZE(c) ((__u32)((c) >> 32))
@@ -301,9 +299,22 @@ enum sbt_site_kind {
 
 /* x86-64 general registers, as an indirect jump site names them */
 enum sbt_x86_reg {
-	SBT_REG_AX, SBT_REG_BX, SBT_REG_CX, SBT_REG_DX, SBT_REG_SI, SBT_REG_DI,
-	SBT_REG_BP, SBT_REG_SP, SBT_REG_R8, SBT_REG_R9, SBT_REG_R10, SBT_REG_R11,
-	SBT_REG_R12, SBT_REG_R13, SBT_REG_R14, SBT_REG_R15,
+	SBT_REG_AX,
+	SBT_REG_BX,
+	SBT_REG_CX,
+	SBT_REG_DX,
+	SBT_REG_SI,
+	SBT_REG_DI,
+	SBT_REG_BP,
+	SBT_REG_SP,
+	SBT_REG_R8,
+	SBT_REG_R9,
+	SBT_REG_R10,
+	SBT_REG_R11,
+	SBT_REG_R12,
+	SBT_REG_R13,
+	SBT_REG_R14,
+	SBT_REG_R15,
 };
 
 /* Shared objects a traced process opens are sent to the loader at once

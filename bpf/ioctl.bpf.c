@@ -19,7 +19,6 @@
 
 #define PATH_MAX_BPF SBT_LIB_PATH_LEN
 
-
 /* Path patterns (events.h), checked in order. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -45,9 +44,7 @@ struct {
 	__type(value, __u32);
 } open_pending SEC(".maps");
 
-
-static __always_inline bool match_pattern(const char *path, int len,
-					  const struct sbt_fd_pattern *p)
+static __always_inline bool match_pattern(const char *path, int len, const struct sbt_fd_pattern *p)
 {
 	int plen = p->prefix_len, slen = p->suffix_len, off;
 

@@ -94,16 +94,13 @@ static __always_inline void decode_arg(struct sbt_ioctl *r)
 	__u32 *irq = (__u32 *)&w;
 	/* VFIO numbers overlap across fd types: MAP_DMA's is a device fd's
 	 * PCI_HOT_RESET. Path-matched files (the mock) may be either. */
-	bool iommu = r->fd_kind == SBT_FD_CONTAINER || r->fd_kind == SBT_FD_PATH ||
-		     r->fd_kind == SBT_FD_SPAPR;
+	bool iommu = r->fd_kind == SBT_FD_CONTAINER || r->fd_kind == SBT_FD_PATH || r->fd_kind == SBT_FD_SPAPR;
 	bool device = r->fd_kind == SBT_FD_DEVICE || r->fd_kind == SBT_FD_PATH;
 	bool spapr = r->fd_kind == SBT_FD_SPAPR;
 
-	if (!(iommu && (r->cmd == SBT_VFIO_IOMMU_MAP_DMA ||
-			r->cmd == SBT_VFIO_IOMMU_UNMAP_DMA)) &&
+	if (!(iommu && (r->cmd == SBT_VFIO_IOMMU_MAP_DMA || r->cmd == SBT_VFIO_IOMMU_UNMAP_DMA)) &&
 	    !(device && r->cmd == SBT_VFIO_DEVICE_SET_IRQS) &&
-	    !(spapr && (r->cmd == SBT_VFIO_SPAPR_REGISTER_MEMORY ||
-			r->cmd == SBT_VFIO_SPAPR_UNREGISTER_MEMORY ||
+	    !(spapr && (r->cmd == SBT_VFIO_SPAPR_REGISTER_MEMORY || r->cmd == SBT_VFIO_SPAPR_UNREGISTER_MEMORY ||
 			r->cmd == SBT_VFIO_SPAPR_TCE_REMOVE)))
 		return;
 	if (bpf_probe_read_user(&w, sizeof(w), (void *)r->arg)) {
@@ -136,8 +133,8 @@ static __always_inline void decode_arg(struct sbt_ioctl *r)
 		r->u.window.flags = w.flags;
 		r->u.window.start = w.q[0];
 	} else { /* struct vfio_iommu_spapr_register_memory */
-		r->decoded = r->cmd == SBT_VFIO_SPAPR_REGISTER_MEMORY ? SBT_DEC_SPAPR_REGISTER
-								       : SBT_DEC_SPAPR_UNREGISTER;
+		r->decoded =
+			r->cmd == SBT_VFIO_SPAPR_REGISTER_MEMORY ? SBT_DEC_SPAPR_REGISTER : SBT_DEC_SPAPR_UNREGISTER;
 		r->u.dma.argsz = w.argsz;
 		r->u.dma.flags = w.flags;
 		r->u.dma.vaddr = w.q[0];
@@ -216,8 +213,7 @@ static __always_inline void ioctl_begin(__u64 id, __s32 fd, __u32 cmd, __u64 arg
 /* The daemon's: the process holds a card now; a group's card is its card;
  * SET_CONTAINER ties the container to the group's card. (A group it opens
  * in a window is in no table: there is no hook on opens.) */
-static __always_inline void daemon_ioctl_begin(__u64 id, __s32 fd, __u32 cmd, __u64 arg, __u32 kind,
-					       __u32 group)
+static __always_inline void daemon_ioctl_begin(__u64 id, __s32 fd, __u32 cmd, __u64 arg, __u32 kind, __u32 group)
 {
 	__u32 tgid = id >> 32;
 
@@ -242,9 +238,8 @@ static __always_inline void ioctl_finish(__u64 id, long ret)
 		p = bpf_map_lookup_elem(&ioctl_pending, &tid);
 	if (!p)
 		return;
-	if (p->cmd == SBT_VFIO_GROUP_GET_DEVICE_FD && ret >= 0 &&
-	    p->fd_kind != SBT_FD_CONTAINER && p->fd_kind != SBT_FD_SPAPR &&
-	    p->fd_kind != SBT_FD_DEVICE) {
+	if (p->cmd == SBT_VFIO_GROUP_GET_DEVICE_FD && ret >= 0 && p->fd_kind != SBT_FD_CONTAINER &&
+	    p->fd_kind != SBT_FD_SPAPR && p->fd_kind != SBT_FD_DEVICE) {
 		struct sbt_fd_key key = { .tgid = id >> 32, .fd = (__s32)ret };
 
 		bpf_map_update_elem(&accel_fds, &key, &kind, BPF_ANY);
@@ -254,9 +249,8 @@ static __always_inline void ioctl_finish(__u64 id, long ret)
 	    (p->fd_kind == SBT_FD_CONTAINER || p->fd_kind == SBT_FD_SPAPR)) {
 		struct sbt_fd_key key = { .tgid = id >> 32, .fd = p->fd };
 
-		kind = p->arg == SBT_VFIO_SPAPR_TCE_IOMMU || p->arg == SBT_VFIO_SPAPR_TCE_v2_IOMMU
-			       ? SBT_FD_SPAPR
-			       : SBT_FD_CONTAINER;
+		kind = p->arg == SBT_VFIO_SPAPR_TCE_IOMMU || p->arg == SBT_VFIO_SPAPR_TCE_v2_IOMMU ? SBT_FD_SPAPR
+												   : SBT_FD_CONTAINER;
 		bpf_map_update_elem(&accel_fds, &key, &kind, BPF_EXIST);
 	}
 	decode_out(p, ret);
@@ -266,9 +260,7 @@ static __always_inline void ioctl_finish(__u64 id, long ret)
 	/* in daemon mode, records only for the flight recorder */
 	r = daemon_mode && !daemon_record ? NULL : sbt_reserve_at(sizeof(*r), SBT_IOCTL, id, now);
 	if (r) {
-		__builtin_memcpy((char *)r + sizeof(r->h),
-				 (char *)p + sizeof(p->h),
-				 sizeof(*r) - sizeof(r->h));
+		__builtin_memcpy((char *)r + sizeof(r->h), (char *)p + sizeof(p->h), sizeof(*r) - sizeof(r->h));
 		r->ret = ret;
 		/* in a daemon's window, a process not traced yet is one to
 		 * describe (and its runtime to find) while it is there */

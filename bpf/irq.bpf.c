@@ -239,8 +239,7 @@ struct eventfd_ctx___sbt {
 
 static __always_inline bool wakes_task(__u64 fn)
 {
-	return fn && (fn == wake_fn_task[0] || fn == wake_fn_task[1] || fn == wake_fn_task[2] ||
-		      fn == wake_fn_task[3]);
+	return fn && (fn == wake_fn_task[0] || fn == wake_fn_task[1] || fn == wake_fn_task[2] || fn == wake_fn_task[3]);
 }
 
 /* The task an entry of a wait queue wakes: read()'s and epoll_wait()'s

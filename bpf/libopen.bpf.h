@@ -30,8 +30,7 @@ struct {
 
 static __always_inline bool dot_so_at(const char *path, int at)
 {
-	return path[at & (SBT_LIB_PATH_LEN - 1)] == '.' &&
-	       path[(at + 1) & (SBT_LIB_PATH_LEN - 1)] == 's' &&
+	return path[at & (SBT_LIB_PATH_LEN - 1)] == '.' && path[(at + 1) & (SBT_LIB_PATH_LEN - 1)] == 's' &&
 	       path[(at + 2) & (SBT_LIB_PATH_LEN - 1)] == 'o';
 }
 
@@ -50,8 +49,7 @@ static __always_inline void lib_open_enter(__u32 tid, const char *path, int len)
 		goto hit;
 #pragma unroll
 	for (int k = 5; k <= 14; k++)
-		if (len > k && dot_so_at(path, len - k) &&
-		    path[(len - k + 3) & (SBT_LIB_PATH_LEN - 1)] == '.' &&
+		if (len > k && dot_so_at(path, len - k) && path[(len - k + 3) & (SBT_LIB_PATH_LEN - 1)] == '.' &&
 		    path[(len - k + 4) & (SBT_LIB_PATH_LEN - 1)] >= '0' &&
 		    path[(len - k + 4) & (SBT_LIB_PATH_LEN - 1)] <= '9')
 			goto hit;

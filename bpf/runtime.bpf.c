@@ -89,8 +89,7 @@ static __always_inline void pop_left(struct call_stack *st, __u64 sp, bool at)
 		if (d == 0 || d > SBT_MAX_DEPTH)
 			return;
 		d -= 1;
-		if (st->sp[d & (SBT_MAX_DEPTH - 1)] > sp ||
-		    (!at && st->sp[d & (SBT_MAX_DEPTH - 1)] == sp))
+		if (st->sp[d & (SBT_MAX_DEPTH - 1)] > sp || (!at && st->sp[d & (SBT_MAX_DEPTH - 1)] == sp))
 			return;
 		st->depth = d;
 	}

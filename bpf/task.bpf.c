@@ -11,9 +11,7 @@
 #include "common.bpf.h"
 #include "daemon.bpf.h"
 
-static __always_inline void emit_task(__u16 type, __u32 tgid, __u32 tid,
-				      __u32 ppid, __u32 flags,
-				      const char *comm_src)
+static __always_inline void emit_task(__u16 type, __u32 tgid, __u32 tid, __u32 ppid, __u32 flags, const char *comm_src)
 {
 	/* a new process gets its runtime probes from the loader: wake it now */
 	bool urgent = type == SBT_TASK_NEW && flags;
@@ -59,8 +57,7 @@ static __always_inline void emit_nspid(struct task_struct *child, __u32 tgid, __
 	sbt_submit(r);
 }
 
-static __always_inline int on_fork(struct task_struct *parent,
-				   struct task_struct *child)
+static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
 	__u32 ctgid = BPF_CORE_READ(child, tgid);

@@ -90,20 +90,17 @@ static int set_iommu_of(struct edu *e, int container, vfio_call call)
 {
 	struct vfio_iommu_spapr_tce_info info = { .argsz = sizeof(info) };
 
-	if (call(container, VFIO_CHECK_EXTENSION, "VFIO_CHECK_EXTENSION",
-		 (void *)(uintptr_t)VFIO_TYPE1v2_IOMMU, NULL) > 0) {
-		if (call(container, VFIO_SET_IOMMU, "VFIO_SET_IOMMU",
-			 (void *)(uintptr_t)VFIO_TYPE1v2_IOMMU, NULL))
+	if (call(container, VFIO_CHECK_EXTENSION, "VFIO_CHECK_EXTENSION", (void *)(uintptr_t)VFIO_TYPE1v2_IOMMU, NULL) >
+	    0) {
+		if (call(container, VFIO_SET_IOMMU, "VFIO_SET_IOMMU", (void *)(uintptr_t)VFIO_TYPE1v2_IOMMU, NULL))
 			return -errno;
 		return iova_range(e, container, call);
 	}
-	if (call(container, VFIO_CHECK_EXTENSION, "VFIO_CHECK_EXTENSION",
-		 (void *)(uintptr_t)VFIO_SPAPR_TCE_v2_IOMMU, NULL) <= 0)
+	if (call(container, VFIO_CHECK_EXTENSION, "VFIO_CHECK_EXTENSION", (void *)(uintptr_t)VFIO_SPAPR_TCE_v2_IOMMU,
+		 NULL) <= 0)
 		return -ENOTSUP;
-	if (call(container, VFIO_SET_IOMMU, "VFIO_SET_IOMMU",
-		 (void *)(uintptr_t)VFIO_SPAPR_TCE_v2_IOMMU, NULL) ||
-	    call(container, VFIO_IOMMU_SPAPR_TCE_GET_INFO, "VFIO_IOMMU_SPAPR_TCE_GET_INFO", &info,
-		 NULL))
+	if (call(container, VFIO_SET_IOMMU, "VFIO_SET_IOMMU", (void *)(uintptr_t)VFIO_SPAPR_TCE_v2_IOMMU, NULL) ||
+	    call(container, VFIO_IOMMU_SPAPR_TCE_GET_INFO, "VFIO_IOMMU_SPAPR_TCE_GET_INFO", &info, NULL))
 		return -errno;
 	e->spapr = true;
 	e->window_start = info.dma32_window_start;
@@ -114,11 +111,13 @@ static int set_iommu_of(struct edu *e, int container, vfio_call call)
 	if ((info.flags & VFIO_IOMMU_SPAPR_INFO_DDW) && info.ddw.max_dynamic_windows_supported &&
 	    (info.ddw.pgsizes & (1ull << 16))) {
 		struct vfio_iommu_spapr_tce_create c = {
-			.argsz = sizeof(c), .page_shift = 16, .window_size = 1ull << 32, .levels = 1,
+			.argsz = sizeof(c),
+			.page_shift = 16,
+			.window_size = 1ull << 32,
+			.levels = 1,
 		};
 
-		if (!call(container, VFIO_IOMMU_SPAPR_TCE_CREATE, "VFIO_IOMMU_SPAPR_TCE_CREATE", &c,
-			  NULL)) {
+		if (!call(container, VFIO_IOMMU_SPAPR_TCE_CREATE, "VFIO_IOMMU_SPAPR_TCE_CREATE", &c, NULL)) {
 			e->ddw_start = c.start_addr;
 			e->ddw_size = c.window_size;
 		}
@@ -133,8 +132,7 @@ int edu_remove_window(struct edu *e, int container, vfio_call call)
 	if (!e->ddw_size || e->ddw_removed)
 		return 0;
 	e->ddw_removed = true;
-	return call(container, VFIO_IOMMU_SPAPR_TCE_REMOVE, "VFIO_IOMMU_SPAPR_TCE_REMOVE", &r, NULL)
-		       ? -errno : 0;
+	return call(container, VFIO_IOMMU_SPAPR_TCE_REMOVE, "VFIO_IOMMU_SPAPR_TCE_REMOVE", &r, NULL) ? -errno : 0;
 }
 
 static int group_of(const char *bdf)
@@ -177,7 +175,9 @@ int edu_irq_eventfd(struct edu *e, unsigned int index, vfio_call call)
 		return -1;
 	irq.set = (struct vfio_irq_set){ .argsz = sizeof(irq),
 					 .flags = VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER,
-					 .index = index, .start = 0, .count = 1 };
+					 .index = index,
+					 .start = 0,
+					 .count = 1 };
 	irq.fd = e->msi;
 	return call(e->device, VFIO_DEVICE_SET_IRQS, "VFIO_DEVICE_SET_IRQS", &irq, NULL) ? -1 : 0;
 }
@@ -259,8 +259,7 @@ int edu_open(struct edu *e, int container, bool set_iommu, const char *bdf, vfio
 		return -errno;
 	if (set_iommu && (ret = set_iommu_of(e, container, call)))
 		return ret;
-	e->device = call(e->group, VFIO_GROUP_GET_DEVICE_FD, "VFIO_GROUP_GET_DEVICE_FD",
-			 (void *)bdf, NULL);
+	e->device = call(e->group, VFIO_GROUP_GET_DEVICE_FD, "VFIO_GROUP_GET_DEVICE_FD", (void *)bdf, NULL);
 	if (e->device < 0)
 		return -errno;
 	if (sysfs_hex(bdf, "vendor") == VIRTIO_RNG_VENDOR) {
@@ -272,8 +271,7 @@ int edu_open(struct edu *e, int container, bool set_iommu, const char *bdf, vfio
 	if (call(e->device, VFIO_DEVICE_GET_REGION_INFO, "VFIO_DEVICE_GET_REGION_INFO", &reg, NULL))
 		return -errno;
 	e->bar0_size = reg.size;
-	e->bar0 = mmap(NULL, reg.size, PROT_READ | PROT_WRITE, MAP_SHARED, e->device,
-		       (off_t)reg.offset);
+	e->bar0 = mmap(NULL, reg.size, PROT_READ | PROT_WRITE, MAP_SHARED, e->device, (off_t)reg.offset);
 	if (e->bar0 == MAP_FAILED) {
 		e->bar0 = NULL;
 		return -errno;

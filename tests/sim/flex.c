@@ -54,8 +54,7 @@ void flex_sim_stream_destroy(struct flex_stream *s)
 	free(s);
 }
 
-__attribute__((noinline)) void *flex_allocate(struct flex_allocator *self,
-					      unsigned long bytes, int directive)
+__attribute__((noinline)) void *flex_allocate(struct flex_allocator *self, unsigned long bytes, int directive)
 {
 	unsigned long iova;
 	void *p;
@@ -119,11 +118,11 @@ static int find_alloc(struct flex_allocator *a, const void *p, struct alloc *out
 	return found ? 0 : -1;
 }
 
-static int queue_job(struct flex_stream *s, unsigned int engine, unsigned long bytes,
-		     void *buf, void *host)
+static int queue_job(struct flex_stream *s, unsigned int engine, unsigned long bytes, void *buf, void *host)
 {
-	struct sim_cb cb = { .engine = engine, .stream = s->id, .bytes = bytes,
-			     .seq = s->seq++, .buf = buf, .host = host };
+	struct sim_cb cb = {
+		.engine = engine, .stream = s->id, .bytes = bytes, .seq = s->seq++, .buf = buf, .host = host
+	};
 	struct alloc a;
 
 	if (buf) {
@@ -139,31 +138,29 @@ static int queue_job(struct flex_stream *s, unsigned int engine, unsigned long b
 	return senlib_queue_cbs(sim_stream_cbi(s->id), &cb, 1) == 1 ? 0 : -1;
 }
 
-__attribute__((noinline)) int flex_launch_h2d(struct flex_stream *self, void *dev,
-					      const void *host, unsigned long bytes)
+__attribute__((noinline)) int flex_launch_h2d(struct flex_stream *self, void *dev, const void *host,
+					      unsigned long bytes)
 {
 	sim_count_call("flex::RuntimeStream::launchH2D", bytes);
 	memcpy(dev, host, bytes); /* into the DMA-mapped buffer the card reads */
 	return queue_job(self, SIM_H2D, bytes, dev, NULL);
 }
 
-__attribute__((noinline)) int flex_launch_d2h(struct flex_stream *self, void *host,
-					      const void *dev, unsigned long bytes)
+__attribute__((noinline)) int flex_launch_d2h(struct flex_stream *self, void *host, const void *dev,
+					      unsigned long bytes)
 {
 	sim_count_call("flex::RuntimeStream::launchD2H", bytes);
 	return queue_job(self, SIM_D2H, bytes, (void *)dev, host);
 }
 
-__attribute__((noinline)) int flex_launch_operation(struct flex_stream *self,
-						    const void *op)
+__attribute__((noinline)) int flex_launch_operation(struct flex_stream *self, const void *op)
 {
 	(void)op;
 	sim_count_call("flex::RuntimeStream::launchOperation", 0);
 	return queue_job(self, SIM_COMPUTE, 0, NULL, NULL);
 }
 
-__attribute__((noinline)) int flex_launch_compute(struct flex_stream *self,
-						  const void *program, unsigned long n)
+__attribute__((noinline)) int flex_launch_compute(struct flex_stream *self, const void *program, unsigned long n)
 {
 	sim_count_call("flex::RuntimeStream::launchCompute", 0);
 	(void)n;

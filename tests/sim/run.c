@@ -22,12 +22,10 @@ static struct {
 	unsigned int threads;
 	int wait_stdin, wait_ready, container_per_card, no_card, wait_epoll;
 	const char *card;
-} opt = { .backend = "mock", .jobs = 4, .bytes = 65536, .seed = 1,
-	  .delay_us = 200, .threads = 1 };
+} opt = { .backend = "mock", .jobs = 4, .bytes = 65536, .seed = 1, .delay_us = 200, .threads = 1 };
 
 static const struct argp_option options[] = {
-	{ "backend", 'B', "NAME", 0,
-	  "mock (default: no device) or vfio (QEMU edu devices bound to vfio-pci)", 0 },
+	{ "backend", 'B', "NAME", 0, "mock (default: no device) or vfio (QEMU edu devices bound to vfio-pci)", 0 },
 	{ "jobs", 'n', "N", 0, "Jobs per thread (default 4)", 0 },
 	{ "bytes", 'b', "B", 0, "Bytes per copy, varied by --seed (default 65536)", 0 },
 	{ "seed", 's', "S", 0, "Seed for the copy sizes (default 1)", 0 },
@@ -38,14 +36,15 @@ static const struct argp_option options[] = {
 	{ "wait-stdin", 'w', NULL, 0, "Wait for a byte on stdin before starting", 0 },
 	{ "wait-ready", 'R', NULL, 0,
 	  "Open the device (VFIO set up, MSI on), then wait for a byte on stdin: "
-	  "a job already running when the tracer attaches", 0 },
+	  "a job already running when the tracer attaches",
+	  0 },
 	{ "card", 'K', "BDF", 0, "vfio: drive only the card at this PCI address", 0 },
 	{ "no-card", 'N', NULL, 0,
 	  "Call the runtime --jobs times (a deallocate of nothing, --delay-us apart) and never "
-	  "open a card: a tool that loads the runtime", 0 },
+	  "open a card: a tool that loads the runtime",
+	  0 },
 	{ "wait-epoll", 'E', NULL, 0, "vfio: wait for a card's interrupts in epoll_wait(), not read()", 0 },
-	{ "container-per-card", 'C', NULL, 0,
-	  "vfio: each card in its own VFIO container (default: one for all)", 0 },
+	{ "container-per-card", 'C', NULL, 0, "vfio: each card in its own VFIO container (default: one for all)", 0 },
 	{ 0 }
 };
 
@@ -100,8 +99,7 @@ static int run_jobs(unsigned int thread)
 		if (!dev || !host)
 			return -1;
 		memset(host, (int)j, bytes);
-		if (flex_launch_h2d(s, dev, host, bytes) ||
-		    flex_launch_compute(s, dev, 1) ||
+		if (flex_launch_h2d(s, dev, host, bytes) || flex_launch_compute(s, dev, 1) ||
 		    flex_launch_d2h(s, host, dev, bytes) || flex_synchronize(s))
 			return -1;
 		flex_deallocate(flex_sim_allocator(), dev);
@@ -124,7 +122,7 @@ int main(int argc, char **argv)
 #endif
 {
 	static const struct argp argp = { options, parse, NULL,
-		"Run a Spyre workload on the simulator and print what it did as JSON." };
+					  "Run a Spyre workload on the simulator and print what it did as JSON." };
 	pthread_t th[256];
 	struct timespec t0, t1;
 	char mock_dir[256], extra[512];
@@ -138,8 +136,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!opt.mock_dir) {
-		snprintf(mock_dir, sizeof(mock_dir), "%s/spyre-sim-mock",
-			 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+		snprintf(mock_dir, sizeof(mock_dir), "%s/spyre-sim-mock", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 		opt.mock_dir = mock_dir;
 	}
 	if (opt.wait_stdin) {
@@ -155,8 +152,10 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
-	struct sim_config cfg = { opt.backend, opt.mock_dir, (unsigned int)opt.delay_us,
-				  opt.container_per_card != 0, opt.card, opt.wait_epoll != 0 };
+	struct sim_config cfg = {
+		opt.backend, opt.mock_dir,	 (unsigned int)opt.delay_us, opt.container_per_card != 0,
+		opt.card,    opt.wait_epoll != 0
+	};
 
 	if (sim_init(&cfg))
 		return 1;
@@ -184,8 +183,7 @@ int main(int argc, char **argv)
 		 "  \"threads\": %u,\n  \"jobs_per_thread\": %lu,\n  \"failed\": %s,\n"
 		 "  \"elapsed_ns\": %lld,\n  \"ioctls_before_ready\": %u,\n",
 		 opt.threads, opt.jobs, failed ? "true" : "false",
-		 (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec),
-		 before_ready);
+		 (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec), before_ready);
 	if (opt.json && !(out = fopen(opt.json, "w"))) {
 		fprintf(stderr, "spyre-sim-run: cannot write %s: %s\n", opt.json, strerror(errno));
 		return 1;

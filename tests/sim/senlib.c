@@ -92,10 +92,9 @@ static struct {
 		int tid;
 		const char *name;
 		unsigned long bytes;
-	} *call_log;
+	} * call_log;
 	unsigned int n_call_log;
-} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
-	.iova_base = 0x100000 };
+} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER, .iova_base = 0x100000 };
 
 /* The stream this thread opened: which card its mappings are for. */
 static __thread int thread_stream = -1;
@@ -118,14 +117,12 @@ void sim_count_call(const char *name, unsigned long bytes)
 		}
 	}
 	if (S.call_log && S.n_call_log < MAX_CALLLOG)
-		S.call_log[S.n_call_log++] =
-			(struct call_log){ (int)syscall(SYS_gettid), name, bytes };
+		S.call_log[S.n_call_log++] = (struct call_log){ (int)syscall(SYS_gettid), name, bytes };
 	pthread_mutex_unlock(&S.lock);
 }
 
 /* Issue a VFIO ioctl and log it with its arguments and result. */
-static int vfio_ioctl(int fd, unsigned long cmd, const char *name, void *arg,
-		      const struct ioctl_log *args)
+static int vfio_ioctl(int fd, unsigned long cmd, const char *name, void *arg, const struct ioctl_log *args)
 {
 	int ret = ioctl(fd, cmd, arg), err = ret < 0 ? errno : 0;
 
@@ -164,8 +161,7 @@ static int run_job(struct simdev *d, const struct sim_cb *cb)
 
 	if (!S.vfio) {
 		if (S.cfg.delay_us) {
-			struct timespec ts = { S.cfg.delay_us / 1000000,
-					       (S.cfg.delay_us % 1000000) * 1000 };
+			struct timespec ts = { S.cfg.delay_us / 1000000, (S.cfg.delay_us % 1000000) * 1000 };
 			nanosleep(&ts, NULL);
 		}
 		return 0;
@@ -177,16 +173,12 @@ static int run_job(struct simdev *d, const struct sim_cb *cb)
 
 		if (cb->engine != SIM_COMPUTE)
 			memset(cb->buf, 0, n);
-		ret = virtio_card_fill(&d->edu, cb->engine == SIM_COMPUTE ? 0 : cb->iova,
-				       (uint32_t)n, &got);
+		ret = virtio_card_fill(&d->edu, cb->engine == SIM_COMPUTE ? 0 : cb->iova, (uint32_t)n, &got);
 		return ret ? ret : cb->engine == SIM_COMPUTE || got <= n ? 0 : -EIO;
 	}
 	switch (cb->engine) {
-	case SIM_H2D:
-		return edu_copy_in(&d->edu, cb->iova, n);
-	case SIM_COMPUTE:
-		ret = edu_factorial(&d->edu, 10, &fact);
-		return ret ? ret : fact == 3628800 ? 0 : -EIO;
+	case SIM_H2D: return edu_copy_in(&d->edu, cb->iova, n);
+	case SIM_COMPUTE: ret = edu_factorial(&d->edu, 10, &fact); return ret ? ret : fact == 3628800 ? 0 : -EIO;
 	case SIM_D2H:
 		memset(cb->buf, 0, n); /* what comes back must be the device's */
 		ret = edu_copy_out(&d->edu, cb->iova, n);
@@ -217,8 +209,8 @@ static void *device_thread(void *arg)
 		uint64_t one = 1;
 
 		if (ret)
-			fprintf(stderr, "spyre-sim: %s job %lu (engine %u) failed: %s\n",
-				S.vfio ? d->edu.bdf : "mock", cb.seq, cb.engine, strerror(-ret));
+			fprintf(stderr, "spyre-sim: %s job %lu (engine %u) failed: %s\n", S.vfio ? d->edu.bdf : "mock",
+				cb.seq, cb.engine, strerror(-ret));
 		if (write(S.streams[cb.stream].efd, &one, sizeof(one)) != sizeof(one))
 			abort();
 		pthread_mutex_lock(&S.lock);
@@ -254,8 +246,7 @@ static int open_container(void)
 		fprintf(stderr, "spyre-sim: /dev/vfio/vfio: %s\n", strerror(errno));
 		return -1;
 	}
-	if (vfio_ioctl(fd, VFIO_GET_API_VERSION, "VFIO_GET_API_VERSION", NULL, NULL) !=
-	    VFIO_API_VERSION) {
+	if (vfio_ioctl(fd, VFIO_GET_API_VERSION, "VFIO_GET_API_VERSION", NULL, NULL) != VFIO_API_VERSION) {
 		fprintf(stderr, "spyre-sim: unexpected VFIO API version\n");
 		close(fd);
 		return -1;
@@ -269,11 +260,12 @@ static int start_stand_in(struct simdev *d)
 {
 	void *ring;
 	struct vfio_iommu_type1_dma_map m = {
-		.argsz = sizeof(m), .flags = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE,
-		.iova = S.iova_base, .size = 4096,
+		.argsz = sizeof(m),
+		.flags = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE,
+		.iova = S.iova_base,
+		.size = 4096,
 	};
-	struct ioctl_log a = { .iova = m.iova, .size = m.size, .flags = m.flags,
-			       .card = d->edu.bdf };
+	struct ioctl_log a = { .iova = m.iova, .size = m.size, .flags = m.flags, .card = d->edu.bdf };
 	int ret;
 
 	if (posix_memalign(&ring, 4096, 4096))
@@ -287,8 +279,7 @@ static int start_stand_in(struct simdev *d)
 	S.iova_base += 4096;
 	ret = virtio_card_start(&d->edu, d->edu.config, ring, m.iova, call_logged);
 	if (ret) {
-		fprintf(stderr, "spyre-sim: cannot start the stand-in card %s: %s\n", d->edu.bdf,
-			strerror(-ret));
+		fprintf(stderr, "spyre-sim: cannot start the stand-in card %s: %s\n", d->edu.bdf, strerror(-ret));
 		return -1;
 	}
 	return 0;
@@ -312,8 +303,7 @@ static int vfio_init(void)
 		while (i < n && strcmp(bdfs[i], S.cfg.card))
 			i++;
 		if (i == n) {
-			fprintf(stderr, "spyre-sim: no edu device at %s bound to vfio-pci\n",
-				S.cfg.card);
+			fprintf(stderr, "spyre-sim: no edu device at %s bound to vfio-pci\n", S.cfg.card);
 			return -1;
 		}
 		memmove(bdfs[0], bdfs[i], sizeof(bdfs[0]));
@@ -333,13 +323,11 @@ static int vfio_init(void)
 		S.devs[i].container = own ? open_container() : S.container;
 		if (S.devs[i].container < 0)
 			return -1;
-		ret = edu_open(&S.devs[i].edu, S.devs[i].container, i == 0 || own, bdfs[i],
-			       call_logged);
+		ret = edu_open(&S.devs[i].edu, S.devs[i].container, i == 0 || own, bdfs[i], call_logged);
 		if (!ret && S.cfg.wait_epoll)
 			ret = edu_wait_epoll(&S.devs[i].edu);
 		if (ret) {
-			fprintf(stderr, "spyre-sim: cannot drive %s through VFIO: %s\n", bdfs[i],
-				strerror(-ret));
+			fprintf(stderr, "spyre-sim: cannot drive %s through VFIO: %s\n", bdfs[i], strerror(-ret));
 			return -1;
 		}
 	}
@@ -360,8 +348,7 @@ int sim_init(const struct sim_config *cfg)
 	S.cfg = *cfg;
 	S.vfio = !strcmp(cfg->backend, "vfio");
 	if (!S.vfio && strcmp(cfg->backend, "mock")) {
-		fprintf(stderr, "spyre-sim: unknown backend '%s'; hint: --backend mock or vfio\n",
-			cfg->backend);
+		fprintf(stderr, "spyre-sim: unknown backend '%s'; hint: --backend mock or vfio\n", cfg->backend);
 		return -1;
 	}
 	S.ioctls = calloc(MAX_IOCTLS, sizeof(*S.ioctls));
@@ -377,17 +364,15 @@ int sim_init(const struct sim_config *cfg)
 		S.group = open_mock_file("0");
 		S.device = open_mock_file("device");
 		if (S.container < 0 || S.group < 0 || S.device < 0) {
-			fprintf(stderr, "spyre-sim: cannot create mock files in %s: %s\n",
-				cfg->mock_dir, strerror(errno));
+			fprintf(stderr, "spyre-sim: cannot create mock files in %s: %s\n", cfg->mock_dir,
+				strerror(errno));
 			return -1;
 		}
 		int32_t container = S.container;
 
 		/* The real sequence; every call fails with ENOTTY on a plain file. */
-		vfio_ioctl(S.group, VFIO_GROUP_SET_CONTAINER, "VFIO_GROUP_SET_CONTAINER",
-			   &container, NULL);
-		vfio_ioctl(S.container, VFIO_SET_IOMMU, "VFIO_SET_IOMMU",
-			   (void *)(uintptr_t)VFIO_TYPE1v2_IOMMU, NULL);
+		vfio_ioctl(S.group, VFIO_GROUP_SET_CONTAINER, "VFIO_GROUP_SET_CONTAINER", &container, NULL);
+		vfio_ioctl(S.container, VFIO_SET_IOMMU, "VFIO_SET_IOMMU", (void *)(uintptr_t)VFIO_TYPE1v2_IOMMU, NULL);
 		S.ndev = 1;
 	}
 	S.worker_run = 1;
@@ -468,8 +453,7 @@ struct senlib_mapper *sim_mapper(void)
 	return &S.mapper;
 }
 
-__attribute__((noinline)) int senlib_queue_cbs(struct senlib_cbi *self,
-					       const void *cbs, unsigned int n)
+__attribute__((noinline)) int senlib_queue_cbs(struct senlib_cbi *self, const void *cbs, unsigned int n)
 {
 	const struct sim_cb *cb = cbs;
 
@@ -486,11 +470,9 @@ __attribute__((noinline)) int senlib_queue_cbs(struct senlib_cbi *self,
 	return (int)n;
 }
 
-__attribute__((noinline)) int senlib_receive(struct senlib_rbi *self, void *resp,
-					     unsigned int n)
+__attribute__((noinline)) int senlib_receive(struct senlib_rbi *self, void *resp, unsigned int n)
 {
-	struct stream_ctx *s = (struct stream_ctx *)((char *)self -
-						     offsetof(struct stream_ctx, rbi));
+	struct stream_ctx *s = (struct stream_ctx *)((char *)self - offsetof(struct stream_ctx, rbi));
 	unsigned int got = 0;
 
 	(void)resp;
@@ -521,11 +503,13 @@ static int mapping_container(struct ioctl_log *a)
 
 /* sPAPR TCE (Power): memory is registered with the container (its pages
  * pinned) before it is mapped, and unregistered after the unmap. */
-static int spapr_register(int container, unsigned long cmd, const char *name, void *vaddr,
-			  unsigned long size, struct ioctl_log *a)
+static int spapr_register(int container, unsigned long cmd, const char *name, void *vaddr, unsigned long size,
+			  struct ioctl_log *a)
 {
 	struct vfio_iommu_spapr_register_memory r = {
-		.argsz = sizeof(r), .vaddr = (uintptr_t)vaddr, .size = size,
+		.argsz = sizeof(r),
+		.vaddr = (uintptr_t)vaddr,
+		.size = size,
 	};
 	struct ioctl_log l = { .vaddr = r.vaddr, .size = size, .card = a->card };
 
@@ -572,8 +556,8 @@ static void *forget_vaddr(unsigned long iova)
 	return v;
 }
 
-__attribute__((noinline)) int senlib_map(struct senlib_mapper *self, void *vaddr,
-					 unsigned long size, unsigned long iova)
+__attribute__((noinline)) int senlib_map(struct senlib_mapper *self, void *vaddr, unsigned long size,
+					 unsigned long iova)
 {
 	struct vfio_iommu_type1_dma_map m = {
 		.argsz = sizeof(m),
@@ -582,16 +566,15 @@ __attribute__((noinline)) int senlib_map(struct senlib_mapper *self, void *vaddr
 		.iova = iova,
 		.size = size,
 	};
-	struct ioctl_log a = { .vaddr = m.vaddr, .iova = iova, .size = size,
-			       .flags = m.flags };
+	struct ioctl_log a = { .vaddr = m.vaddr, .iova = iova, .size = size, .flags = m.flags };
 	int container, ret;
 
 	(void)self;
 	sim_count_call("senlib::PfIommuMapper::Map", size);
 	container = mapping_container(&a);
 	if (spapr_iommu()) {
-		ret = spapr_register(container, VFIO_IOMMU_SPAPR_REGISTER_MEMORY,
-				     "VFIO_IOMMU_SPAPR_REGISTER_MEMORY", vaddr, size, &a);
+		ret = spapr_register(container, VFIO_IOMMU_SPAPR_REGISTER_MEMORY, "VFIO_IOMMU_SPAPR_REGISTER_MEMORY",
+				     vaddr, size, &a);
 		if (ret)
 			return ret;
 		remember_vaddr(iova, vaddr);
@@ -599,11 +582,12 @@ __attribute__((noinline)) int senlib_map(struct senlib_mapper *self, void *vaddr
 	return vfio_ioctl(container, VFIO_IOMMU_MAP_DMA, "VFIO_IOMMU_MAP_DMA", &m, &a);
 }
 
-__attribute__((noinline)) int senlib_unmap(struct senlib_mapper *self,
-					   unsigned long iova, unsigned long size)
+__attribute__((noinline)) int senlib_unmap(struct senlib_mapper *self, unsigned long iova, unsigned long size)
 {
 	struct vfio_iommu_type1_dma_unmap u = {
-		.argsz = sizeof(u), .iova = iova, .size = size,
+		.argsz = sizeof(u),
+		.iova = iova,
+		.size = size,
 	};
 	struct ioctl_log a = { .iova = iova, .size = size };
 	int container, ret;
@@ -630,9 +614,8 @@ unsigned int sim_ioctl_count(void)
 void sim_write_json(FILE *out, const char *extra)
 {
 	pthread_mutex_lock(&S.lock);
-	fprintf(out, "{\n  \"backend\": \"%s\",\n  \"pid\": %d,\n  \"container_per_card\": %s,\n%s",
-		S.cfg.backend, (int)getpid(), S.cfg.container_per_card ? "true" : "false",
-		extra ? extra : "");
+	fprintf(out, "{\n  \"backend\": \"%s\",\n  \"pid\": %d,\n  \"container_per_card\": %s,\n%s", S.cfg.backend,
+		(int)getpid(), S.cfg.container_per_card ? "true" : "false", extra ? extra : "");
 	unsigned long done[3] = { 0 }, failures = 0;
 
 	fprintf(out, "  \"devices\": [");
@@ -642,24 +625,26 @@ void sim_write_json(FILE *out, const char *extra)
 		for (int e = 0; e < 3; e++)
 			done[e] += d->jobs[e];
 		failures += d->failures;
-		fprintf(out, "%s\n    {\"bdf\": \"%s\", \"h2d\": %lu, \"compute\": %lu, "
+		fprintf(out,
+			"%s\n    {\"bdf\": \"%s\", \"h2d\": %lu, \"compute\": %lu, "
 			"\"d2h\": %lu, \"irqs\": %lu, \"failures\": %lu, \"iommu\": \"%s\", "
 			"\"window_start\": %llu, \"window_size\": %llu, \"ddw_start\": %llu, "
 			"\"ddw_size\": %llu, \"swapped_regs\": %s}",
-			i ? "," : "", S.vfio ? d->edu.bdf : "mock", d->jobs[0], d->jobs[1], d->jobs[2],
-			d->edu.irqs, d->failures, !S.vfio ? "none" : spapr_iommu() ? "spapr" : "type1",
-			(unsigned long long)S.devs[0].edu.window_start,
-			(unsigned long long)S.devs[0].edu.window_size,
-			(unsigned long long)S.devs[0].edu.ddw_start,
-			(unsigned long long)S.devs[0].edu.ddw_size, d->edu.swap ? "true" : "false");
+			i ? "," : "", S.vfio ? d->edu.bdf : "mock", d->jobs[0], d->jobs[1], d->jobs[2], d->edu.irqs,
+			d->failures,
+			!S.vfio		? "none"
+			: spapr_iommu() ? "spapr"
+					: "type1",
+			(unsigned long long)S.devs[0].edu.window_start, (unsigned long long)S.devs[0].edu.window_size,
+			(unsigned long long)S.devs[0].edu.ddw_start, (unsigned long long)S.devs[0].edu.ddw_size,
+			d->edu.swap ? "true" : "false");
 	}
 	fprintf(out, "\n  ],\n  \"job_failures\": %lu,\n", failures);
-	fprintf(out, "  \"jobs_done\": {\"h2d\": %lu, \"compute\": %lu, \"d2h\": %lu},\n",
-		done[0], done[1], done[2]);
+	fprintf(out, "  \"jobs_done\": {\"h2d\": %lu, \"compute\": %lu, \"d2h\": %lu},\n", done[0], done[1], done[2]);
 	fprintf(out, "  \"calls\": {");
 	for (int i = 0; i < MAX_CALLNAMES && S.calls[i].name; i++)
-		fprintf(out, "%s\n    \"%s\": {\"calls\": %lu, \"bytes\": %lu}", i ? "," : "",
-			S.calls[i].name, S.calls[i].calls, S.calls[i].bytes);
+		fprintf(out, "%s\n    \"%s\": {\"calls\": %lu, \"bytes\": %lu}", i ? "," : "", S.calls[i].name,
+			S.calls[i].calls, S.calls[i].bytes);
 	fprintf(out, "\n  },\n  \"ioctls\": [");
 	for (unsigned int i = 0; i < S.n_ioctls; i++) {
 		struct ioctl_log *l = &S.ioctls[i];
@@ -669,16 +654,15 @@ void sim_write_json(FILE *out, const char *extra)
 			"\"ret\": %d, \"errno\": %d, \"vaddr\": %llu, \"iova\": %llu, "
 			"\"size\": %llu, \"flags\": %u, \"index\": %u, \"start\": %u, "
 			"\"count\": %u, \"card\": \"%s\"}",
-			i ? "," : "", l->tid, l->fd, l->name, l->cmd, l->ret, l->err,
-			(unsigned long long)l->vaddr, (unsigned long long)l->iova,
-			(unsigned long long)l->size, l->flags, l->index, l->start, l->count,
-			l->card ? l->card : "");
+			i ? "," : "", l->tid, l->fd, l->name, l->cmd, l->ret, l->err, (unsigned long long)l->vaddr,
+			(unsigned long long)l->iova, (unsigned long long)l->size, l->flags, l->index, l->start,
+			l->count, l->card ? l->card : "");
 	}
 	fprintf(out, "\n  ],\n  \"call_log_complete\": %s,\n  \"call_log\": [",
 		S.n_call_log < MAX_CALLLOG ? "true" : "false");
 	for (unsigned int i = 0; i < S.n_call_log; i++)
-		fprintf(out, "%s\n    [%d, \"%s\", %lu]", i ? "," : "", S.call_log[i].tid,
-			S.call_log[i].name, S.call_log[i].bytes);
+		fprintf(out, "%s\n    [%d, \"%s\", %lu]", i ? "," : "", S.call_log[i].tid, S.call_log[i].name,
+			S.call_log[i].bytes);
 	fprintf(out, "\n  ]\n}\n");
 	pthread_mutex_unlock(&S.lock);
 }

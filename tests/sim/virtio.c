@@ -165,8 +165,7 @@ static int find_caps(struct edu *e, uint64_t config, vfio_call call)
 	return common && notify ? 0 : -ENODEV;
 }
 
-int virtio_card_start(struct edu *e, uint64_t config, void *ring, uint64_t ring_iova,
-		      vfio_call call)
+int virtio_card_start(struct edu *e, uint64_t config, void *ring, uint64_t ring_iova, vfio_call call)
 {
 	uint16_t size, off;
 	int ret = find_caps(e, config, call);

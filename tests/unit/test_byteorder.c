@@ -40,8 +40,8 @@ static void build(struct synth *s)
 	synth_ioctl(s, t + 600, t + 700, 100, 101, 9, SBT_FD_DEVICE, SBT_VFIO_DEVICE_SET_IRQS, -22, 0, 0);
 	synth_iommu_map(s, t + 800, 100, 101, 0x200000, 8192);
 	synth_irq(s, t + 900, t + 950, 42);
-	synth_drv(s, t + 1000, t + 1100, 100, 101, SBT_DRV_TYPE1_IOCTL, SBT_VFIO_IOMMU_MAP_DMA,
-		  0x3b00, 1, 0, 0x200000, 8192, 0x7f0000001000);
+	synth_drv(s, t + 1000, t + 1100, 100, 101, SBT_DRV_TYPE1_IOCTL, SBT_VFIO_IOMMU_MAP_DMA, 0x3b00, 1, 0, 0x200000,
+		  8192, 0x7f0000001000);
 	synth_task(s, SBT_TASK_NEW, t + 1200, 100, 102, 100, 0, "worker2");
 	synth_task(s, SBT_TASK_EXIT, t + 1300, 100, 102, 0, 1, "worker2");
 	synth_lost(s, t + 1400, 3, 3);
@@ -183,8 +183,7 @@ static void test_swap_is_its_own_inverse(void **state)
 		off += sbt_record_len(h);
 	}
 	((struct sbt_file_header *)twice)->version = bswap_32(((struct sbt_file_header *)twice)->version);
-	((struct sbt_file_header *)twice)->header_size =
-		bswap_32(((struct sbt_file_header *)twice)->header_size);
+	((struct sbt_file_header *)twice)->header_size = bswap_32(((struct sbt_file_header *)twice)->header_size);
 	assert_memory_equal(twice, s.buf, s.len);
 	free(twice);
 	synth_free(&s);
@@ -193,23 +192,23 @@ static void test_swap_is_its_own_inverse(void **state)
 /* Stores v in the other byte order at field f of the record at base: an
  * encoder of its own, field by field, so the reader's layouts are checked
  * against the structs, not against themselves. */
-#define FOREIGN(base, type, f, v)                                                   \
-	do {                                                                        \
-		uint64_t v64 = (uint64_t)(v);                                       \
-		size_t w = sizeof(((type *)0)->f);                                  \
-		for (size_t i = 0; i < w; i++) /* the most significant byte first */ \
-			(base)[offsetof(type, f) + i] =                             \
-				(uint8_t)(v64 >> (8 * (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? w - 1 - i : i))); \
+#define FOREIGN(base, type, f, v)                                                                                      \
+	do {                                                                                                           \
+		uint64_t v64 = (uint64_t)(v);                                                                          \
+		size_t w = sizeof(((type *)0)->f);                                                                     \
+		for (size_t i = 0; i < w; i++) /* the most significant byte first */                                   \
+			(base)[offsetof(type, f) + i] =                                                                \
+				(uint8_t)(v64 >> (8 * (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? w - 1 - i : i)));   \
 	} while (0)
 
-#define HDR_FOREIGN(b, T, kind, when)                                               \
-	do {                                                                        \
-		FOREIGN(b, struct sbt_hdr, type, kind);                             \
-		FOREIGN(b, struct sbt_hdr, size, sizeof(T) - sizeof(struct sbt_hdr)); \
-		FOREIGN(b, struct sbt_hdr, cpu, 3);                                 \
-		FOREIGN(b, struct sbt_hdr, tgid, 100);                              \
-		FOREIGN(b, struct sbt_hdr, tid, 101);                               \
-		FOREIGN(b, struct sbt_hdr, ts, when);                               \
+#define HDR_FOREIGN(b, T, kind, when)                                                                                  \
+	do {                                                                                                           \
+		FOREIGN(b, struct sbt_hdr, type, kind);                                                                \
+		FOREIGN(b, struct sbt_hdr, size, sizeof(T) - sizeof(struct sbt_hdr));                                  \
+		FOREIGN(b, struct sbt_hdr, cpu, 3);                                                                    \
+		FOREIGN(b, struct sbt_hdr, tgid, 100);                                                                 \
+		FOREIGN(b, struct sbt_hdr, tid, 101);                                                                  \
+		FOREIGN(b, struct sbt_hdr, ts, when);                                                                  \
 	} while (0)
 
 /* Records with every field set, in the other order, as another host wrote
@@ -394,10 +393,8 @@ static void test_ioctl_numbers_per_arch(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_records_read_the_same),
-		cmocka_unit_test(test_same_trace_from_either_order),
-		cmocka_unit_test(test_swap_is_its_own_inverse),
-		cmocka_unit_test(test_fields_of_a_foreign_capture),
+		cmocka_unit_test(test_records_read_the_same),	cmocka_unit_test(test_same_trace_from_either_order),
+		cmocka_unit_test(test_swap_is_its_own_inverse), cmocka_unit_test(test_fields_of_a_foreign_capture),
 		cmocka_unit_test(test_ioctl_numbers_per_arch),
 	};
 

@@ -39,17 +39,21 @@ static int teardown(void **state)
 static size_t write_sample(uint64_t *start, uint64_t *body, uint64_t *ends)
 {
 	struct capture_writer w;
-	struct sbt_call_enter e = { .h = { .type = SBT_CALL_ENTER, .size = sizeof(e) - sizeof(e.h),
-					   .tgid = 10, .tid = 11, .ts = 1000 },
-				    .probe_id = 3, .args = { 1, 2, 3, 4, 5, 6 } };
+	struct sbt_call_enter e = {
+		.h = { .type = SBT_CALL_ENTER, .size = sizeof(e) - sizeof(e.h), .tgid = 10, .tid = 11, .ts = 1000 },
+		.probe_id = 3,
+		.args = { 1, 2, 3, 4, 5, 6 }
+	};
 	struct {
 		struct sbt_meta_proc p;
 		char cmd[5];
 	} proc = { .p = { .h = { .type = SBT_META_PROC, .size = sizeof(proc.p) - sizeof(proc.p.h) + 5 },
-			  .pid = 10, .cmdline_len = 5 },
+			  .pid = 10,
+			  .cmdline_len = 5 },
 		   .cmd = "a\0bc" };
 	struct sbt_lost l = { .h = { .type = SBT_LOST, .size = sizeof(l) - sizeof(l.h), .ts = 2000 },
-			      .count = 7, .total = 7 };
+			      .count = 7,
+			      .total = 7 };
 	const struct sbt_hdr *recs[] = { &e.h, &proc.p.h, &l.h };
 
 	assert_int_equal(capture_create(&w, path), 0);
@@ -125,8 +129,8 @@ static void cut_at_every_byte(void **state)
 			got++;
 		}
 		assert_int_equal(got, want);
-		assert_int_equal(st, (want ? cut <= ends[want - 1] : cut == start[0]) ? CAPTURE_END
-										       : CAPTURE_TRUNCATED);
+		assert_int_equal(st,
+				 (want ? cut <= ends[want - 1] : cut == start[0]) ? CAPTURE_END : CAPTURE_TRUNCATED);
 		free(buf);
 	}
 	free(full);
@@ -184,8 +188,9 @@ static void cut_while_read(void **state)
 	struct capture_writer w;
 	struct capture_reader r;
 	const struct sbt_hdr *rec;
-	struct sbt_call_enter e = { .h = { .type = SBT_CALL_ENTER, .size = sizeof(e) - sizeof(e.h),
-					   .tgid = 1, .tid = 1, .ts = 1 } };
+	struct sbt_call_enter e = {
+		.h = { .type = SBT_CALL_ENTER, .size = sizeof(e) - sizeof(e.h), .tgid = 1, .tid = 1, .ts = 1 }
+	};
 	uint64_t n = 0, total = (12u << 20) / sizeof(e);
 	enum capture_status st;
 

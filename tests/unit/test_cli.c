@@ -45,8 +45,9 @@ static void good_command_lines(void **state)
 	assert_string_equal(o.output, "x.sbt");
 	assert_int_equal(o.verbose, 1);
 	assert_int_equal(o.buffer_size, SBT_DEFAULT_BUFFER);
-	assert_int_equal(parse("-c", "./app --x 1", "--probe", "libflex.so:flex::*=wait",
-			       "--vfio-path", "/tmp/m/*", "--irq", "33", "--buffer-size", "64M", "-q", NULL), 0);
+	assert_int_equal(parse("-c", "./app --x 1", "--probe", "libflex.so:flex::*=wait", "--vfio-path", "/tmp/m/*",
+			       "--irq", "33", "--buffer-size", "64M", "-q", NULL),
+			 0);
 	assert_string_equal(o.command, "./app --x 1");
 	assert_null(o.output); /* record picks spyre-bpftrace-<command>.pftrace */
 	assert_int_equal(o.nprobes, 1);
@@ -88,8 +89,8 @@ static void bad_command_lines(void **state)
 	expect_error(parse("-p", "1", "--buffer-size", "2G", NULL), "invalid --buffer-size");
 	expect_error(parse("-p", "1", "stray", NULL), "unexpected argument 'stray'");
 	expect_error(parse("-p", "1", "--format", "xml", NULL), "unknown --format 'xml'");
-	expect_error(parse("-p", "1", "--vfio-path", "/m0", "--vfio-path", "/m1", "--vfio-path",
-			   "/m2", "--vfio-path", "/m3", "--vfio-path", "/m4", "--vfio-path", "/m5", NULL),
+	expect_error(parse("-p", "1", "--vfio-path", "/m0", "--vfio-path", "/m1", "--vfio-path", "/m2", "--vfio-path",
+			   "/m3", "--vfio-path", "/m4", "--vfio-path", "/m5", NULL),
 		     "too many --vfio-path");
 }
 
@@ -161,14 +162,13 @@ static void device_filters(void **state)
 	assert_string_equal(desc, "1014:06a7, 1014:06a8");
 	assert_int_equal(parse("-p", "1", "--device", "all", NULL), 0);
 	assert_int_equal(o.devices.n, 0);
-	assert_int_equal(parse("-p", "1", "--device", "1234:11e8", "--device", "3a:00.0",
-			       "--driver-probes", "kprobe", NULL), 0);
+	assert_int_equal(
+		parse("-p", "1", "--device", "1234:11e8", "--device", "3a:00.0", "--driver-probes", "kprobe", NULL), 0);
 	assert_int_equal(o.driver_mode, DRIVER_KPROBE);
 	devfilter_describe(&o.devices, desc, sizeof(desc));
 	assert_string_equal(desc, "1234:11e8, 0000:3a:00.0");
 	expect_error(parse("-p", "1", "--device", "12345:1", NULL), "invalid --device '12345:1'");
-	expect_error(parse("-p", "1", "--device", "all", "--device", "3a:00.0", NULL),
-		     "do not go together");
+	expect_error(parse("-p", "1", "--device", "all", "--device", "3a:00.0", NULL), "do not go together");
 	expect_error(parse("-p", "1", "--driver-probes", "x", NULL), "unknown --driver-probes");
 
 	/* a sysfs tree with two Spyre cards and something else */
@@ -188,8 +188,7 @@ static void device_filters(void **state)
 	assert_false(devfilter_wants_bdf(&o.devices, 0xfa)); /* 00:1f.2 */
 	for (int i = 0; i < 3; i++) {
 		for (int k = 1; k < 3; k++) {
-			snprintf(path, sizeof(path), "%s/%s/%s", dir, cards[i][0],
-				 k == 1 ? "vendor" : "device");
+			snprintf(path, sizeof(path), "%s/%s/%s", dir, cards[i][0], k == 1 ? "vendor" : "device");
 			unlink(path);
 		}
 		snprintf(path, sizeof(path), "%s/%s", dir, cards[i][0]);
@@ -229,15 +228,12 @@ static void preflight_errors(void **state)
 	assert_int_equal(pid, 1);
 	assert_string_equal(note, "");
 	pid = 4194303;
-	expect_error(sbt_resolve_pid("/proc", &pid, note, sizeof(note), err, sizeof(err)),
-		     "no such process: 4194303");
+	expect_error(sbt_resolve_pid("/proc", &pid, note, sizeof(note), err, sizeof(err)), "no such process: 4194303");
 	pid = -5;
-	expect_error(sbt_resolve_pid("/proc", &pid, note, sizeof(note), err, sizeof(err)),
-		     "no such process");
+	expect_error(sbt_resolve_pid("/proc", &pid, note, sizeof(note), err, sizeof(err)), "no such process");
 	/* kthreadd, a kernel thread */
 	pid = 2;
-	expect_error(sbt_resolve_pid("/proc", &pid, note, sizeof(note), err, sizeof(err)),
-		     "PID 2 is a kernel thread");
+	expect_error(sbt_resolve_pid("/proc", &pid, note, sizeof(note), err, sizeof(err)), "PID 2 is a kernel thread");
 	/* a thread of ours: its process, with a note */
 	pthread_create(&th, NULL, sleeper, &tid);
 	while (!__atomic_load_n(&tid, __ATOMIC_SEQ_CST))
@@ -253,10 +249,8 @@ static void preflight_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(good_command_lines),
-		cmocka_unit_test(bad_command_lines),
-		cmocka_unit_test(value_parsers),
-		cmocka_unit_test(device_filters),
+		cmocka_unit_test(good_command_lines), cmocka_unit_test(bad_command_lines),
+		cmocka_unit_test(value_parsers),      cmocka_unit_test(device_filters),
 		cmocka_unit_test(preflight_errors),
 	};
 	int failed = cmocka_run_group_tests_name("cli", tests, NULL, NULL);

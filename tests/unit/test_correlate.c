@@ -98,8 +98,7 @@ static struct result run(const char *name, struct synth *s)
 	assert_int_equal(chrome_writer_close(js), 0);
 
 	/* 1. the model equals the golden file */
-	snprintf(golden, sizeof(golden), "%s/tests/golden/%s.txt",
-		 getenv("SBT_SRC") ? getenv("SBT_SRC") : ".", name);
+	snprintf(golden, sizeof(golden), "%s/tests/golden/%s.txt", getenv("SBT_SRC") ? getenv("SBT_SRC") : ".", name);
 	if (getenv("SBT_UPDATE_GOLDEN")) {
 		FILE *g = fopen(golden, "w");
 
@@ -122,8 +121,7 @@ static struct result run(const char *name, struct synth *s)
 	struct inspect_result ir = { .out = stderr };
 
 	if (inspect_buffer((const uint8_t *)buf, len, &ir))
-		fail_msg("%s: Perfetto trace has %llu violations", name,
-			 (unsigned long long)ir.violations);
+		fail_msg("%s: Perfetto trace has %llu violations", name, (unsigned long long)ir.violations);
 	assert_true(ir.packets > 0);
 	free(buf);
 	/* 3. the Chrome JSON parses */
@@ -175,8 +173,7 @@ static void ioctl_errors(void **state)
 	(void)state;
 	begin(&s);
 	synth_ioctl(&s, T0 + 100, T0 + 900, PID, PID, 5, SBT_FD_PATH, MAP_DMA, -25, 0x1000, 4096);
-	synth_ioctl(&s, T0 + 1000, T0 + 1500, PID, PID, 6, SBT_FD_DEVICE, SBT_VFIO_DEVICE_SET_IRQS, -22,
-		    0, 0);
+	synth_ioctl(&s, T0 + 1000, T0 + 1500, PID, PID, 6, SBT_FD_DEVICE, SBT_VFIO_DEVICE_SET_IRQS, -22, 0, 0);
 	synth_ioctl(&s, T0 + 2000, T0 + 2100, PID, PID, 6, SBT_FD_DEVICE, 0x5401, -25, 0, 0);
 	/* the same number as MAP_DMA, on a device fd, is PCI_HOT_RESET */
 	synth_ioctl(&s, T0 + 3000, T0 + 3100, PID, PID, 6, SBT_FD_DEVICE, MAP_DMA, 0, 0, 0);
@@ -295,20 +292,16 @@ static void driver_level(void **state)
 	synth_irq_info(&s, 40, "vfio-msi[0](0000:3a:00.0)");
 	/* Map (runtime) > MAP_DMA ioctl > container ioctl > type1 > pinning */
 	synth_enter(&s, T0 + 100, PID, PID, 1, 0, 0x7f0000100000, 8192, 0x100000);
-	synth_drv(&s, T0 + 400, T0 + 900, PID, PID, SBT_DRV_PIN_PAGES, 0, card, 2, 2,
-		  0x7f0000100000, 2, 0);
-	synth_drv(&s, T0 + 300, T0 + 1200, PID, PID, SBT_DRV_TYPE1_IOCTL,
-		  SBT_VFIO_IOMMU_MAP_DMA, card, 1, 0, 0x100000, 8192, 0x7f0000100000);
-	synth_drv(&s, T0 + 250, T0 + 1300, PID, PID, SBT_DRV_CONTAINER_IOCTL,
-		  SBT_VFIO_IOMMU_MAP_DMA, SBT_BDF_NONE, 0, 0, 0, 0, 0);
-	synth_ioctl(&s, T0 + 200, T0 + 1400, PID, PID, 4, SBT_FD_CONTAINER, SBT_VFIO_IOMMU_MAP_DMA,
-		    0, 0x100000, 8192);
+	synth_drv(&s, T0 + 400, T0 + 900, PID, PID, SBT_DRV_PIN_PAGES, 0, card, 2, 2, 0x7f0000100000, 2, 0);
+	synth_drv(&s, T0 + 300, T0 + 1200, PID, PID, SBT_DRV_TYPE1_IOCTL, SBT_VFIO_IOMMU_MAP_DMA, card, 1, 0, 0x100000,
+		  8192, 0x7f0000100000);
+	synth_drv(&s, T0 + 250, T0 + 1300, PID, PID, SBT_DRV_CONTAINER_IOCTL, SBT_VFIO_IOMMU_MAP_DMA, SBT_BDF_NONE, 0,
+		  0, 0, 0, 0);
+	synth_ioctl(&s, T0 + 200, T0 + 1400, PID, PID, 4, SBT_FD_CONTAINER, SBT_VFIO_IOMMU_MAP_DMA, 0, 0x100000, 8192);
 	synth_exit(&s, T0 + 1500, PID, PID, 1, 0, T0 + 100, 0);
 	/* a device ioctl that failed in the driver */
-	synth_drv(&s, T0 + 2100, T0 + 2200, PID, PID, SBT_DRV_DEVICE_IOCTL, SBT_VFIO_IO(11), card,
-		  0, -22, 0, 0, 0);
-	synth_ioctl(&s, T0 + 2000, T0 + 2300, PID, PID, 6, SBT_FD_DEVICE, SBT_VFIO_IO(11), -22, 0,
-		    0);
+	synth_drv(&s, T0 + 2100, T0 + 2200, PID, PID, SBT_DRV_DEVICE_IOCTL, SBT_VFIO_IO(11), card, 0, -22, 0, 0, 0);
+	synth_ioctl(&s, T0 + 2000, T0 + 2300, PID, PID, 6, SBT_FD_DEVICE, SBT_VFIO_IO(11), -22, 0, 0);
 	/* launchH2D; the card's MSI handler runs inside its interrupt; wait */
 	synth_enter(&s, T0 + 3000, PID, PID, 2, 0, 0x10000, 0x20000, 8192);
 	synth_exit(&s, T0 + 4000, PID, PID, 2, 0, T0 + 3000, 0);
@@ -317,10 +310,10 @@ static void driver_level(void **state)
 	synth_irq(&s, T0 + 50000, T0 + 52000, 40);
 	synth_exit(&s, T0 + 60000, PID, PID, 7, 0, T0 + 5000, 0);
 	/* unmapped again: the counter returns to 0 */
-	synth_drv(&s, T0 + 61000, T0 + 62000, PID, PID, SBT_DRV_TYPE1_IOCTL,
-		  SBT_VFIO_IOMMU_UNMAP_DMA, card, 0, 0, 0x100000, 8192, 0);
-	synth_ioctl(&s, T0 + 60500, T0 + 62500, PID, PID, 4, SBT_FD_CONTAINER,
-		    SBT_VFIO_IOMMU_UNMAP_DMA, 0, 0x100000, 8192);
+	synth_drv(&s, T0 + 61000, T0 + 62000, PID, PID, SBT_DRV_TYPE1_IOCTL, SBT_VFIO_IOMMU_UNMAP_DMA, card, 0, 0,
+		  0x100000, 8192, 0);
+	synth_ioctl(&s, T0 + 60500, T0 + 62500, PID, PID, 4, SBT_FD_CONTAINER, SBT_VFIO_IOMMU_UNMAP_DMA, 0, 0x100000,
+		    8192);
 	synth_end(&s, T0 + 70000);
 	r = run("driver_level", &s);
 	assert_int_equal(r.st.driver_calls, 6);
@@ -349,10 +342,10 @@ static void driver_level(void **state)
 static void json_values(void **state)
 {
 	char path[] = "/tmp/sbt-json-XXXXXX", err[128], *text;
-	struct model_track t = { .id = 1, .kind = TRACK_THREAD, .pid = 7, .tid = 8,
-				 .name = "a\"b\\c\001d" };
-	struct model_event e = { .kind = EV_SLICE, .track = &t, .ts = 1234567, .dur = 5,
-				 .name = "x", .cat = "c", .nargs = 5 };
+	struct model_track t = { .id = 1, .kind = TRACK_THREAD, .pid = 7, .tid = 8, .name = "a\"b\\c\001d" };
+	struct model_event e = {
+		.kind = EV_SLICE, .track = &t, .ts = 1234567, .dur = 5, .name = "x", .cat = "c", .nargs = 5
+	};
 	struct chrome_writer *w;
 	struct model_sink k;
 	size_t len, at;
@@ -376,8 +369,9 @@ static void json_values(void **state)
 	 * that needs escaping, one longer than the cache holds, and a
 	 * "runtime" category shown as kineto names it */
 	for (int i = 0; i < 2; i++) {
-		struct model_event f = { .kind = EV_INSTANT, .track = &t, .ts = 9, .cat = "runtime",
-					 .name = "q\"\xc3\xa9\xff<" };
+		struct model_event f = {
+			.kind = EV_INSTANT, .track = &t, .ts = 9, .cat = "runtime", .name = "q\"\xc3\xa9\xff<"
+		};
 
 		k.event(k.ctx, &f);
 		f.name = "a name longer than the cache keeps for one: sixty-four bytes and more";
@@ -390,9 +384,11 @@ static void json_values(void **state)
 	assert_non_null(text);
 	assert_int_equal(json_check(text, len, &at), 0);
 	for (int i = 0; i < 2; i++) {
-		const char *want[] = { "{\"ph\":\"i\",\"name\":\"q\\\"\xc3\xa9\\ufffd<\",\"cat\":\"cuda_runtime\",\"pid\":7,",
-				       "{\"ph\":\"i\",\"name\":\"a name longer than the cache keeps for one: sixty-four "
-				       "bytes and more\",\"cat\":\"\",\"pid\":7," };
+		const char *want[] = {
+			"{\"ph\":\"i\",\"name\":\"q\\\"\xc3\xa9\\ufffd<\",\"cat\":\"cuda_runtime\",\"pid\":7,",
+			"{\"ph\":\"i\",\"name\":\"a name longer than the cache keeps for one: sixty-four "
+			"bytes and more\",\"cat\":\"\",\"pid\":7,"
+		};
 		const char *one = strstr(text, want[i]);
 
 		assert_non_null(one);
@@ -811,10 +807,10 @@ static void card_by_mapping(void **state)
 	synth_device(&s, PID, "0000:3b:00.0");
 	synth_irq_info(&s, 40, "vfio-msi[0](0000:3a:00.0)");
 	synth_irq_info(&s, 41, "vfio-msi[0](0000:3b:00.0)");
-	synth_drv(&s, T0 + 10, T0 + 20, PID, PID, SBT_DRV_TYPE1_IOCTL, SBT_VFIO_IOMMU_MAP_DMA,
-		  0x3a << 8, 1, 0, 0x100000, 4096, va);
-	synth_drv(&s, T0 + 30, T0 + 40, PID, PID + 1, SBT_DRV_TYPE1_IOCTL, SBT_VFIO_IOMMU_MAP_DMA,
-		  0x3b << 8, 1, 0, 0x100000, 4096, vb);
+	synth_drv(&s, T0 + 10, T0 + 20, PID, PID, SBT_DRV_TYPE1_IOCTL, SBT_VFIO_IOMMU_MAP_DMA, 0x3a << 8, 1, 0,
+		  0x100000, 4096, va);
+	synth_drv(&s, T0 + 30, T0 + 40, PID, PID + 1, SBT_DRV_TYPE1_IOCTL, SBT_VFIO_IOMMU_MAP_DMA, 0x3b << 8, 1, 0,
+		  0x100000, 4096, vb);
 	synth_enter_on(&s, T0 + 100, PID, PID, P_H2D, 0, sa, va, 0x5000, 4096);
 	synth_exit(&s, T0 + 105, PID, PID, P_H2D, 0, T0 + 100, 0);
 	synth_enter_on(&s, T0 + 200, PID, PID + 1, P_D2H, 0, sb, 0x6000, vb, 4096);
@@ -875,14 +871,13 @@ static void huge_dma_sizes(void **state)
 	(void)state;
 	begin(&s);
 	synth_device(&s, PID, "0000:3a:00.0");
-	synth_ioctl(&s, T0 + 100, T0 + 200, PID, PID, 4, SBT_FD_CONTAINER, SBT_VFIO_IOMMU_MAP_DMA, 0,
-		    0x100000, 4096);
-	synth_ioctl(&s, T0 + 300, T0 + 400, PID, PID, 4, SBT_FD_CONTAINER, SBT_VFIO_IOMMU_MAP_DMA, 0,
-		    0x200000, 0x7ffffffffffff000);
-	synth_ioctl(&s, T0 + 500, T0 + 600, PID, PID, 4, SBT_FD_CONTAINER, SBT_VFIO_IOMMU_UNMAP_DMA, 0,
-		    0x100000, UINT64_MAX);
-	synth_ioctl(&s, T0 + 700, T0 + 800, PID, PID, 4, SBT_FD_CONTAINER, SBT_VFIO_IOMMU_UNMAP_DMA, 0,
-		    0x100000, UINT64_MAX);
+	synth_ioctl(&s, T0 + 100, T0 + 200, PID, PID, 4, SBT_FD_CONTAINER, SBT_VFIO_IOMMU_MAP_DMA, 0, 0x100000, 4096);
+	synth_ioctl(&s, T0 + 300, T0 + 400, PID, PID, 4, SBT_FD_CONTAINER, SBT_VFIO_IOMMU_MAP_DMA, 0, 0x200000,
+		    0x7ffffffffffff000);
+	synth_ioctl(&s, T0 + 500, T0 + 600, PID, PID, 4, SBT_FD_CONTAINER, SBT_VFIO_IOMMU_UNMAP_DMA, 0, 0x100000,
+		    UINT64_MAX);
+	synth_ioctl(&s, T0 + 700, T0 + 800, PID, PID, 4, SBT_FD_CONTAINER, SBT_VFIO_IOMMU_UNMAP_DMA, 0, 0x100000,
+		    UINT64_MAX);
 	/* an allocation of UINT64_MAX bytes, freed: the count comes back to 0 */
 	synth_enter(&s, T0 + 900, PID, PID, P_ALLOC, 0, UINT64_MAX, 0, 0);
 	synth_exit(&s, T0 + 950, PID, PID, P_ALLOC, 0, T0 + 900, 0x7f2000000000);

@@ -21,8 +21,11 @@ static const char *fmt(const struct sbt_hdr *h, const struct capture_meta *m)
 	return line;
 }
 
-#define HDR(t, rec) { .type = (t), .size = sizeof(rec) - sizeof(struct sbt_hdr), .cpu = 1, \
-		      .tgid = 100, .tid = 101, .ts = 5000000123ull }
+#define HDR(t, rec)                                                                                                    \
+	{                                                                                                              \
+		.type = (t), .size = sizeof(rec) - sizeof(struct sbt_hdr), .cpu = 1, .tgid = 100, .tid = 101,          \
+		.ts = 5000000123ull                                                                                    \
+	}
 
 static void add_probe(struct capture_meta *m, uint32_t id, const char *name, int role, int bytes_arg)
 {
@@ -44,17 +47,20 @@ static void add_probe(struct capture_meta *m, uint32_t id, const char *name, int
 static void calls_use_probe_names(void **state)
 {
 	struct capture_meta m;
-	struct sbt_call_enter e = { .h = HDR(SBT_CALL_ENTER, e), .probe_id = 2, .depth = 1,
-				    .args = { 0x10, 0x20, 0x30, 4096, 0, 0 } };
-	struct sbt_call_exit x = { .h = HDR(SBT_CALL_EXIT, x), .probe_id = 2, .depth = 1,
-				   .entry_ts = 5000000000ull, .ret = -1 };
+	struct sbt_call_enter e = {
+		.h = HDR(SBT_CALL_ENTER, e), .probe_id = 2, .depth = 1, .args = { 0x10, 0x20, 0x30, 4096, 0, 0 }
+	};
+	struct sbt_call_exit x = {
+		.h = HDR(SBT_CALL_EXIT, x), .probe_id = 2, .depth = 1, .entry_ts = 5000000000ull, .ret = -1
+	};
 	struct sbt_thread_name t = { .h = HDR(SBT_THREAD_NAME, t), .comm = "worker-3" };
 
 	(void)state;
 	meta_init(&m);
 	add_probe(&m, 2, "flex::RuntimeStream::launchH2D", SBT_ROLE_COPY_IN, 3);
 	assert_int_equal(meta_add(&m, &t.h), 0);
-	assert_non_null(strstr(fmt(&e.h, &m), "call_enter probe=2 name=flex::RuntimeStream::launchH2D role=copy-in depth=1"));
+	assert_non_null(
+		strstr(fmt(&e.h, &m), "call_enter probe=2 name=flex::RuntimeStream::launchH2D role=copy-in depth=1"));
 	assert_non_null(strstr(line, " bytes=4096"));
 	assert_non_null(strstr(line, "args=0x10,0x20,0x30,0x1000,0x0,0x0"));
 	assert_true(strncmp(line, "worker-3", 8) == 0);
@@ -74,8 +80,12 @@ static void calls_use_probe_names(void **state)
 static void ioctls_decode_by_fd_kind(void **state)
 {
 	struct capture_meta m;
-	struct sbt_ioctl r = { .h = HDR(SBT_IOCTL, r), .start_ts = 5000000000ull, .ret = -25,
-			       .fd = 7, .cmd = 0x3b71, .fd_kind = SBT_FD_CONTAINER,
+	struct sbt_ioctl r = { .h = HDR(SBT_IOCTL, r),
+			       .start_ts = 5000000000ull,
+			       .ret = -25,
+			       .fd = 7,
+			       .cmd = 0x3b71,
+			       .fd_kind = SBT_FD_CONTAINER,
 			       .decoded = SBT_DEC_DMA_MAP };
 
 	(void)state;
@@ -101,7 +111,9 @@ static void ioctls_decode_by_fd_kind(void **state)
 	r.u.irqs.start = 2;
 	r.u.irqs.count = 3;
 	r.u.irqs.flags = 0x24;
-	assert_non_null(strstr(fmt(&r.h, &m), "cmd=VFIO_DEVICE_SET_IRQS ret=0 dur_ns=123 arg=0x0 irq_index=1 start=2 count=3 flags=0x24"));
+	assert_non_null(
+		strstr(fmt(&r.h, &m),
+		       "cmd=VFIO_DEVICE_SET_IRQS ret=0 dur_ns=123 arg=0x0 irq_index=1 start=2 count=3 flags=0x24"));
 	r.cmd = 0x5401; /* TCGETS: not VFIO */
 	r.decoded = SBT_DEC_FAULT;
 	assert_non_null(strstr(fmt(&r.h, &m), "cmd=0x5401"));
@@ -163,12 +175,17 @@ static void metadata_records(void **state)
 	struct {
 		struct sbt_meta_proc p;
 		char cmd[16];
-	} proc = { .p = { .h = { .type = SBT_META_PROC, .size = sizeof(proc.p) - sizeof(proc.p.h) + 12,
-				 .tgid = 9, .tid = 9 },
-			  .pid = 9, .cmdline_len = 12, .comm = "app" },
+	} proc = { .p = { .h = { .type = SBT_META_PROC,
+				 .size = sizeof(proc.p) - sizeof(proc.p.h) + 12,
+				 .tgid = 9,
+				 .tid = 9 },
+			  .pid = 9,
+			  .cmdline_len = 12,
+			  .comm = "app" },
 		   .cmd = "./app\0--x\"y" };
-	struct sbt_meta_host host = { .h = HDR(SBT_META_HOST, host), .hostname = "h1",
-				      .release = "6.1", .version = "0.1", .clock_id = 7 };
+	struct sbt_meta_host host = {
+		.h = HDR(SBT_META_HOST, host), .hostname = "h1", .release = "6.1", .version = "0.1", .clock_id = 7
+	};
 	struct sbt_lost l = { .h = HDR(SBT_LOST, l), .count = 3, .total = 9 };
 	struct sbt_task t = { .h = HDR(SBT_TASK_NEW, t), .ppid = 100, .flags = 1, .comm = "kid" };
 

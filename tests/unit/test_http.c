@@ -237,8 +237,8 @@ static void test_sd_notify(void **state)
 	snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "sbt-notify-%d", getpid());
 	fd = socket(AF_UNIX, SOCK_DGRAM, 0);
 	assert_int_equal(bind(fd, (struct sockaddr *)&sa,
-			      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-					  strlen(sa.sun_path + 1))), 0);
+			      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(sa.sun_path + 1))),
+			 0);
 	snprintf(sock, sizeof(sock), "@sbt-notify-%d", getpid());
 	setenv("NOTIFY_SOCKET", sock, 1);
 	assert_int_equal(sd_notify_send("WATCHDOG=1"), 1);
@@ -266,10 +266,8 @@ static void test_sd_notify(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_get_head_and_errors),
-		cmocka_unit_test(test_slow_clients),
-		cmocka_unit_test(test_request_parser),
-		cmocka_unit_test(test_listen_errors),
+		cmocka_unit_test(test_get_head_and_errors), cmocka_unit_test(test_slow_clients),
+		cmocka_unit_test(test_request_parser),	    cmocka_unit_test(test_listen_errors),
 		cmocka_unit_test(test_sd_notify),
 	};
 

@@ -39,8 +39,7 @@ static struct model_track lane = { .id = 7, .kind = TRACK_LANE, .name = "H2D DMA
 static struct model_track ctr = { .id = 8, .kind = TRACK_COUNTER, .name = "n", .unit = UNIT_COUNT };
 
 /* Writes slices (start, dur) and a counter through the real writer. */
-static uint64_t trace_of(const uint64_t (*slices)[2], int n, bool counter_on_lane,
-			 uint64_t flow_once)
+static uint64_t trace_of(const uint64_t (*slices)[2], int n, bool counter_on_lane, uint64_t flow_once)
 {
 	char err[128];
 	struct perfetto_writer *w;
@@ -56,15 +55,20 @@ static uint64_t trace_of(const uint64_t (*slices)[2], int n, bool counter_on_lan
 	s.track(s.ctx, &lane);
 	s.track(s.ctx, &ctr);
 	for (int i = 0; i < n; i++) {
-		struct model_event e = { .kind = EV_SLICE, .track = &lane, .ts = slices[i][0],
-					 .dur = slices[i][1], .name = "job", .cat = "c" };
+		struct model_event e = { .kind = EV_SLICE,
+					 .track = &lane,
+					 .ts = slices[i][0],
+					 .dur = slices[i][1],
+					 .name = "job",
+					 .cat = "c" };
 
 		if (flow_once && i == 0)
 			e.flows[e.nflows++] = flow_once;
 		s.event(s.ctx, &e);
 	}
-	struct model_event c = { .kind = EV_COUNTER, .track = counter_on_lane ? &lane : &ctr,
-				 .ts = 1000, .name = "n", .value = 3 };
+	struct model_event c = {
+		.kind = EV_COUNTER, .track = counter_on_lane ? &lane : &ctr, .ts = 1000, .name = "n", .value = 3
+	};
 
 	s.event(s.ctx, &c);
 	assert_int_equal(perfetto_close(w), 0);
@@ -121,8 +125,8 @@ static size_t packet(uint8_t *out, struct pb *p)
 	return len + 2;
 }
 
-static size_t event(uint8_t *out, struct pb *p, uint64_t ts, int type, uint64_t track,
-		    uint64_t name_iid, uint32_t flags)
+static size_t event(uint8_t *out, struct pb *p, uint64_t ts, int type, uint64_t track, uint64_t name_iid,
+		    uint32_t flags)
 {
 	size_t te;
 
@@ -247,15 +251,23 @@ static void long_trace_from_file(void **state)
 		s = perfetto_sink(w);
 		s.track(s.ctx, &lane);
 		for (int i = 0; i < n; i++) {
-			struct model_event e = { .kind = EV_SLICE, .track = &lane, .ts = 1000 + 100ull * i,
-						 .dur = 50, .name = "job", .cat = "c" };
+			struct model_event e = { .kind = EV_SLICE,
+						 .track = &lane,
+						 .ts = 1000 + 100ull * i,
+						 .dur = 50,
+						 .name = "job",
+						 .cat = "c" };
 
 			s.event(s.ctx, &e);
 		}
 		if (bad) { /* starts inside the last slice, ends after it */
-			struct model_event e = { .kind = EV_SLICE, .track = &lane,
-						 .ts = 1000 + 100ull * (n - 1) + 10, .dur = 100,
-						 .name = "late", .cat = "c", .depth = 1 };
+			struct model_event e = { .kind = EV_SLICE,
+						 .track = &lane,
+						 .ts = 1000 + 100ull * (n - 1) + 10,
+						 .dur = 100,
+						 .name = "late",
+						 .cat = "c",
+						 .depth = 1 };
 
 			s.event(s.ctx, &e);
 		}
@@ -304,13 +316,18 @@ static void long_bodies_round_trip(void **state)
 	 * of the longest a packet's bound holds without asking for room;
 	 * fixed strings, twice */
 	for (int k = 0; k < 7; k++) {
-		struct model_event e = { .kind = EV_SLICE, .track = &thr, .ts = 100 + (uint64_t)k * 10,
-					 .dur = 5, .name = "call", .cat = "runtime" };
+		struct model_event e = { .kind = EV_SLICE,
+					 .track = &thr,
+					 .ts = 100 + (uint64_t)k * 10,
+					 .dur = 5,
+					 .name = "call",
+					 .cat = "runtime" };
 
 		if (k == 0)
 			e.args[e.nargs++] = (struct model_arg){ .name = "s", .type = ARG_STR, .s = longs };
 		for (int i = 0; k == 1 && i < MODEL_MAX_ARGS; i++)
-			e.args[e.nargs++] = (struct model_arg){ .name = "h", .type = ARG_HEX, .u = ~0ull - (uint64_t)i };
+			e.args[e.nargs++] =
+				(struct model_arg){ .name = "h", .type = ARG_HEX, .u = ~0ull - (uint64_t)i };
 		if (k == 2) {
 			e.xflows = xflows;
 			e.nxflows = 20;
@@ -320,11 +337,11 @@ static void long_bodies_round_trip(void **state)
 			e.nxterm = 20;
 		}
 		for (int i = 0; k == 4 && i < MODEL_MAX_ARGS; i++)
-			e.args[e.nargs++] = (struct model_arg){ .name = "s", .type = ARG_STR,
-								.s = longs + 300 - 16 - i % 2 };
+			e.args[e.nargs++] =
+				(struct model_arg){ .name = "s", .type = ARG_STR, .s = longs + 300 - 16 - i % 2 };
 		for (int i = 0; k >= 5 && i < 3; i++)
-			e.args[e.nargs++] = (struct model_arg){ .name = "f", .type = ARG_STR, .fixed = true,
-								.s = fixed[i] };
+			e.args[e.nargs++] =
+				(struct model_arg){ .name = "f", .type = ARG_STR, .fixed = true, .s = fixed[i] };
 		s.event(s.ctx, &e);
 	}
 	assert_int_equal(perfetto_close(w), 0);

@@ -22,19 +22,17 @@ struct fixture {
 	uint32_t proc, thread, child_thread;
 };
 
-static uint32_t track(struct merger *m, enum model_track_kind kind, uint32_t parent, uint32_t pid,
-		      uint32_t tid, const char *name)
+static uint32_t track(struct merger *m, enum model_track_kind kind, uint32_t parent, uint32_t pid, uint32_t tid,
+		      const char *name)
 {
-	struct model_track t = { .kind = kind, .parent = parent, .pid = pid, .tid = tid, .name = name,
-				 .engine = -1 };
+	struct model_track t = { .kind = kind, .parent = parent, .pid = pid, .tid = tid, .name = name, .engine = -1 };
 
 	return store_track(&m->st, &t);
 }
 
 /* A slice on a track: ours (a runtime call) or an op of the PyTorch trace
  * with its External id. The event's index. */
-static uint32_t slice(struct merger *m, uint32_t on, uint64_t ts, uint64_t dur, const char *name,
-		      int64_t ext_id)
+static uint32_t slice(struct merger *m, uint32_t on, uint64_t ts, uint64_t dur, const char *name, int64_t ext_id)
 {
 	struct model_event e = { .kind = EV_SLICE, .ts = ts, .dur = dur, .name = name };
 

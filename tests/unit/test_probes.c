@@ -222,8 +222,8 @@ static void user_spec_refines_builtin(void **state)
 
 	(void)state;
 	/* no =ROLE: the built-in role and byte count stay */
-	n = with_builtins(specs, (struct probe_spec){ "libflex.so", "flex::RuntimeStream::*",
-						      SBT_ROLE_USER, -1, false });
+	n = with_builtins(specs,
+			  (struct probe_spec){ "libflex.so", "flex::RuntimeStream::*", SBT_ROLE_USER, -1, false });
 	scan(&ps, specs, n, "sim/libflex.so");
 	s = site_named(&ps, "flex::RuntimeStream::synchronize");
 	assert_non_null(s);
@@ -234,8 +234,8 @@ static void user_spec_refines_builtin(void **state)
 	assert_int_equal(s->bytes_arg, 3);
 	probe_set_free(&ps);
 	/* =ROLE: that role */
-	n = with_builtins(specs, (struct probe_spec){ "libflex.so", "flex::RuntimeStream::synchronize",
-						      SBT_ROLE_USER, -1, true });
+	n = with_builtins(specs, (struct probe_spec){ "libflex.so", "flex::RuntimeStream::synchronize", SBT_ROLE_USER,
+						      -1, true });
 	scan(&ps, specs, n, "sim/libflex.so");
 	assert_int_equal(site_named(&ps, "flex::RuntimeStream::synchronize")->role, SBT_ROLE_USER);
 	probe_set_free(&ps);

@@ -24,12 +24,14 @@ static void emit(void *ctx, const struct sbt_hdr *h)
 static void interrupt_before_the_wait_it_ended(void **state)
 {
 	struct reorder q = { 0 };
-	struct sbt_call_exit wait = { .h = { .type = SBT_CALL_EXIT, .size = sizeof(wait) - sizeof(wait.h),
-					     .tid = 7, .ts = 1000 } };
+	struct sbt_call_exit wait = {
+		.h = { .type = SBT_CALL_EXIT, .size = sizeof(wait) - sizeof(wait.h), .tid = 7, .ts = 1000 }
+	};
 	struct sbt_irq irq = { .h = { .type = SBT_IRQ, .size = sizeof(irq) - sizeof(irq.h), .ts = 1200 },
 			       .start_ts = 900 };
-	struct sbt_call_enter next = { .h = { .type = SBT_CALL_ENTER, .size = sizeof(next) - sizeof(next.h),
-					      .tid = 7, .ts = 1000 } };
+	struct sbt_call_enter next = {
+		.h = { .type = SBT_CALL_ENTER, .size = sizeof(next) - sizeof(next.h), .tid = 7, .ts = 1000 }
+	};
 
 	(void)state;
 	nout = 0;

@@ -26,10 +26,10 @@ static int find_at(const uint8_t *code, size_t n, const char *name, int max)
 	return retsites_find(&f, NULL, name, sites, max, why, sizeof(why));
 }
 
-#define FIND(...)                                                                               \
-	({                                                                                      \
-		static const uint8_t c_[] = { __VA_ARGS__ };                                    \
-		find_at(c_, sizeof(c_), "f", RETSITES_MAX);                                     \
+#define FIND(...)                                                                                                      \
+	({                                                                                                             \
+		static const uint8_t c_[] = { __VA_ARGS__ };                                                           \
+		find_at(c_, sizeof(c_), "f", RETSITES_MAX);                                                            \
 	})
 
 static void assert_site(int i, uint64_t off, int kind, int reg)
@@ -109,8 +109,7 @@ static void refused(void **state)
 	/* mov rsp,[rdi+0x30] (longjmp) */
 	assert_refused(FIND(0x48, 0x8b, 0x67, 0x30, 0xff, 0x67, 0x38), "switches stacks");
 	/* je out of the body: taken or not, a probe cannot tell */
-	assert_refused(FIND(0x85, 0xff, 0x0f, 0x84, 0x00, 0x10, 0x00, 0x00, 0xc3),
-		       "conditional jump");
+	assert_refused(FIND(0x85, 0xff, 0x0f, 0x84, 0x00, 0x10, 0x00, 0x00, 0xc3), "conditional jump");
 	assert_refused(FIND(0xcb), "far return");
 	/* 0x06 is no instruction in 64-bit mode */
 	assert_refused(FIND(0x90, 0x06, 0xc3), "cannot decode");
@@ -136,8 +135,7 @@ static void cold_part(void **state)
 	assert_site(0, 8, SBT_SITE_RET, 0);
 	assert_int_equal(sites[1].offset, 0x2001);
 	/* without its cold part, the je leaves the body */
-	assert_refused(retsites_find(&h, NULL, "f", sites, RETSITES_MAX, why, sizeof(why)),
-		       "conditional jump");
+	assert_refused(retsites_find(&h, NULL, "f", sites, RETSITES_MAX, why, sizeof(why)), "conditional jump");
 }
 
 static int find_arch(const uint8_t *code, size_t n, int machine)
@@ -148,14 +146,14 @@ static int find_arch(const uint8_t *code, size_t n, int machine)
 	return retsites_find(&f, NULL, "f", sites, RETSITES_MAX, why, sizeof(why));
 }
 
-#define FIND_ON(machine, ...)                                                                   \
-	({                                                                                      \
-		static const uint8_t c_[] = { __VA_ARGS__ };                                    \
-		find_arch(c_, sizeof(c_), machine);                                             \
+#define FIND_ON(machine, ...)                                                                                          \
+	({                                                                                                             \
+		static const uint8_t c_[] = { __VA_ARGS__ };                                                           \
+		find_arch(c_, sizeof(c_), machine);                                                                    \
 	})
 
 /* ppc64le: little-endian words */
-#define PPC(w) ((w) & 0xff), (((w) >> 8) & 0xff), (((w) >> 16) & 0xff), ((unsigned)(w) >> 24)
+#define PPC(w) ((w)&0xff), (((w) >> 8) & 0xff), (((w) >> 16) & 0xff), ((unsigned)(w) >> 24)
 
 static void power(void **state)
 {
@@ -173,13 +171,11 @@ static void power(void **state)
 	assert_int_equal(FIND_ON(EM_PPC64, PPC(0x40820008), PPC(0x60000000), PPC(0x4e800020)), 1);
 	assert_site(0, 8, SBT_SITE_RET, 0);
 	/* nop; beqlr; blr: a conditional return */
-	assert_refused(FIND_ON(EM_PPC64, PPC(0x60000000), PPC(0x4d820020), PPC(0x4e800020)),
-		       "returns conditionally");
+	assert_refused(FIND_ON(EM_PPC64, PPC(0x60000000), PPC(0x4d820020), PPC(0x4e800020)), "returns conditionally");
 	/* nop; bctr: a jump table or a pointer */
 	assert_refused(FIND_ON(EM_PPC64, PPC(0x60000000), PPC(0x4e800420)), "indirect branch");
 	/* bne +0x100 out of the body */
-	assert_refused(FIND_ON(EM_PPC64, PPC(0x40820100), PPC(0x4e800020)),
-		       "leaves by a conditional branch");
+	assert_refused(FIND_ON(EM_PPC64, PPC(0x40820100), PPC(0x4e800020)), "leaves by a conditional branch");
 }
 
 static void z(void **state)
@@ -202,19 +198,15 @@ static void z(void **state)
 	assert_site(0, 4, SBT_SITE_RET, 0);
 	assert_site(1, 6, SBT_SITE_RET, 0);
 	/* lgr; ber %r14; br %r14: a conditional return */
-	assert_refused(FIND_ON(EM_S390, 0xb9, 0x04, 0x00, 0x12, 0x07, 0x8e, 0x07, 0xfe),
-		       "branch through a register");
+	assert_refused(FIND_ON(EM_S390, 0xb9, 0x04, 0x00, 0x12, 0x07, 0x8e, 0x07, 0xfe), "branch through a register");
 	/* nopr (bcr 0,%r0) is padding; cij %r2,0,8,+6 (compare and jump, inside) */
-	assert_int_equal(FIND_ON(EM_S390, 0x07, 0x00, 0xec, 0x28, 0x00, 0x03, 0x00, 0x7e, 0x07, 0xfe,
-				 0x07, 0xfe), 2);
+	assert_int_equal(FIND_ON(EM_S390, 0x07, 0x00, 0xec, 0x28, 0x00, 0x03, 0x00, 0x7e, 0x07, 0xfe, 0x07, 0xfe), 2);
 	/* br %r1: through a register */
 	assert_refused(FIND_ON(EM_S390, 0xb9, 0x04, 0x00, 0x12, 0x07, 0xf1), "branch through a register");
 	/* jne +0x100 out of the body */
-	assert_refused(FIND_ON(EM_S390, 0xa7, 0x74, 0x00, 0x80, 0x07, 0xfe),
-		       "leaves by a conditional jump");
+	assert_refused(FIND_ON(EM_S390, 0xa7, 0x74, 0x00, 0x80, 0x07, 0xfe), "leaves by a conditional jump");
 	/* exrl %r3,+0x10 (which capstone 4 does not know); lgr; br %r14 */
-	assert_int_equal(FIND_ON(EM_S390, 0xc6, 0x30, 0x00, 0x00, 0x00, 0x08, 0xb9, 0x04, 0x00, 0x12,
-				 0x07, 0xfe), 1);
+	assert_int_equal(FIND_ON(EM_S390, 0xc6, 0x30, 0x00, 0x00, 0x00, 0x08, 0xb9, 0x04, 0x00, 0x12, 0x07, 0xfe), 1);
 	assert_site(0, 10, SBT_SITE_RET, 0);
 	unsetenv("SBT_S390_RETURN_PROBES");
 	/* another machine */
@@ -224,12 +216,8 @@ static void z(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(returns),
-		cmocka_unit_test(tail_calls),
-		cmocka_unit_test(indirect_jumps),
-		cmocka_unit_test(refused),
-		cmocka_unit_test(cold_part),
-		cmocka_unit_test(power),
+		cmocka_unit_test(returns), cmocka_unit_test(tail_calls), cmocka_unit_test(indirect_jumps),
+		cmocka_unit_test(refused), cmocka_unit_test(cold_part),	 cmocka_unit_test(power),
 		cmocka_unit_test(z),
 	};
 

@@ -182,9 +182,18 @@ static void lies_are_not_believed(void **state)
 						    { "libflex.so", "b", 0, -1, false } };
 	struct ret_site rets[2] = { { 0x1010, SBT_SITE_RET, 0 }, { 0x1020, SBT_SITE_TAIL, 0 } };
 	struct probe_site sites[2] = {
-		{ .name = "a", .symbol = "_Z1av", .pattern = "a", .offset = 0x1000, .size = 0x40, .rets = rets,
+		{ .name = "a",
+		  .symbol = "_Z1av",
+		  .pattern = "a",
+		  .offset = 0x1000,
+		  .size = 0x40,
+		  .rets = rets,
 		  .nrets = 2 },
-		{ .name = "b", .symbol = "_Z1bv", .pattern = "b", .offset = 0x2000, .size = 0x40,
+		{ .name = "b",
+		  .symbol = "_Z1bv",
+		  .pattern = "b",
+		  .offset = 0x2000,
+		  .size = 0x40,
 		  .refused = (char *)"its body is a bare return" },
 	};
 	char err[256], cerr[64], note[64];

@@ -38,8 +38,12 @@ static void sanitize(void **state)
 	assert_false(utf8_valid("bad\xff"));
 	/* a name cut at 15 bytes inside a character */
 	assert_false(utf8_valid("worker-\xe2\x82\xac\xe2\x82\xac\xe2\x82"));
-	assert_int_equal(utf8_sanitize("a\xff" "b", out, sizeof(out)), 5);
-	assert_string_equal(out, "a\xef\xbf\xbd" "b");
+	assert_int_equal(utf8_sanitize("a\xff"
+				       "b",
+				       out, sizeof(out)),
+			 5);
+	assert_string_equal(out, "a\xef\xbf\xbd"
+				 "b");
 	utf8_sanitize("x\xe2\x82", out, sizeof(out));
 	assert_string_equal(out, "x\xef\xbf\xbd\xef\xbf\xbd");
 	assert_true(utf8_valid(out));

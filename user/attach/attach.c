@@ -52,8 +52,7 @@ int attach_load(struct attacher *a)
 	int err = spyre_bpf__load(a->skel);
 
 	if (err) {
-		sbt_err("cannot load the BPF programs: %s; hint: run with -v for the verifier log",
-			strerror(-err));
+		sbt_err("cannot load the BPF programs: %s; hint: run with -v for the verifier log", strerror(-err));
 		return err;
 	}
 	return fill_patterns(a);
@@ -120,8 +119,10 @@ int attach_trace_pid(struct attacher *a, pid_t pid)
 	}
 	/* the daemon's ioctl hook looks at the file itself: nothing to seed */
 	if (!a->o->daemon && proc_for_each_fd(pid, a->fd_scan_max, seed_fd_cb, &c))
-		sbt_info(1, "  fds        -> PID %d: over %zu open files: the first %zu looked at for its "
-			 "accelerator files\n", pid, a->fd_scan_max, a->fd_scan_max);
+		sbt_info(1,
+			 "  fds        -> PID %d: over %zu open files: the first %zu looked at for its "
+			 "accelerator files\n",
+			 pid, a->fd_scan_max, a->fd_scan_max);
 	return 0;
 }
 
@@ -175,7 +176,8 @@ int attach_window_hooks(struct attacher *a, bool on)
 	if (err) {
 		a->wake_link = NULL;
 		sbt_warn("window: cannot attach the wake-up hook (%s): %s; the jobs of a process "
-			 "that drives several cards stay unattributed", bpf_program__section_name(p), strerror(-err));
+			 "that drives several cards stay unattributed",
+			 bpf_program__section_name(p), strerror(-err));
 		return err;
 	}
 	return 0;
@@ -189,7 +191,8 @@ int attach_kernel(struct attacher *a)
 	struct bpf_program *p;
 	int err;
 
-	bpf_object__for_each_program(p, s->obj) {
+	bpf_object__for_each_program(p, s->obj)
+	{
 		struct bpf_link *link;
 		const char *what = bpf_program__section_name(p);
 
@@ -258,7 +261,8 @@ uint64_t attach_read_missed(struct attacher *a)
 	struct bpf_program *p;
 	uint64_t sum = 0;
 
-	bpf_object__for_each_program(p, a->skel->obj) {
+	bpf_object__for_each_program(p, a->skel->obj)
+	{
 		struct bpf_prog_info info = { 0 };
 		uint32_t len = sizeof(info);
 		int fd = bpf_program__fd(p);

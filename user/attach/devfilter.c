@@ -16,8 +16,7 @@ uint32_t devfilter_bdf(const char *s)
 	if (sbt_bdf_find(s, &bdf) == s && !s[12]) /* DDDD:BB:DD.F */
 		return bdf;
 	/* BB:DD.F, in domain 0 */
-	if (sscanf(s, "%2x:%2x.%1x%n", &bus, &dev, &fn, &n) != 3 || n != 7 || s[n] || dev > 31 ||
-	    fn > 7)
+	if (sscanf(s, "%2x:%2x.%1x%n", &bus, &dev, &fn, &n) != 3 || n != 7 || s[n] || dev > 31 || fn > 7)
 		return SBT_BDF_NONE;
 	return bus << 8 | dev << 3 | fn;
 }
@@ -66,8 +65,7 @@ int devfilter_expand(struct devfilter *d, const char *sysfs_root)
 		pci_sysfs_number(sysfs_root, e->d_name, "vendor", 16, &vendor);
 		pci_sysfs_number(sysfs_root, e->d_name, "device", 16, &device);
 		for (int i = 0; i < n; i++) {
-			if (d->f[i].bdf == SBT_BDF_NONE && d->f[i].vendor == vendor &&
-			    d->f[i].device == device) {
+			if (d->f[i].bdf == SBT_BDF_NONE && d->f[i].vendor == vendor && d->f[i].device == device) {
 				d->f[d->n].bdf = bdf;
 				d->f[d->n].vendor = d->f[d->n].device = 0;
 				d->n++;
@@ -111,8 +109,10 @@ int devfilter_add_arg(struct devfilter *d, bool *every, const char *arg, char *e
 		return -1;
 	}
 	if (devfilter_parse(arg, &d->f[d->n])) {
-		snprintf(err, errlen, "invalid --device '%s'; hint: a PCI address (0000:01:00.0) or "
-			 "vendor:device ids (1014:06a7), as lspci -nD shows them", arg);
+		snprintf(err, errlen,
+			 "invalid --device '%s'; hint: a PCI address (0000:01:00.0) or "
+			 "vendor:device ids (1014:06a7), as lspci -nD shows them",
+			 arg);
 		return -1;
 	}
 	d->n++;

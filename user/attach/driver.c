@@ -36,15 +36,13 @@ static const struct driver_func {
 	{ "vfio_fops_unl_ioctl", "vfio", "driver", "container ioctls", true },
 	{ "vfio_group_fops_unl_ioctl", "vfio", "driver", "group ioctls", true },
 	{ "vfio_device_fops_unl_ioctl", "vfio", "driver", "device ioctls", true },
-	{ "vfio_iommu_type1_ioctl", "vfio_iommu_type1", "driver", "type1 MAP_DMA, UNMAP_DMA",
-	  TYPE1_HERE },
+	{ "vfio_iommu_type1_ioctl", "vfio_iommu_type1", "driver", "type1 MAP_DMA, UNMAP_DMA", TYPE1_HERE },
 	{ "vfio_pin_pages_remote", "vfio_iommu_type1", "driver", "page pinning", TYPE1_HERE },
 	{ "vfio_unpin_pages_remote", "vfio_iommu_type1", "driver", "page unpinning", TYPE1_HERE },
 	{ "vfio_msihandler", "vfio_pci_core", "driver", "MSI handler", true },
-	{ "tce_iommu_ioctl", "vfio_iommu_spapr_tce", "driver",
-	  "sPAPR TCE REGISTER_MEMORY, MAP_DMA, UNMAP_DMA, windows", SPAPR_HERE },
-	{ "mm_iommu_new", "vmlinux", "driver", "sPAPR memory registration (page pinning)",
+	{ "tce_iommu_ioctl", "vfio_iommu_spapr_tce", "driver", "sPAPR TCE REGISTER_MEMORY, MAP_DMA, UNMAP_DMA, windows",
 	  SPAPR_HERE },
+	{ "mm_iommu_new", "vmlinux", "driver", "sPAPR memory registration (page pinning)", SPAPR_HERE },
 };
 
 #define NFUNCS (sizeof(funcs) / sizeof(funcs[0]))
@@ -66,8 +64,7 @@ static int module_btf_fd(const char *module)
 
 	while (!bpf_btf_get_next_id(id, &id)) {
 		char name[64] = "";
-		struct bpf_btf_info info = { .name = (__u64)(unsigned long)name,
-					     .name_len = sizeof(name) };
+		struct bpf_btf_info info = { .name = (__u64)(unsigned long)name, .name_len = sizeof(name) };
 		__u32 len = sizeof(info);
 		int fd = bpf_btf_get_fd_by_id(id);
 
@@ -90,8 +87,8 @@ static int trial_fentry(int id, int btf_fd, char *why, size_t len)
 	};
 	int prog_fd, link_fd, err;
 
-	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_FENTRY,
-		    .attach_btf_id = (__u32)id, .attach_btf_obj_fd = btf_fd < 0 ? 0 : (__u32)btf_fd);
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_FENTRY, .attach_btf_id = (__u32)id,
+		    .attach_btf_obj_fd = btf_fd < 0 ? 0 : (__u32)btf_fd);
 	prog_fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "sbt_probe", "GPL", insns, 2, &opts);
 	err = prog_fd < 0 ? -errno : 0;
 	if (!err) {
@@ -103,14 +100,16 @@ static int trial_fentry(int id, int btf_fd, char *why, size_t len)
 	}
 	if (err == -ENOMEM && prog_fd < 0 && access("/proc/sys/net/core/bpf_jit_enable", F_OK))
 		/* a trampoline is JIT code: without a JIT there is none to make */
-		snprintf(why, len, "trial fentry load: no BPF JIT in this kernel (ENOMEM; fentry "
+		snprintf(why, len,
+			 "trial fentry load: no BPF JIT in this kernel (ENOMEM; fentry "
 			 "needs the JIT)");
 	else if (err == -524) /* the kernel's ENOTSUPP, which libc does not name */
-		snprintf(why, len, "trial fentry %s: not supported (ENOTSUPP: no BPF trampoline "
-			 "on this kernel and architecture)", prog_fd < 0 ? "load" : "attach");
+		snprintf(why, len,
+			 "trial fentry %s: not supported (ENOTSUPP: no BPF trampoline "
+			 "on this kernel and architecture)",
+			 prog_fd < 0 ? "load" : "attach");
 	else if (err)
-		snprintf(why, len, "trial fentry %s: %s", prog_fd < 0 ? "load" : "attach",
-			 strerror(-err));
+		snprintf(why, len, "trial fentry %s: %s", prog_fd < 0 ? "load" : "attach", strerror(-err));
 	return err;
 }
 
@@ -131,8 +130,7 @@ static int try_fentry_vmlinux(const char *func, struct btf **vmlinux, char *why,
 }
 
 /* fentry on module:func, tried for real; 0 or -errno, with why filled. */
-static int try_fentry(const char *module, const char *func, struct btf **vmlinux, char *why,
-		      size_t len)
+static int try_fentry(const char *module, const char *func, struct btf **vmlinux, char *why, size_t len)
 {
 	char path[128];
 	struct btf *btf;
@@ -200,8 +198,7 @@ static void use(struct driver_plan *dp, struct bpf_program *entry, struct bpf_pr
 	}
 }
 
-void driver_plan(struct spyre_bpf *s, enum driver_mode mode, struct driver_plan *dp,
-		 struct plan *plan)
+void driver_plan(struct spyre_bpf *s, enum driver_mode mode, struct driver_plan *dp, struct plan *plan)
 {
 	struct btf *vmlinux = NULL; /* read when a module's BTF needs it as its base */
 	bool kprobes = sbt_have_kprobes();
@@ -235,8 +232,8 @@ void driver_plan(struct spyre_bpf *s, enum driver_mode mode, struct driver_plan 
 			if (!try_fentry(fn->module, fn->name, &vmlinux, why, sizeof(why))) {
 				use(dp, p[0], p[1]);
 				dp->nfentry++;
-				plan_add(plan, fn->role, "fentry/fexit", "%s (%s, %s BTF)", fn->name,
-					 fn->what, fn->module);
+				plan_add(plan, fn->role, "fentry/fexit", "%s (%s, %s BTF)", fn->name, fn->what,
+					 fn->module);
 				continue;
 			}
 			plan_add(plan, fn->role, "-", "fentry %s: %s", fn->name, why);
@@ -246,11 +243,10 @@ void driver_plan(struct spyre_bpf *s, enum driver_mode mode, struct driver_plan 
 			continue;
 		}
 		if (!kprobes)
-			plan_add(plan, fn->role, "-", "kprobe %s: kprobes not available on this kernel",
-				 fn->name);
+			plan_add(plan, fn->role, "-", "kprobe %s: kprobes not available on this kernel", fn->name);
 		else if (!present[i])
-			plan_add(plan, fn->role, "-", "kprobe %s: not in /proc/kallsyms (%s not loaded?)",
-				 fn->name, fn->module);
+			plan_add(plan, fn->role, "-", "kprobe %s: not in /proc/kallsyms (%s not loaded?)", fn->name,
+				 fn->module);
 		else {
 			use(dp, p[2], p[3]);
 			dp->nkprobe++;
@@ -262,8 +258,8 @@ void driver_plan(struct spyre_bpf *s, enum driver_mode mode, struct driver_plan 
 	btf__free(vmlinux);
 }
 
-const char *driver_hook_kernel(struct spyre_bpf *s, enum driver_mode mode, const char *func,
-			       struct driver_plan *dp, char *why, size_t len)
+const char *driver_hook_kernel(struct spyre_bpf *s, enum driver_mode mode, const char *func, struct driver_plan *dp,
+			       char *why, size_t len)
 {
 	struct bpf_program *p[4] = { prog(s, func, "fentry"), prog(s, func, "fexit"), prog(s, func, "kprobe"),
 				     prog(s, func, "kretprobe") };

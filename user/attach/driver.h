@@ -28,8 +28,7 @@ struct driver_plan {
 
 /* Choose per function, set autoload on the skeleton's programs (before
  * load) and add one plan line per function. */
-void driver_plan(struct spyre_bpf *s, enum driver_mode mode, struct driver_plan *dp,
-		 struct plan *plan);
+void driver_plan(struct spyre_bpf *s, enum driver_mode mode, struct driver_plan *dp, struct plan *plan);
 
 /* "auto", "fentry", "kprobe", "off" -> mode; -1 if none of them */
 int driver_mode_parse(const char *s);
@@ -39,8 +38,8 @@ int driver_mode_parse(const char *s);
  * _kretprobe, whose autoload the caller set false; one for fentry only,
  * DRIVER_FENTRY, may have _fentry alone): the mechanism, or NULL with why
  * filled. */
-const char *driver_hook_kernel(struct spyre_bpf *s, enum driver_mode mode, const char *func,
-			       struct driver_plan *dp, char *why, size_t len);
+const char *driver_hook_kernel(struct spyre_bpf *s, enum driver_mode mode, const char *func, struct driver_plan *dp,
+			       char *why, size_t len);
 
 /* One of the driver-level programs (fentry, fexit, kprobe, kretprobe)? */
 bool driver_is_prog(const struct bpf_program *p);

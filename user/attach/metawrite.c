@@ -79,8 +79,7 @@ void metaw_probe(struct meta_writer *m, const struct probe_site *s)
 	rec.p.role = (uint16_t)s->role;
 	rec.p.bytes_arg = (int16_t)s->bytes_arg;
 	rec.p.offset = s->offset;
-	n = snprintf(rec.strings, sizeof(rec.strings), "%s%c%s%c%s", s->name, 0, s->pattern, 0,
-		     s->lib);
+	n = snprintf(rec.strings, sizeof(rec.strings), "%s%c%s%c%s", s->name, 0, s->pattern, 0, s->lib);
 	if (n < 0 || (size_t)n >= sizeof(rec.strings))
 		n = sizeof(rec.strings) - 1;
 	rec.p.strings_len = (uint32_t)n + 1;

@@ -67,11 +67,12 @@ static void configure_devices(struct attacher *a)
 static void daemon_trim(struct attacher *a)
 {
 	struct spyre_bpf *s = a->skel;
-	struct bpf_program *keep[] = { s->progs.ioctl_enter, s->progs.ioctl_exit, s->progs.irq_entry,
-				       s->progs.irq_exit, s->progs.task_exit };
+	struct bpf_program *keep[] = { s->progs.ioctl_enter, s->progs.ioctl_exit, s->progs.irq_entry, s->progs.irq_exit,
+				       s->progs.task_exit };
 	struct bpf_program *p;
 
-	bpf_object__for_each_program(p, s->obj) {
+	bpf_object__for_each_program(p, s->obj)
+	{
 		bool kept = false;
 
 		for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
@@ -97,9 +98,13 @@ static void daemon_trim(struct attacher *a)
  */
 static void plan_wake(struct attacher *a, const char *off)
 {
-	static const char *const fns[] = { "default_wake_function", "autoremove_wake_function",
-					   "woken_wake_function", "ep_autoremove_wake_function", "pollwake",
-					   "ep_poll_callback", "eventfd_write" };
+	static const char *const fns[] = { "default_wake_function",
+					   "autoremove_wake_function",
+					   "woken_wake_function",
+					   "ep_autoremove_wake_function",
+					   "pollwake",
+					   "ep_poll_callback",
+					   "eventfd_write" };
 	struct spyre_bpf *s = a->skel;
 	const char *when = a->o->daemon ? "in detail windows only: " : "";
 	bool found[7] = { false };
@@ -113,8 +118,10 @@ static void plan_wake(struct attacher *a, const char *off)
 	a->wake_prog = NULL;
 	a->wake_hook = NULL;
 	if (off) {
-		plan_add(&a->plan, "wake", "-", "%s: a process that drives several cards has its jobs on a card only "
-			 "by a launch's DMA-mapped buffer", off);
+		plan_add(&a->plan, "wake", "-",
+			 "%s: a process that drives several cards has its jobs on a card only "
+			 "by a launch's DMA-mapped buffer",
+			 off);
 		return;
 	}
 	kallsyms_find(fns, 7, found, addr);
@@ -122,14 +129,17 @@ static void plan_wake(struct attacher *a, const char *off)
 		bpf_program__set_autoload(s->progs.irq_wake, true);
 		a->wake_prog = s->progs.irq_wake;
 		a->wake_hook = "sched_waking";
-		plan_add(&a->plan, "wake", "raw_tp sched_waking", "%s--wake-hook sched_waking: the traced thread a "
+		plan_add(&a->plan, "wake", "raw_tp sched_waking",
+			 "%s--wake-hook sched_waking: the traced thread a "
 			 "card's interrupt woke, or the one it woke next: which card a stream's jobs run on (every "
-			 "wake-up of the host runs this program)", when);
+			 "wake-up of the host runs this program)",
+			 when);
 		return;
 	}
 	/* an address kptr_restrict hides reads 0: nothing would match it */
 	if (!addr[0] || !addr[1] || !addr[2]) {
-		plan_add(&a->plan, "wake", "-", "the kernel's wake functions have no address in /proc/kallsyms: a "
+		plan_add(&a->plan, "wake", "-",
+			 "the kernel's wake functions have no address in /proc/kallsyms: a "
 			 "process that drives several cards has its jobs on a card only by a launch's DMA-mapped "
 			 "buffer; hint: --wake-hook sched_waking");
 		return;
@@ -160,16 +170,21 @@ static void plan_wake(struct attacher *a, const char *off)
 		}
 	}
 	if (mech) {
-		plan_add(&a->plan, "wake", mech, "%sthe traced thread waiting on the eventfd a card's interrupt "
-			 "signals (read, poll or epoll_wait), read at the interrupt; and the one it wakes next through an eventfd "
-			 "(eventfd_write): which card a stream's jobs run on; no other wake-up pays", when);
+		plan_add(&a->plan, "wake", mech,
+			 "%sthe traced thread waiting on the eventfd a card's interrupt "
+			 "signals (read, poll or epoll_wait), read at the interrupt; and the one it wakes next through "
+			 "an eventfd "
+			 "(eventfd_write): which card a stream's jobs run on; no other wake-up pays",
+			 when);
 		return;
 	}
 	a->wake_hook = "interrupt";
-	plan_add(&a->plan, "wake", "raw_tp irq_handler_entry", "%sthe traced thread waiting on the eventfd a card's "
+	plan_add(&a->plan, "wake", "raw_tp irq_handler_entry",
+		 "%sthe traced thread waiting on the eventfd a card's "
 		 "interrupt signals, read at the interrupt; not one it wakes next (eventfd_write: %s), so a "
 		 "runtime that waits through another thread has its streams on no card; hint: --wake-hook "
-		 "sched_waking", when, why);
+		 "sched_waking",
+		 when, why);
 }
 
 /* Are all three of vfio's file handlers hooked (fentry or kprobe)? Then
@@ -219,7 +234,8 @@ static void daemon_ioctl_hook(struct attacher *a)
 		s->rodata->ioctl_by_driver = true;
 		bpf_program__set_autoload(s->progs.ioctl_enter, false);
 		bpf_program__set_autoload(s->progs.ioctl_exit, false);
-		plan_add(&a->plan, "ioctl", a->ioctl_hook, "vfio_*_fops_unl_ioctl: VFIO's commands of every "
+		plan_add(&a->plan, "ioctl", a->ioctl_hook,
+			 "vfio_*_fops_unl_ioctl: VFIO's commands of every "
 			 "process, args decoded in BPF; no syscall tracepoint, so no other syscall pays");
 		return;
 	}
@@ -242,7 +258,8 @@ static void record_ioctl_hook(struct attacher *a)
 
 	if (!hook || a->o->nvfio_paths) {
 		a->ioctl_hook = "tracepoint";
-		plan_add(&a->plan, "ioctl", "tracepoint syscalls:sys_*_ioctl", "VFIO fds only, args decoded in BPF "
+		plan_add(&a->plan, "ioctl", "tracepoint syscalls:sys_*_ioctl",
+			 "VFIO fds only, args decoded in BPF "
 			 "(%s; every syscall of the host takes the kernel's traced path while attached)",
 			 no_handlers_why(a));
 		plan_add(&a->plan, "fd-track", "tracepoint syscalls:sys_*_openat,close", "learns accelerator fds");
@@ -255,19 +272,22 @@ static void record_ioctl_hook(struct attacher *a)
 	bpf_program__set_autoload(s->progs.ioctl_enter, false);
 	bpf_program__set_autoload(s->progs.ioctl_exit, false);
 	bpf_program__set_autoload(s->progs.close_enter, false);
-	plan_add(&a->plan, "ioctl", hook, "vfio_*_fops_unl_ioctl: the traced processes' ioctls on VFIO's files, "
+	plan_add(&a->plan, "ioctl", hook,
+		 "vfio_*_fops_unl_ioctl: the traced processes' ioctls on VFIO's files, "
 		 "args decoded in BPF; no syscall tracepoint");
 	plan_add(&a->plan, "fd-track", "-", "not needed: the handler an ioctl reaches says which VFIO file it is");
-	opens = driver_hook_kernel(s, (enum driver_mode)a->o->driver_mode, "do_filp_open", &a->drv, why,
-				   sizeof(why));
+	opens = driver_hook_kernel(s, (enum driver_mode)a->o->driver_mode, "do_filp_open", &a->drv, why, sizeof(why));
 	if (opens) {
 		bpf_program__set_autoload(s->progs.openat_enter, false);
 		bpf_program__set_autoload(s->progs.openat_exit, false);
-		plan_add(&a->plan, "late-libs", opens, "do_filp_open: shared objects opened by traced processes, "
+		plan_add(&a->plan, "late-libs", opens,
+			 "do_filp_open: shared objects opened by traced processes, "
 			 "probed at once if runtime libraries");
 	} else {
-		plan_add(&a->plan, "late-libs", "tracepoint syscalls:sys_*_openat", "shared objects opened by traced "
-			 "processes (do_filp_open: %s; every syscall of the host takes the kernel's traced path)", why);
+		plan_add(&a->plan, "late-libs", "tracepoint syscalls:sys_*_openat",
+			 "shared objects opened by traced "
+			 "processes (do_filp_open: %s; every syscall of the host takes the kernel's traced path)",
+			 why);
 	}
 }
 
@@ -322,8 +342,10 @@ static int configure(struct attacher *a)
 			 "only in detail windows, on the processes that hold a card");
 		/* files are told by the ioctl itself: no hook on every open of the host */
 		plan_add(&a->plan, "fd-track", "-", "not needed: an ioctl's file is looked at when VFIO's");
-		plan_add(&a->plan, "vfio-files", "f_op", "a file is VFIO's when its ioctls go to vfio's own "
-			 "handlers (from /proc/kallsyms)%s", a->o->nvfio_paths ? ", or lies below --vfio-path" : "");
+		plan_add(&a->plan, "vfio-files", "f_op",
+			 "a file is VFIO's when its ioctls go to vfio's own "
+			 "handlers (from /proc/kallsyms)%s",
+			 a->o->nvfio_paths ? ", or lies below --vfio-path" : "");
 	} else if (!sbt_have_uprobes()) {
 		sbt_err("uprobes not available on this kernel; hint: needs CONFIG_UPROBE_EVENTS=y");
 		return -EOPNOTSUPP;
@@ -350,9 +372,9 @@ static int configure(struct attacher *a)
 	char vfio_card[1][16];
 
 	/* only where a card's interrupt can be the cause */
-	plan_wake(a, a->o->no_wake_hook ? "--no-wake-hook"
-		  : !a->o->nirqs && pci_vfio_devices(vfio_card, 1) <= 0 ? "no device on vfio-pci, no --irq"
-									: NULL);
+	plan_wake(a, a->o->no_wake_hook					   ? "--no-wake-hook"
+		     : !a->o->nirqs && pci_vfio_devices(vfio_card, 1) <= 0 ? "no device on vfio-pci, no --irq"
+									   : NULL);
 
 	if (sbt_tracepoint_exists("iommu", "map")) {
 		plan_add(&a->plan, "iommu", "raw_tp iommu:map,unmap", "in traced tasks");

@@ -40,8 +40,7 @@ void plan_print(const struct plan *p, FILE *out)
 		const struct plan_item *it = &p->items[i];
 		bool chosen = strcmp(it->mech, "-") != 0;
 
-		fprintf(out, "  %-10s %s %-40s %s\n", it->role, chosen ? "->" : "  ",
-			chosen ? it->mech : "", it->note);
+		fprintf(out, "  %-10s %s %-40s %s\n", it->role, chosen ? "->" : "  ", chosen ? it->mech : "", it->note);
 	}
 }
 

@@ -21,8 +21,8 @@ struct plan {
 	int n;
 };
 
-__attribute__((format(printf, 4, 5))) void plan_add(struct plan *p, const char *role,
-						    const char *mech, const char *fmt, ...);
+__attribute__((format(printf, 4, 5))) void plan_add(struct plan *p, const char *role, const char *mech, const char *fmt,
+						    ...);
 void plan_print(const struct plan *p, FILE *out);
 
 /* The dma tracepoint this kernel has for mapping (or unmapping); NULL: none. */

@@ -78,8 +78,7 @@ static int pid_status(const char *root, pid_t pid, pid_t *tgid, bool *kthread)
 	return found ? 0 : -1;
 }
 
-int sbt_resolve_pid(const char *proc_root, pid_t *pid, char *note, size_t notelen, char *err,
-		    size_t errlen)
+int sbt_resolve_pid(const char *proc_root, pid_t *pid, char *note, size_t notelen, char *err, size_t errlen)
 {
 	char exe[128], link[16];
 	pid_t tgid = 0;
@@ -87,22 +86,21 @@ int sbt_resolve_pid(const char *proc_root, pid_t *pid, char *note, size_t notele
 
 	note[0] = '\0';
 	if (*pid <= 0 || pid_status(proc_root, *pid, &tgid, &kthread)) {
-		snprintf(err, errlen, "no such process: %d; hint: check the PID with ps or pgrep",
-			 *pid);
+		snprintf(err, errlen, "no such process: %d; hint: check the PID with ps or pgrep", *pid);
 		return -1;
 	}
 	/* kernels before 6.0 have no Kthread line: a kernel thread has no exe */
 	snprintf(exe, sizeof(exe), "%s/%d/exe", proc_root, *pid);
 	if (kthread || (readlink(exe, link, sizeof(link)) < 0 && errno == ENOENT)) {
-		snprintf(err, errlen, "PID %d is a kernel thread: it runs no runtime library; hint: "
-			 "give the PID of the job's process (pgrep -f)", *pid);
+		snprintf(err, errlen,
+			 "PID %d is a kernel thread: it runs no runtime library; hint: "
+			 "give the PID of the job's process (pgrep -f)",
+			 *pid);
 		return -1;
 	}
 	if (tgid != *pid) {
-		snprintf(note, notelen, "PID %d is a thread of process %d: tracing the process", *pid,
-			 tgid);
+		snprintf(note, notelen, "PID %d is a thread of process %d: tracing the process", *pid, tgid);
 		*pid = tgid;
 	}
 	return 0;
 }
-

@@ -15,7 +15,6 @@ int sbt_check_btf(const char *vmlinux_btf_path, char *err, size_t errlen);
 /* -p PID: it must be a user process; a thread id becomes its process's id
  * (with a note saying so). proc_root is "/proc" but for tests. 0, or -1
  * with err filled. */
-int sbt_resolve_pid(const char *proc_root, pid_t *pid, char *note, size_t notelen, char *err,
-		    size_t errlen);
+int sbt_resolve_pid(const char *proc_root, pid_t *pid, char *note, size_t notelen, char *err, size_t errlen);
 
 #endif

@@ -20,8 +20,8 @@ struct link_create_uprobe_multi {
 	uint32_t cnt, multi_flags, pid, pad;
 };
 
-int uprobe_multi_link(int prog_fd, const char *path, pid_t pid, const uint64_t *offsets,
-		      const uint64_t *cookies, uint32_t cnt)
+int uprobe_multi_link(int prog_fd, const char *path, pid_t pid, const uint64_t *offsets, const uint64_t *cookies,
+		      uint32_t cnt)
 {
 	struct link_create_uprobe_multi attr;
 	int fd;

@@ -21,8 +21,8 @@
 /* A link of prog_fd on cnt offsets of path, with a cookie each, for pid's
  * process only (0: every process that maps path). The link's fd, or
  * -errno. */
-int uprobe_multi_link(int prog_fd, const char *path, pid_t pid, const uint64_t *offsets,
-		      const uint64_t *cookies, uint32_t cnt);
+int uprobe_multi_link(int prog_fd, const char *path, pid_t pid, const uint64_t *offsets, const uint64_t *cookies,
+		      uint32_t cnt);
 /* Does this kernel make such links? An empty program loaded for them and
  * one link tried, on this program's own file at an offset no code is at,
  * for this process alone; asked before the real programs are loaded, so

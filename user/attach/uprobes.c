@@ -27,8 +27,7 @@ static bool stop_now(struct attacher *a)
 	return a->interrupted;
 }
 
-static struct bpf_link *uprobe(struct bpf_program *prog, pid_t pid, const char *lib,
-			       uint64_t off, uint64_t cookie)
+static struct bpf_link *uprobe(struct bpf_program *prog, pid_t pid, const char *lib, uint64_t off, uint64_t cookie)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = false);
 
@@ -49,15 +48,13 @@ static int attach_function(struct attacher *a, struct attached_proc *ap, struct 
 		const struct ret_site *r = &s->rets[i];
 
 		at = r->offset;
-		err = link_keep(&ap->links,
-				uprobe(a->skel->progs.call_return, ap->pid, s->attach, r->offset,
-				       SBT_COOKIE(s->id, r->kind, r->reg, s->size)));
+		err = link_keep(&ap->links, uprobe(a->skel->progs.call_return, ap->pid, s->attach, r->offset,
+						   SBT_COOKIE(s->id, r->kind, r->reg, s->size)));
 	}
 	if (!err) {
 		at = s->offset;
-		err = link_keep(&ap->links,
-				uprobe(a->skel->progs.call_enter, ap->pid, s->attach, s->offset,
-				       SBT_COOKIE(s->id, SBT_SITE_ENTRY, 0, 0)));
+		err = link_keep(&ap->links, uprobe(a->skel->progs.call_enter, ap->pid, s->attach, s->offset,
+						   SBT_COOKIE(s->id, SBT_SITE_ENTRY, 0, 0)));
 	}
 	if (!err) {
 		ap->uprobes += 1 + (size_t)s->nrets;
@@ -66,12 +63,11 @@ static int attach_function(struct attacher *a, struct attached_proc *ap, struct 
 	link_drop_to(&ap->links, first);
 	if (err == -ESRCH || err == -ENOMEM)
 		return err; /* the process is gone, or we are out of memory: not the function's fault */
-	if (asprintf(&s->refused, "the kernel refused a uprobe at +0x%llx: %s",
-		     (unsigned long long)(at - s->offset), strerror(-err)) < 0)
+	if (asprintf(&s->refused, "the kernel refused a uprobe at +0x%llx: %s", (unsigned long long)(at - s->offset),
+		     strerror(-err)) < 0)
 		s->refused = NULL;
 	a->refused++;
-	sbt_info(1, "  refused    -> %s in %s: %s\n", s->name, s->lib,
-		 s->refused ? s->refused : strerror(-err));
+	sbt_info(1, "  refused    -> %s in %s: %s\n", s->name, s->lib, s->refused ? s->refused : strerror(-err));
 	return 0;
 }
 
@@ -107,12 +103,12 @@ static int attach_library_multi(struct attacher *a, struct attached_proc *ap, si
 		off[e] = s->offset;
 		cookie[e++] = SBT_COOKIE(s->id, SBT_SITE_ENTRY, 0, 0);
 	}
-	err = nret ? link_keep_fd(&ap->links, uprobe_multi_link(bpf_program__fd(a->skel->progs.call_return_multi),
-								path, ap->pid, off, cookie, (uint32_t)nret))
+	err = nret ? link_keep_fd(&ap->links, uprobe_multi_link(bpf_program__fd(a->skel->progs.call_return_multi), path,
+								ap->pid, off, cookie, (uint32_t)nret))
 		   : 0;
 	if (!err)
 		err = link_keep_fd(&ap->links, uprobe_multi_link(bpf_program__fd(a->skel->progs.call_enter_multi), path,
-								  ap->pid, off + nret, cookie + nret, (uint32_t)nent));
+								 ap->pid, off + nret, cookie + nret, (uint32_t)nent));
 	if (err)
 		link_drop_to(&ap->links, first);
 	else
@@ -209,8 +205,7 @@ int attach_found(struct attacher *a, struct lib_search *s)
 			sbt_info(1, "  refused    -> %s in %s: %s\n", ps->name, ps->lib, ps->refused);
 		} else {
 			sbt_info(1, "  uprobe     -> %s+0x%llx %s, %d return site%s\n", ps->lib,
-				 (unsigned long long)ps->offset, ps->name, ps->nrets,
-				 ps->nrets == 1 ? "" : "s");
+				 (unsigned long long)ps->offset, ps->name, ps->nrets, ps->nrets == 1 ? "" : "s");
 		}
 		if (a->on_function)
 			a->on_function(a->ctx, ps);
@@ -251,8 +246,12 @@ static void attach_each(struct lib_search *s, void *ctx)
 
 struct lib_wants attach_lib_wants(struct attacher *a)
 {
-	return (struct lib_wants){ .specs = a->specs, .nspecs = a->nspecs, .named = a->real_libs,
-				   .nnamed = a->o->nprobes, .known = &a->probes, .known_lock = &a->probes_lock,
+	return (struct lib_wants){ .specs = a->specs,
+				   .nspecs = a->nspecs,
+				   .named = a->real_libs,
+				   .nnamed = a->o->nprobes,
+				   .known = &a->probes,
+				   .known_lock = &a->probes_lock,
 				   .stop = a->stop };
 }
 
@@ -322,7 +321,8 @@ size_t attach_drop_changed_libraries(struct attacher *a)
 		a->probes.libs[i].stale = true;
 		changed++;
 		sbt_warn("%s changed since its symbols were read: its probes are dropped, "
-			 "and it is read again when next found", lib);
+			 "and it is read again when next found",
+			 lib);
 		for (size_t k = 0; k < a->probes.n; k++) {
 			struct probe_site *s = &a->probes.sites[k];
 
@@ -346,7 +346,8 @@ void attach_warn_unmatched(const struct attacher *a, bool later)
 			hit = a->probes.sites[k].pattern == sp->pattern;
 		if (!hit)
 			sbt_warn("--probe '%.200s:%.200s' matched no function%s; hint: spyre-bpftrace "
-				 "list LIB --probe ... shows what a pattern picks", a->o->probes[i].lib,
-				 sp->pattern, later ? " yet (a library loaded later still counts)" : "");
+				 "list LIB --probe ... shows what a pattern picks",
+				 a->o->probes[i].lib, sp->pattern,
+				 later ? " yet (a library loaded later still counts)" : "");
 	}
 }

@@ -32,8 +32,10 @@ int vfio_dir_arg(const char *arg, char *dir, size_t len, char *err, size_t errle
 	memcpy(dir, arg, n);
 	dir[n] = 0;
 	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "--vfio-path '%s': not a directory; hint: the daemon takes the directory "
-			 "of the mock files, which must exist", dir);
+		snprintf(err, errlen,
+			 "--vfio-path '%s': not a directory; hint: the daemon takes the directory "
+			 "of the mock files, which must exist",
+			 dir);
 		return -1;
 	}
 	return 0;

@@ -32,9 +32,21 @@ int arg_parse_size(const char *s, unsigned long *out)
 	if (errno || end == s || *s == '-')
 		return -1;
 	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		end++;
+		break;
 	}
 	if (*end == 'i' && shift)
 		end++;
@@ -61,9 +73,10 @@ int arg_parse_seconds(const char *s, double *out)
 
 int arg_parse_duration(const char *s, double *out)
 {
-	static const struct { const char *unit; double sec; } units[] = {
-		{ "", 1 }, { "s", 1 }, { "ms", 1e-3 }, { "m", 60 }, { "h", 3600 }
-	};
+	static const struct {
+		const char *unit;
+		double sec;
+	} units[] = { { "", 1 }, { "s", 1 }, { "ms", 1e-3 }, { "m", 60 }, { "h", 3600 } };
 	char *end;
 	double v;
 
@@ -92,8 +105,7 @@ int arg_parse_count(const char *s, unsigned long min, unsigned long max, unsigne
 	return 0;
 }
 
-int arg_split_glob(const char *glob, size_t max_part, size_t *prefix_len, size_t *suffix_len,
-		   bool *has_star)
+int arg_split_glob(const char *glob, size_t max_part, size_t *prefix_len, size_t *suffix_len, bool *has_star)
 {
 	const char *star = strchr(glob, '*');
 	size_t len = strlen(glob);

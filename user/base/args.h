@@ -17,7 +17,6 @@ int arg_parse_duration(const char *s, double *out);
 /* A whole number in [min, max], no sign, nothing after it. */
 int arg_parse_count(const char *s, unsigned long min, unsigned long max, unsigned long *out);
 /* Split a --vfio-path glob at its one '*' (or none). */
-int arg_split_glob(const char *glob, size_t max_part, size_t *prefix_len, size_t *suffix_len,
-		   bool *has_star);
+int arg_split_glob(const char *glob, size_t max_part, size_t *prefix_len, size_t *suffix_len, bool *has_star);
 
 #endif

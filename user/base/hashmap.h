@@ -11,7 +11,7 @@ struct hashmap {
 	struct hm_slot {
 		uint64_t key;
 		void *val; /* NULL = empty */
-	} *slots;
+	} * slots;
 	size_t cap, n;
 };
 

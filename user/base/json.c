@@ -57,8 +57,8 @@ static int fail(struct parser *ps, const char *what)
 	for (const char *q = ps->start; q < ps->p && q < ps->end; q++, col++)
 		if (*q == '\n')
 			line++, col = 0;
-	snprintf(ps->doc->error, sizeof(ps->doc->error), "%s at line %d, column %d",
-		 ps->oom ? "out of memory" : what, line, col);
+	snprintf(ps->doc->error, sizeof(ps->doc->error), "%s at line %d, column %d", ps->oom ? "out of memory" : what,
+		 line, col);
 	return -1;
 }
 
@@ -166,8 +166,7 @@ static int parse_string(struct parser *ps, const char **out, uint32_t *outlen)
 			o += put_utf8(o, cp);
 			break;
 		}
-		default:
-			return fail(ps, "bad escape in a string");
+		default: return fail(ps, "bad escape in a string");
 		}
 	}
 	ps->p++;
@@ -318,9 +317,7 @@ static int parse_value(struct parser *ps, struct json_value *v, int depth)
 		return fail(ps, "unexpected end");
 	switch (*ps->p) {
 	case '{':
-	case '[':
-		ret = parse_container(ps, v, depth);
-		break;
+	case '[': ret = parse_container(ps, v, depth); break;
 	case '"':
 		v->type = JSON_STRING;
 		ret = parse_string(ps, &v->s, &v->n);

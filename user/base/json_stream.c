@@ -118,8 +118,8 @@ int jstream_value(struct json_stream *s, const char **text, size_t *len)
 			continue;
 		}
 		if (!depth) { /* a number or literal: to the next delimiter */
-			if (c == ',' || c == ']' || c == '}' || c == ':' || c == ' ' || c == '\t' ||
-			    c == '\n' || c == '\r')
+			if (c == ',' || c == ']' || c == '}' || c == ':' || c == ' ' || c == '\t' || c == '\n' ||
+			    c == '\r')
 				break;
 			continue;
 		}

@@ -33,14 +33,14 @@ void sbt_err(const char *fmt, ...)
 
 /* Warnings and status lines look alike on the terminal; the two names say
  * which a call site means. */
-#define UNLESS_QUIET(fmt)            \
-	do {                         \
-		va_list ap;          \
-		if (quiet)           \
-			return;      \
-		va_start(ap, fmt);   \
-		line(fmt, ap);       \
-		va_end(ap);          \
+#define UNLESS_QUIET(fmt)                                                                                              \
+	do {                                                                                                           \
+		va_list ap;                                                                                            \
+		if (quiet)                                                                                             \
+			return;                                                                                        \
+		va_start(ap, fmt);                                                                                     \
+		line(fmt, ap);                                                                                         \
+		va_end(ap);                                                                                            \
 	} while (0)
 
 void sbt_warn(const char *fmt, ...)

@@ -30,7 +30,8 @@ FILE *outfile_create(struct outfile *of, const char *path, char *err, size_t err
 	/* written beside it and renamed over it: a device (/dev/null), a FIFO
 	 * or a socket would be replaced by a regular file */
 	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "not a regular file (a trace is written beside its path and renamed "
+		snprintf(err, errlen,
+			 "not a regular file (a trace is written beside its path and renamed "
 			 "over it)");
 		goto out;
 	}
@@ -123,27 +124,28 @@ int outfile_private_dir(const char *dir, const char *flag, char *err, size_t err
 		*p = '/';
 	}
 	if (mkdir(dir, 0700) && errno != EEXIST) {
-		snprintf(err, errlen, "cannot make '%s': %s; hint: choose another %s", dir, strerror(errno),
-			 flag);
+		snprintf(err, errlen, "cannot make '%s': %s; hint: choose another %s", dir, strerror(errno), flag);
 		return -1;
 	}
 	if (lstat(dir, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
-		snprintf(err, errlen, "'%s' is not a directory of ours; hint: remove it or choose another %s",
-			 dir, flag);
+		snprintf(err, errlen, "'%s' is not a directory of ours; hint: remove it or choose another %s", dir,
+			 flag);
 		return -1;
 	}
 	if (!(st.st_mode & 077))
 		return 0;
 	if (chmod(dir, 0700)) {
-		snprintf(err, errlen, "cannot make '%s' private: %s; hint: make it 0700, or choose another %s",
-			 dir, strerror(errno), flag);
+		snprintf(err, errlen, "cannot make '%s' private: %s; hint: make it 0700, or choose another %s", dir,
+			 strerror(errno), flag);
 		return -1;
 	}
 	/* others could have put something there until now: only an empty one
 	 * is taken (looked at once nobody else can add to it) */
 	if ((st.st_mode & 022) && !dir_is_empty(dir)) {
-		snprintf(err, errlen, "'%s' is ours but others could write into it, and it is not empty; "
-			 "hint: remove it, or choose another %s", dir, flag);
+		snprintf(err, errlen,
+			 "'%s' is ours but others could write into it, and it is not empty; "
+			 "hint: remove it, or choose another %s",
+			 dir, flag);
 		return -1;
 	}
 	sbt_note("%s '%s' was %04o; made it 0700", flag, dir, (unsigned)(st.st_mode & 07777));

@@ -117,8 +117,7 @@ static int get_varint(struct pb_reader *r, uint64_t *v)
 	return 0;
 }
 
-int pb_next(struct pb_reader *r, uint32_t *field, int *type, uint64_t *value,
-	    const uint8_t **data, size_t *len)
+int pb_next(struct pb_reader *r, uint32_t *field, int *type, uint64_t *value, const uint8_t **data, size_t *len)
 {
 	uint64_t k, n;
 
@@ -154,8 +153,7 @@ int pb_next(struct pb_reader *r, uint32_t *field, int *type, uint64_t *value,
 	case 5: /* fixed32 */
 		if (r->end - r->p < 4)
 			goto bad;
-		*value = (uint64_t)r->p[0] | (uint64_t)r->p[1] << 8 | (uint64_t)r->p[2] << 16 |
-			 (uint64_t)r->p[3] << 24;
+		*value = (uint64_t)r->p[0] | (uint64_t)r->p[1] << 8 | (uint64_t)r->p[2] << 16 | (uint64_t)r->p[3] << 24;
 		r->p += 4;
 		return 1;
 	}

@@ -127,7 +127,6 @@ static inline struct pb_reader pb_reader_of(const uint8_t *p, size_t n)
 int pb_peek_varint(const uint8_t *p, size_t n, uint64_t *v, size_t *used);
 /* Next field: 1 with field/type and the value (varint or fixed) or the
  * bytes (len) set; 0 at the end; -1 on malformed input. */
-int pb_next(struct pb_reader *r, uint32_t *field, int *type, uint64_t *value,
-	    const uint8_t **data, size_t *len);
+int pb_next(struct pb_reader *r, uint32_t *field, int *type, uint64_t *value, const uint8_t **data, size_t *len);
 
 #endif

@@ -183,8 +183,7 @@ uint64_t proc_start_boottime(pid_t pid)
 /* Each executable file mapping of the process, in its maps' order: its
  * address range and path. cb returns non-zero to stop (returned). -errno
  * when the maps cannot be read. */
-static int each_exec_mapping(pid_t pid, int (*cb)(const char *range, const char *path, void *ctx),
-			     void *ctx)
+static int each_exec_mapping(pid_t pid, int (*cb)(const char *range, const char *path, void *ctx), void *ctx)
 {
 	char fn[64], line[4608], range[80];
 	int ret = 0;

@@ -34,17 +34,17 @@
 /* What the child may do: read its input, write its answer, manage its
  * memory, and end. */
 static const int allowed[] = {
-	__NR_read, __NR_pread64, __NR_write, __NR_close, __NR_lseek, __NR_fstat,
+	__NR_read,	 __NR_pread64,	    __NR_write,		 __NR_close,	     __NR_lseek,    __NR_fstat,
 #ifdef __NR_newfstatat
 	__NR_newfstatat,
 #endif
 #ifdef __NR_statx
 	__NR_statx,
 #endif
-	__NR_mmap, __NR_munmap, __NR_mremap, __NR_brk, __NR_mprotect, __NR_madvise,
-	__NR_futex, __NR_rt_sigreturn, __NR_rt_sigprocmask, __NR_clock_gettime, __NR_getpid, __NR_gettid,
-	__NR_tgkill, __NR_exit, __NR_exit_group,
-	__NR_sigaltstack, /* the sanitizers of the unit tests */
+	__NR_mmap,	 __NR_munmap,	    __NR_mremap,	 __NR_brk,	     __NR_mprotect, __NR_madvise,
+	__NR_futex,	 __NR_rt_sigreturn, __NR_rt_sigprocmask, __NR_clock_gettime, __NR_getpid,   __NR_gettid,
+	__NR_tgkill,	 __NR_exit,	    __NR_exit_group,	 __NR_sigaltstack, /* the sanitizers of the unit tests
+										    */
 	__NR_sysinfo, /* glibc's qsort asks how much memory the host has */
 };
 
@@ -140,8 +140,8 @@ static const char *signal_meaning(int sig)
 	}
 }
 
-int sandbox_run(int in_fd, sandbox_work_fn work, void *ctx, size_t max, bool (*stop)(void *ctx),
-		void *stop_ctx, uint8_t **out, size_t *len, char *err, size_t errlen)
+int sandbox_run(int in_fd, sandbox_work_fn work, void *ctx, size_t max, bool (*stop)(void *ctx), void *stop_ctx,
+		uint8_t **out, size_t *len, char *err, size_t errlen)
 {
 	int p[2], status = 0, ret = 0;
 	size_t got = 0, cap = 0;
@@ -188,8 +188,9 @@ int sandbox_run(int in_fd, sandbox_work_fn work, void *ctx, size_t max, bool (*s
 
 			if (cap >= max + 1 || !(grown = realloc(buf, more > max + 1 ? max + 1 : more))) {
 				ret = cap >= max + 1 ? -E2BIG : -ENOMEM;
-				snprintf(err, errlen, cap >= max + 1 ? "the library reader's answer is over %zu bytes"
-								     : "out of memory for the library reader's answer",
+				snprintf(err, errlen,
+					 cap >= max + 1 ? "the library reader's answer is over %zu bytes"
+							: "out of memory for the library reader's answer",
 					 max);
 				break;
 			}

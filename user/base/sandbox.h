@@ -33,7 +33,7 @@ typedef int (*sandbox_work_fn)(int in_fd, int out_fd, void *ctx);
  * when stop said so; -errno otherwise, with the reason in err (the child
  * died of a signal, exited non-zero, answered over max bytes, could not
  * be made). */
-int sandbox_run(int in_fd, sandbox_work_fn work, void *ctx, size_t max, bool (*stop)(void *ctx),
-		void *stop_ctx, uint8_t **out, size_t *len, char *err, size_t errlen);
+int sandbox_run(int in_fd, sandbox_work_fn work, void *ctx, size_t max, bool (*stop)(void *ctx), void *stop_ctx,
+		uint8_t **out, size_t *len, char *err, size_t errlen);
 
 #endif

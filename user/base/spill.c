@@ -9,8 +9,7 @@
 
 #define READ_ITEMS 1024 /* read back per run at a time */
 
-void spill_init(struct spill *s, size_t size, size_t cap,
-		int (*cmp)(const void *, const void *))
+void spill_init(struct spill *s, size_t size, size_t cap, int (*cmp)(const void *, const void *))
 {
 	memset(s, 0, sizeof(*s));
 	s->size = size;
@@ -61,8 +60,7 @@ static int write_run(struct spill *s)
 		return fail(s, ENOMEM);
 	s->runs = grown;
 	qsort(s->buf, s->n, s->size, s->cmp);
-	if (fseek(s->tmp, (long)(first * s->size), SEEK_SET) ||
-	    fwrite(s->buf, s->size, s->n, s->tmp) != s->n)
+	if (fseek(s->tmp, (long)(first * s->size), SEEK_SET) || fwrite(s->buf, s->size, s->n, s->tmp) != s->n)
 		return fail(s, errno ? errno : EIO);
 	s->runs[s->nruns++] = (struct spill_run){ first, s->n };
 	s->n = 0;
@@ -100,8 +98,7 @@ static int refill(struct spill *s, struct cursor *c)
 {
 	size_t n = c->left < READ_ITEMS ? c->left : READ_ITEMS;
 
-	if (fseek(s->tmp, (long)(c->next * s->size), SEEK_SET) ||
-	    fread(c->items, s->size, n, s->tmp) != n)
+	if (fseek(s->tmp, (long)(c->next * s->size), SEEK_SET) || fread(c->items, s->size, n, s->tmp) != n)
 		return fail(s, errno ? errno : EIO);
 	c->at = 0;
 	c->have = n;
@@ -131,7 +128,8 @@ int spill_each(struct spill *s, void (*cb)(const void *item, void *ctx), void *c
 	cur = calloc(k, sizeof(*cur));
 	for (size_t i = 0; cur && i < k; i++) {
 		cur[i] = (struct cursor){ .items = malloc(READ_ITEMS * s->size),
-					  .next = s->runs[i].first, .left = s->runs[i].n };
+					  .next = s->runs[i].first,
+					  .left = s->runs[i].n };
 		if (!cur[i].items || refill(s, &cur[i]))
 			break;
 	}
@@ -141,8 +139,7 @@ int spill_each(struct spill *s, void (*cb)(const void *item, void *ctx), void *c
 
 		for (size_t i = 0; i < k; i++)
 			if (cur[i].items && cur[i].at < cur[i].have &&
-			    (!min || s->cmp(cur[i].items + cur[i].at * s->size,
-					    min->items + min->at * s->size) < 0))
+			    (!min || s->cmp(cur[i].items + cur[i].at * s->size, min->items + min->at * s->size) < 0))
 				min = &cur[i];
 		if (!min)
 			break;

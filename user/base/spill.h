@@ -19,13 +19,12 @@ struct spill {
 	FILE *tmp; /* the runs, one after another */
 	struct spill_run {
 		size_t first, n; /* in items from the start of tmp */
-	} *runs;
+	} * runs;
 	size_t nruns;
 	int error; /* errno of a failed write or allocation */
 };
 
-void spill_init(struct spill *s, size_t size, size_t cap,
-		int (*cmp)(const void *, const void *));
+void spill_init(struct spill *s, size_t size, size_t cap, int (*cmp)(const void *, const void *));
 /* 0, or -errno (then s->error says so too). */
 int spill_add(struct spill *s, const void *item);
 /* Every item, in order; then empty again. 0, or -errno. */

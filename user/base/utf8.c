@@ -18,8 +18,7 @@ size_t utf8_char_len(const char *str)
 		return cont(s[1]) ? 2 : 0;
 	if (s[0] >= 0xe0 && s[0] <= 0xef) {
 		/* E0: no overlongs below 0x800; ED: no surrogates */
-		if (!cont(s[1]) || !cont(s[2]) || (s[0] == 0xe0 && s[1] < 0xa0) ||
-		    (s[0] == 0xed && s[1] > 0x9f))
+		if (!cont(s[1]) || !cont(s[2]) || (s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f))
 			return 0;
 		return 3;
 	}

@@ -39,7 +39,9 @@ static void swap_fields(uint8_t *p, const uint8_t *end, const char *layout)
 
 void sbt_hdr_swap(struct sbt_hdr *h)
 {
-	swap_fields((uint8_t *)h, (uint8_t *)(h + 1), "22444" "8");
+	swap_fields((uint8_t *)h, (uint8_t *)(h + 1),
+		    "22444"
+		    "8");
 }
 
 /* The payload of a record whose header is in this host's order. The
@@ -68,8 +70,8 @@ static void payload_swap(struct sbt_hdr *h, uint8_t *end, bool foreign)
 		/* the union is told by decoded: in our order after the swap
 		 * when the record came in the other one, before it else */
 		decoded = foreign ? r->decoded : bswap_16(r->decoded);
-		if (decoded == SBT_DEC_DMA_MAP || decoded == SBT_DEC_DMA_UNMAP ||
-		    decoded == SBT_DEC_SPAPR_REGISTER || decoded == SBT_DEC_SPAPR_UNREGISTER)
+		if (decoded == SBT_DEC_DMA_MAP || decoded == SBT_DEC_DMA_UNMAP || decoded == SBT_DEC_SPAPR_REGISTER ||
+		    decoded == SBT_DEC_SPAPR_UNREGISTER)
 			swap_fields((uint8_t *)&r->u, end, "88844");
 		else if (decoded == SBT_DEC_SPAPR_INFO || decoded == SBT_DEC_SPAPR_CREATE ||
 			 decoded == SBT_DEC_SPAPR_REMOVE)
@@ -81,7 +83,13 @@ static void payload_swap(struct sbt_hdr *h, uint8_t *end, bool foreign)
 		break;
 	}
 	case SBT_IRQ: swap_fields(p, end, "844"); break;
-	case SBT_DRV: swap_fields(p, end, "88888" "444" "22" "2222"); break;
+	case SBT_DRV:
+		swap_fields(p, end,
+			    "88888"
+			    "444"
+			    "22"
+			    "2222");
+		break;
 	case SBT_IOMMU_MAP:
 	case SBT_IOMMU_UNMAP: swap_fields(p, end, "8888"); break;
 	case SBT_DMA_MAP:
@@ -90,9 +98,7 @@ static void payload_swap(struct sbt_hdr *h, uint8_t *end, bool foreign)
 	case SBT_TASK_COMM:
 	case SBT_TASK_EXIT: swap_fields(p, end, "44"); break;
 	case SBT_META_CLOCK: swap_fields(p, end, "8888"); break;
-	case SBT_META_HOST:
-		swap_fields((uint8_t *)&((struct sbt_meta_host *)h)->clock_id, end, "44");
-		break;
+	case SBT_META_HOST: swap_fields((uint8_t *)&((struct sbt_meta_host *)h)->clock_id, end, "44"); break;
 	case SBT_META_PROC: swap_fields(p, end, "44"); break;
 	case SBT_META_PROBE: swap_fields(p, end, "842244"); break;
 	case SBT_META_IRQ: swap_fields(p, end, "44"); break;

@@ -26,8 +26,7 @@ int capture_create(struct capture_writer *w, const char *path)
 
 int capture_create_file(struct capture_writer *w, FILE *f)
 {
-	struct sbt_file_header fh = { .version = SBT_FORMAT_VERSION,
-				      .header_size = sizeof(fh) };
+	struct sbt_file_header fh = { .version = SBT_FORMAT_VERSION, .header_size = sizeof(fh) };
 
 	memset(w, 0, sizeof(*w));
 	memcpy(fh.magic, SBT_MAGIC, sizeof(fh.magic));
@@ -52,8 +51,7 @@ int capture_write(struct capture_writer *w, const struct sbt_hdr *rec)
 
 	if (!w->f)
 		return -EBADF;
-	if (fwrite(rec, 1, body, w->f) != body ||
-	    (len > body && fwrite(zeros, 1, len - body, w->f) != len - body)) {
+	if (fwrite(rec, 1, body, w->f) != body || (len > body && fwrite(zeros, 1, len - body, w->f) != len - body)) {
 		if (!w->error)
 			w->error = errno ? errno : EIO;
 		return -w->error;
@@ -128,8 +126,7 @@ static int reader_check_header(struct capture_reader *r)
 	struct sbt_file_header fh;
 
 	if (r->len < sizeof(fh)) {
-		snprintf(r->error, sizeof(r->error),
-			 "too short for a capture (%zu bytes)", r->len);
+		snprintf(r->error, sizeof(r->error), "too short for a capture (%zu bytes)", r->len);
 		return -1;
 	}
 	memcpy(&fh, r->data, sizeof(fh));
@@ -146,11 +143,11 @@ static int reader_check_header(struct capture_reader *r)
 			return -1;
 		}
 	}
-	if (fh.version != SBT_FORMAT_VERSION || fh.header_size < sizeof(fh) ||
-	    fh.header_size > r->len || fh.header_size % 8) {
+	if (fh.version != SBT_FORMAT_VERSION || fh.header_size < sizeof(fh) || fh.header_size > r->len ||
+	    fh.header_size % 8) {
 		snprintf(r->error, sizeof(r->error),
-			 "capture format version %u, header %u bytes; this build reads version %u",
-			 fh.version, fh.header_size, SBT_FORMAT_VERSION);
+			 "capture format version %u, header %u bytes; this build reads version %u", fh.version,
+			 fh.header_size, SBT_FORMAT_VERSION);
 		return -1;
 	}
 	r->version = fh.version;
@@ -249,14 +246,12 @@ enum capture_status capture_next_checked(struct capture_reader *r, const struct 
 	if (r->foreign)
 		sbt_hdr_swap(&ours);
 	if (ours.type == 0) {
-		snprintf(r->error, sizeof(r->error), "record type 0 at offset %zu",
-			 (size_t)(r->base + r->off));
+		snprintf(r->error, sizeof(r->error), "record type 0 at offset %zu", (size_t)(r->base + r->off));
 		return CAPTURE_CORRUPT;
 	}
 	need = sbt_min_payload(ours.type);
 	if (need && ours.size < need) {
-		snprintf(r->error, sizeof(r->error),
-			 "record type %u at offset %zu has %u payload bytes, needs %zu",
+		snprintf(r->error, sizeof(r->error), "record type %u at offset %zu has %u payload bytes, needs %zu",
 			 ours.type, (size_t)(r->base + r->off), ours.size, need);
 		return CAPTURE_CORRUPT;
 	}
@@ -295,15 +290,13 @@ int capture_each_open(struct capture_reader *r, const char *path)
 	return 0;
 }
 
-int capture_each_end(struct capture_reader *r, const char *path, enum capture_status st, int ret,
-		     uint64_t *records)
+int capture_each_end(struct capture_reader *r, const char *path, enum capture_status st, int ret, uint64_t *records)
 {
 	if (!ret && st == CAPTURE_TRUNCATED)
 		sbt_warn("%s ends inside a record (cut short?); used the %llu whole records", path,
 			 (unsigned long long)r->records);
 	if (!ret && st == CAPTURE_CORRUPT) {
-		sbt_err("%s: %s; used the %llu records before it", path, r->error,
-			(unsigned long long)r->records);
+		sbt_err("%s: %s; used the %llu records before it", path, r->error, (unsigned long long)r->records);
 		ret = 1;
 	}
 	if (records)

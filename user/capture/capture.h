@@ -131,11 +131,10 @@ void capture_close_reader(struct capture_reader *r);
  * Inline, so that a caller's fn is inlined into the loop.
  */
 int capture_each_open(struct capture_reader *r, const char *path);
-int capture_each_end(struct capture_reader *r, const char *path, enum capture_status st, int ret,
-		     uint64_t *records);
+int capture_each_end(struct capture_reader *r, const char *path, enum capture_status st, int ret, uint64_t *records);
 
-static inline int capture_each(const char *path, int (*fn)(void *ctx, const struct sbt_hdr *h),
-			       void *ctx, uint64_t *records)
+static inline int capture_each(const char *path, int (*fn)(void *ctx, const struct sbt_hdr *h), void *ctx,
+			       uint64_t *records)
 {
 	struct capture_reader r;
 	const struct sbt_hdr *h;

@@ -18,8 +18,7 @@ __attribute__((format(printf, 2, 3))) static void put(struct out *o, const char 
 	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(o->pos < o->len ? o->buf + o->pos : NULL,
-		      o->pos < o->len ? o->len - o->pos : 0, fmt, ap);
+	n = vsnprintf(o->pos < o->len ? o->buf + o->pos : NULL, o->pos < o->len ? o->len - o->pos : 0, fmt, ap);
 	va_end(ap);
 	if (n > 0)
 		o->pos += (size_t)n;
@@ -50,8 +49,8 @@ static void fmt_call(struct out *o, const struct sbt_hdr *h, const struct captur
 		const struct sbt_call_enter *e = (const void *)h;
 
 		p = meta_probe(m, e->probe_id);
-		put(o, " probe=%u name=%s role=%s depth=%u args=", e->probe_id,
-		    p ? p->name : "?", p ? sbt_role_name((unsigned)p->role) : "?", e->depth);
+		put(o, " probe=%u name=%s role=%s depth=%u args=", e->probe_id, p ? p->name : "?",
+		    p ? sbt_role_name((unsigned)p->role) : "?", e->depth);
 		for (int i = 0; i < SBT_MAX_ARGS; i++)
 			put(o, "%s0x%llx", i ? "," : "", (unsigned long long)e->args[i]);
 		if (p && p->bytes_arg >= 0 && p->bytes_arg < SBT_MAX_ARGS)
@@ -61,8 +60,7 @@ static void fmt_call(struct out *o, const struct sbt_hdr *h, const struct captur
 	const struct sbt_call_exit *x = (const void *)h;
 
 	p = meta_probe(m, x->probe_id);
-	put(o, " probe=%u name=%s depth=%u ret=%lld", x->probe_id, p ? p->name : "?",
-	    x->depth, (long long)x->ret);
+	put(o, " probe=%u name=%s depth=%u ret=%lld", x->probe_id, p ? p->name : "?", x->depth, (long long)x->ret);
 	if (x->flags & SBT_CALL_UNPAIRED)
 		put(o, " unpaired=1");
 	else
@@ -81,8 +79,7 @@ static void fmt_ioctl(struct out *o, const struct sbt_ioctl *r)
 	put(o, " ret=%lld", (long long)r->ret);
 	if (r->ret < 0 && r->ret > -4096)
 		put(o, " err=%s", sbt_errno_name((int)-r->ret));
-	put(o, " dur_ns=%llu arg=0x%llx", (unsigned long long)(r->h.ts - r->start_ts),
-	    (unsigned long long)r->arg);
+	put(o, " dur_ns=%llu arg=0x%llx", (unsigned long long)(r->h.ts - r->start_ts), (unsigned long long)r->arg);
 	switch (r->decoded) {
 	case SBT_DEC_DMA_MAP:
 		put(o, " vaddr=0x%llx", (unsigned long long)r->u.dma.vaddr);
@@ -92,12 +89,10 @@ static void fmt_ioctl(struct out *o, const struct sbt_ioctl *r)
 		    (unsigned long long)r->u.dma.size, r->u.dma.flags);
 		break;
 	case SBT_DEC_SET_IRQS:
-		put(o, " irq_index=%u start=%u count=%u flags=0x%x", r->u.irqs.index,
-		    r->u.irqs.start, r->u.irqs.count, r->u.irqs.flags);
+		put(o, " irq_index=%u start=%u count=%u flags=0x%x", r->u.irqs.index, r->u.irqs.start, r->u.irqs.count,
+		    r->u.irqs.flags);
 		break;
-	case SBT_DEC_FAULT:
-		put(o, " arg_fault=1");
-		break;
+	case SBT_DEC_FAULT: put(o, " arg_fault=1"); break;
 	case SBT_DEC_SPAPR_REGISTER:
 	case SBT_DEC_SPAPR_UNREGISTER:
 		put(o, " vaddr=0x%llx size=%llu", (unsigned long long)r->u.dma.vaddr,
@@ -107,12 +102,10 @@ static void fmt_ioctl(struct out *o, const struct sbt_ioctl *r)
 		put(o, " page_shift=%u levels=%u", r->u.window.page_shift, r->u.window.levels);
 		/* fallthrough */
 	case SBT_DEC_SPAPR_INFO:
-		put(o, " window_start=0x%llx window_size=%llu",
-		    (unsigned long long)r->u.window.start, (unsigned long long)r->u.window.size);
+		put(o, " window_start=0x%llx window_size=%llu", (unsigned long long)r->u.window.start,
+		    (unsigned long long)r->u.window.size);
 		break;
-	case SBT_DEC_SPAPR_REMOVE:
-		put(o, " window_start=0x%llx", (unsigned long long)r->u.window.start);
-		break;
+	case SBT_DEC_SPAPR_REMOVE: put(o, " window_start=0x%llx", (unsigned long long)r->u.window.start); break;
 	}
 }
 
@@ -154,17 +147,14 @@ static void fmt_drv(struct out *o, const struct sbt_drv *r)
 			put(o, " vaddr=0x%llx", (unsigned long long)r->args[2]);
 		break;
 	case SBT_DRV_SPAPR_PIN:
-		put(o, " vaddr=0x%llx pages=%lld", (unsigned long long)r->args[0],
-		    (long long)r->args[1]);
+		put(o, " vaddr=0x%llx pages=%lld", (unsigned long long)r->args[0], (long long)r->args[1]);
 		break;
 	case SBT_DRV_PIN_PAGES:
 	case SBT_DRV_UNPIN_PAGES:
 		put(o, " %s=0x%llx pages=%lld", r->func == SBT_DRV_PIN_PAGES ? "vaddr" : "iova",
 		    (unsigned long long)r->args[0], (long long)r->args[1]);
 		break;
-	case SBT_DRV_MSI:
-		put(o, " irq=%llu", (unsigned long long)r->args[0]);
-		break;
+	case SBT_DRV_MSI: put(o, " irq=%llu", (unsigned long long)r->args[0]); break;
 	}
 }
 
@@ -176,9 +166,9 @@ static void fmt_meta(struct out *o, const struct sbt_hdr *h)
 	case SBT_META_CLOCK: {
 		const struct sbt_meta_clock *c = (const void *)h;
 
-		put(o, " boottime=%llu monotonic=%llu realtime=%llu spread_ns=%llu",
-		    (unsigned long long)c->boottime, (unsigned long long)c->monotonic,
-		    (unsigned long long)c->realtime, (unsigned long long)c->spread_ns);
+		put(o, " boottime=%llu monotonic=%llu realtime=%llu spread_ns=%llu", (unsigned long long)c->boottime,
+		    (unsigned long long)c->monotonic, (unsigned long long)c->realtime,
+		    (unsigned long long)c->spread_ns);
 		break;
 	}
 	case SBT_META_HOST: {
@@ -216,9 +206,8 @@ static void fmt_meta(struct out *o, const struct sbt_hdr *h)
 
 		fixed = sizeof(*p) - sizeof(p->h);
 		slen = h->size - fixed < p->strings_len ? h->size - fixed : p->strings_len;
-		put(o, " id=%u role=%s bytes_arg=%d offset=0x%llx name=%s", p->id,
-		    sbt_role_name(p->role), p->bytes_arg, (unsigned long long)p->offset,
-		    meta_string(p->strings, slen, 0));
+		put(o, " id=%u role=%s bytes_arg=%d offset=0x%llx name=%s", p->id, sbt_role_name(p->role), p->bytes_arg,
+		    (unsigned long long)p->offset, meta_string(p->strings, slen, 0));
 		put_str(o, "pattern", meta_string(p->strings, slen, 1), 256);
 		put_str(o, "lib", meta_string(p->strings, slen, 2), 4096);
 		break;
@@ -230,22 +219,18 @@ static void fmt_meta(struct out *o, const struct sbt_hdr *h)
 		put_str(o, "name", q->name, sizeof(q->name));
 		break;
 	}
-	case SBT_THREAD_NAME:
-		put_str(o, "comm", ((const struct sbt_thread_name *)h)->comm, SBT_COMM_LEN);
-		break;
+	case SBT_THREAD_NAME: put_str(o, "comm", ((const struct sbt_thread_name *)h)->comm, SBT_COMM_LEN); break;
 	case SBT_LOST: {
 		const struct sbt_lost *l = (const void *)h;
 
-		put(o, " count=%llu total=%llu", (unsigned long long)l->count,
-		    (unsigned long long)l->total);
+		put(o, " count=%llu total=%llu", (unsigned long long)l->count, (unsigned long long)l->total);
 		break;
 	}
 	case SBT_META_END: {
 		const struct sbt_meta_end *e = (const void *)h;
 
-		put(o, " records=%llu lost=%llu duration_ns=%llu",
-		    (unsigned long long)e->records, (unsigned long long)e->lost,
-		    (unsigned long long)e->duration_ns);
+		put(o, " records=%llu lost=%llu duration_ns=%llu", (unsigned long long)e->records,
+		    (unsigned long long)e->lost, (unsigned long long)e->duration_ns);
 		break;
 	}
 	case SBT_META_DEVICE: {
@@ -261,13 +246,11 @@ static void fmt_meta(struct out *o, const struct sbt_hdr *h)
 		put(o, " ns_pid=%u ns_tid=%u level=%u", n->ns_tgid, n->ns_tid, n->level);
 		break;
 	}
-	default:
-		put(o, " size=%u", h->size);
+	default: put(o, " size=%u", h->size);
 	}
 }
 
-int sbt_format_record(const struct sbt_hdr *h, const struct capture_meta *m, char *buf,
-		      size_t len)
+int sbt_format_record(const struct sbt_hdr *h, const struct capture_meta *m, char *buf, size_t len)
 {
 	struct out o = { buf, len, 0 };
 
@@ -277,33 +260,25 @@ int sbt_format_record(const struct sbt_hdr *h, const struct capture_meta *m, cha
 
 	/* the traced program names its threads: any bytes, shown as valid text */
 	utf8_sanitize(meta_thread_name(m, h->tid), comm, sizeof(comm));
-	put(&o, "%-16s %7u/%-7u [%03u] %llu.%09llu: %s", comm, h->tgid,
-	    h->tid, h->cpu, (unsigned long long)(h->ts / 1000000000ULL),
-	    (unsigned long long)(h->ts % 1000000000ULL), sbt_type_name(h->type));
+	put(&o, "%-16s %7u/%-7u [%03u] %llu.%09llu: %s", comm, h->tgid, h->tid, h->cpu,
+	    (unsigned long long)(h->ts / 1000000000ULL), (unsigned long long)(h->ts % 1000000000ULL),
+	    sbt_type_name(h->type));
 	switch (h->type) {
 	case SBT_CALL_ENTER:
-	case SBT_CALL_EXIT:
-		fmt_call(&o, h, m);
-		break;
-	case SBT_IOCTL:
-		fmt_ioctl(&o, (const void *)h);
-		break;
-	case SBT_DRV:
-		fmt_drv(&o, (const void *)h);
-		break;
+	case SBT_CALL_EXIT: fmt_call(&o, h, m); break;
+	case SBT_IOCTL: fmt_ioctl(&o, (const void *)h); break;
+	case SBT_DRV: fmt_drv(&o, (const void *)h); break;
 	case SBT_IRQ: {
 		const struct sbt_irq *q = (const void *)h;
 
-		put(&o, " irq=%d ret=%d dur_ns=%llu", q->irq, q->ret,
-		    (unsigned long long)(h->ts - q->start_ts));
+		put(&o, " irq=%d ret=%d dur_ns=%llu", q->irq, q->ret, (unsigned long long)(h->ts - q->start_ts));
 		break;
 	}
 	case SBT_IOMMU_MAP:
 	case SBT_IOMMU_UNMAP: {
 		const struct sbt_iommu *q = (const void *)h;
 
-		put(&o, " iova=0x%llx size=%llu", (unsigned long long)q->iova,
-		    (unsigned long long)q->size);
+		put(&o, " iova=0x%llx size=%llu", (unsigned long long)q->iova, (unsigned long long)q->size);
 		if (h->type == SBT_IOMMU_MAP)
 			put(&o, " paddr=0x%llx", (unsigned long long)q->paddr);
 		else
@@ -314,9 +289,8 @@ int sbt_format_record(const struct sbt_hdr *h, const struct capture_meta *m, cha
 	case SBT_DMA_UNMAP: {
 		const struct sbt_dma *q = (const void *)h;
 
-		put(&o, " addr=0x%llx phys=0x%llx size=%llu dir=%u",
-		    (unsigned long long)q->addr, (unsigned long long)q->phys,
-		    (unsigned long long)q->size, q->dir);
+		put(&o, " addr=0x%llx phys=0x%llx size=%llu dir=%u", (unsigned long long)q->addr,
+		    (unsigned long long)q->phys, (unsigned long long)q->size, q->dir);
 		break;
 	}
 	case SBT_WAKE: {
@@ -347,8 +321,7 @@ int sbt_format_record(const struct sbt_hdr *h, const struct capture_meta *m, cha
 		put_str(&o, "comm", t->comm, SBT_COMM_LEN);
 		break;
 	}
-	default:
-		fmt_meta(&o, h);
+	default: fmt_meta(&o, h);
 	}
 	return (int)o.pos;
 }

@@ -10,7 +10,6 @@
 
 /* Writes "comm tgid/tid [cpu] secs.nsecs: type key=value..." into buf
  * (always NUL-ended, cut to len). Returns the length it wanted. */
-int sbt_format_record(const struct sbt_hdr *h, const struct capture_meta *m, char *buf,
-		      size_t len);
+int sbt_format_record(const struct sbt_hdr *h, const struct capture_meta *m, char *buf, size_t len);
 
 #endif

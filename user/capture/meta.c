@@ -71,8 +71,7 @@ const char *meta_thread_name(const struct capture_meta *m, uint32_t tid)
 {
 	if (!m->thread_cap || !tid)
 		return "?";
-	for (size_t j = tid & (m->thread_cap - 1); m->threads[j].tid;
-	     j = (j + 1) & (m->thread_cap - 1))
+	for (size_t j = tid & (m->thread_cap - 1); m->threads[j].tid; j = (j + 1) & (m->thread_cap - 1))
 		if (m->threads[j].tid == tid)
 			return m->threads[j].comm;
 	return "?";
@@ -120,20 +119,16 @@ int meta_add(struct capture_meta *m, const struct sbt_hdr *h)
 		m->host.version[sizeof(m->host.version) - 1] = '\0';
 		m->has_host = true;
 		return 0;
-	case SBT_META_PROBE:
-		return add_probe(m, (const struct sbt_meta_probe *)h);
+	case SBT_META_PROBE: return add_probe(m, (const struct sbt_meta_probe *)h);
 	case SBT_META_PROC: {
 		const struct sbt_meta_proc *p = (const void *)h;
 
 		return set_thread(m, p->pid, p->comm);
 	}
-	case SBT_THREAD_NAME:
-		return set_thread(m, h->tid, ((const struct sbt_thread_name *)h)->comm);
+	case SBT_THREAD_NAME: return set_thread(m, h->tid, ((const struct sbt_thread_name *)h)->comm);
 	case SBT_TASK_NEW:
-	case SBT_TASK_COMM:
-		return set_thread(m, h->tid, ((const struct sbt_task *)h)->comm);
-	default:
-		return 0;
+	case SBT_TASK_COMM: return set_thread(m, h->tid, ((const struct sbt_task *)h)->comm);
+	default: return 0;
 	}
 }
 

@@ -24,30 +24,40 @@ _Static_assert(SBT_VFIO_SPAPR_TCE_v2_IOMMU == VFIO_SPAPR_TCE_v2_IOMMU, "SPAPR_TC
 const char *sbt_type_name(uint16_t type)
 {
 	static const char *const names[SBT_TYPE_MAX] = {
-		[SBT_CALL_ENTER] = "call_enter", [SBT_CALL_EXIT] = "call_exit",
-		[SBT_IOCTL] = "ioctl", [SBT_IRQ] = "irq",
-		[SBT_IOMMU_MAP] = "iommu_map", [SBT_IOMMU_UNMAP] = "iommu_unmap",
-		[SBT_DMA_MAP] = "dma_map", [SBT_DMA_UNMAP] = "dma_unmap",
-		[SBT_TASK_NEW] = "task_new", [SBT_TASK_COMM] = "task_comm",
-		[SBT_TASK_EXIT] = "task_exit", [SBT_META_CLOCK] = "clock",
-		[SBT_META_HOST] = "host", [SBT_META_PROC] = "process",
-		[SBT_META_PROBE] = "probe", [SBT_META_IRQ] = "irq_info",
-		[SBT_THREAD_NAME] = "thread_name", [SBT_LOST] = "lost",
-		[SBT_META_END] = "end", [SBT_META_DEVICE] = "device",
+		[SBT_CALL_ENTER] = "call_enter",
+		[SBT_CALL_EXIT] = "call_exit",
+		[SBT_IOCTL] = "ioctl",
+		[SBT_IRQ] = "irq",
+		[SBT_IOMMU_MAP] = "iommu_map",
+		[SBT_IOMMU_UNMAP] = "iommu_unmap",
+		[SBT_DMA_MAP] = "dma_map",
+		[SBT_DMA_UNMAP] = "dma_unmap",
+		[SBT_TASK_NEW] = "task_new",
+		[SBT_TASK_COMM] = "task_comm",
+		[SBT_TASK_EXIT] = "task_exit",
+		[SBT_META_CLOCK] = "clock",
+		[SBT_META_HOST] = "host",
+		[SBT_META_PROC] = "process",
+		[SBT_META_PROBE] = "probe",
+		[SBT_META_IRQ] = "irq_info",
+		[SBT_THREAD_NAME] = "thread_name",
+		[SBT_LOST] = "lost",
+		[SBT_META_END] = "end",
+		[SBT_META_DEVICE] = "device",
 		[SBT_META_NSPID] = "nspid",
-		[SBT_DRV] = "driver", [SBT_LIB_OPEN] = "lib_open", [SBT_WAKE] = "wake",
+		[SBT_DRV] = "driver",
+		[SBT_LIB_OPEN] = "lib_open",
+		[SBT_WAKE] = "wake",
 	};
 
 	return type < SBT_TYPE_MAX && names[type] ? names[type] : "unknown";
 }
 
 static const char *const role_names[SBT_ROLE_MAX] = {
-	[SBT_ROLE_NONE] = "none", [SBT_ROLE_COPY_IN] = "copy-in",
-	[SBT_ROLE_COPY_OUT] = "copy-out", [SBT_ROLE_COMPUTE] = "compute",
-	[SBT_ROLE_LAUNCH] = "launch", [SBT_ROLE_WAIT] = "wait",
-	[SBT_ROLE_ALLOC] = "alloc", [SBT_ROLE_FREE] = "free",
-	[SBT_ROLE_SUBMIT] = "submit", [SBT_ROLE_COMPLETE] = "complete",
-	[SBT_ROLE_MAP] = "map", [SBT_ROLE_UNMAP] = "unmap",
+	[SBT_ROLE_NONE] = "none",	  [SBT_ROLE_COPY_IN] = "copy-in", [SBT_ROLE_COPY_OUT] = "copy-out",
+	[SBT_ROLE_COMPUTE] = "compute",	  [SBT_ROLE_LAUNCH] = "launch",	  [SBT_ROLE_WAIT] = "wait",
+	[SBT_ROLE_ALLOC] = "alloc",	  [SBT_ROLE_FREE] = "free",	  [SBT_ROLE_SUBMIT] = "submit",
+	[SBT_ROLE_COMPLETE] = "complete", [SBT_ROLE_MAP] = "map",	  [SBT_ROLE_UNMAP] = "unmap",
 	[SBT_ROLE_USER] = "user",
 };
 
@@ -81,27 +91,31 @@ const char *sbt_vfio_cmd_name(uint32_t cmd, unsigned int fd_kind)
 	/* VFIO_BASE + n; from 12 on, a device fd and a container fd give the
 	 * same number different meanings (linux/vfio.h). */
 	static const char *const common[] = {
-		"VFIO_GET_API_VERSION", "VFIO_CHECK_EXTENSION", "VFIO_SET_IOMMU",
-		"VFIO_GROUP_GET_STATUS", "VFIO_GROUP_SET_CONTAINER",
-		"VFIO_GROUP_UNSET_CONTAINER", "VFIO_GROUP_GET_DEVICE_FD",
-		"VFIO_DEVICE_GET_INFO", "VFIO_DEVICE_GET_REGION_INFO",
-		"VFIO_DEVICE_GET_IRQ_INFO", "VFIO_DEVICE_SET_IRQS", "VFIO_DEVICE_RESET",
+		"VFIO_GET_API_VERSION",	    "VFIO_CHECK_EXTENSION",	"VFIO_SET_IOMMU",
+		"VFIO_GROUP_GET_STATUS",    "VFIO_GROUP_SET_CONTAINER", "VFIO_GROUP_UNSET_CONTAINER",
+		"VFIO_GROUP_GET_DEVICE_FD", "VFIO_DEVICE_GET_INFO",	"VFIO_DEVICE_GET_REGION_INFO",
+		"VFIO_DEVICE_GET_IRQ_INFO", "VFIO_DEVICE_SET_IRQS",	"VFIO_DEVICE_RESET",
 	};
 	static const char *const device[] = {
-		"VFIO_DEVICE_GET_PCI_HOT_RESET_INFO", "VFIO_DEVICE_PCI_HOT_RESET",
-		"VFIO_DEVICE_QUERY_GFX_PLANE", "VFIO_DEVICE_GET_GFX_DMABUF",
-		"VFIO_DEVICE_IOEVENTFD", "VFIO_DEVICE_FEATURE",
+		"VFIO_DEVICE_GET_PCI_HOT_RESET_INFO", "VFIO_DEVICE_PCI_HOT_RESET", "VFIO_DEVICE_QUERY_GFX_PLANE",
+		"VFIO_DEVICE_GET_GFX_DMABUF",	      "VFIO_DEVICE_IOEVENTFD",	   "VFIO_DEVICE_FEATURE",
 	};
 	static const char *const iommu[] = {
 		"VFIO_IOMMU_GET_INFO", "VFIO_IOMMU_MAP_DMA", "VFIO_IOMMU_UNMAP_DMA",
-		"VFIO_IOMMU_ENABLE", "VFIO_IOMMU_DISABLE", "VFIO_IOMMU_DIRTY_PAGES",
+		"VFIO_IOMMU_ENABLE",   "VFIO_IOMMU_DISABLE", "VFIO_IOMMU_DIRTY_PAGES",
 	};
 	/* a container with the sPAPR TCE IOMMU (Power) */
 	static const char *const spapr[] = {
-		"VFIO_IOMMU_SPAPR_TCE_GET_INFO", "VFIO_IOMMU_MAP_DMA", "VFIO_IOMMU_UNMAP_DMA",
-		"VFIO_IOMMU_ENABLE", "VFIO_IOMMU_DISABLE", "VFIO_IOMMU_SPAPR_REGISTER_MEMORY",
-		"VFIO_IOMMU_SPAPR_UNREGISTER_MEMORY", "VFIO_IOMMU_SPAPR_TCE_CREATE",
-		"VFIO_IOMMU_SPAPR_TCE_REMOVE", "VFIO_EEH_PE_OP",
+		"VFIO_IOMMU_SPAPR_TCE_GET_INFO",
+		"VFIO_IOMMU_MAP_DMA",
+		"VFIO_IOMMU_UNMAP_DMA",
+		"VFIO_IOMMU_ENABLE",
+		"VFIO_IOMMU_DISABLE",
+		"VFIO_IOMMU_SPAPR_REGISTER_MEMORY",
+		"VFIO_IOMMU_SPAPR_UNREGISTER_MEMORY",
+		"VFIO_IOMMU_SPAPR_TCE_CREATE",
+		"VFIO_IOMMU_SPAPR_TCE_REMOVE",
+		"VFIO_EEH_PE_OP",
 	};
 	int nr = sbt_vfio_nr(cmd); /* either architecture's numbering */
 	unsigned int n;
@@ -127,8 +141,7 @@ const char *sbt_errno_name(int err)
 
 void sbt_bdf_str(uint32_t bdf, char *out, size_t len)
 {
-	snprintf(out, len, "%04x:%02x:%02x.%x", bdf >> 16, (bdf >> 8) & 0xff, (bdf >> 3) & 0x1f,
-		 bdf & 7);
+	snprintf(out, len, "%04x:%02x:%02x.%x", bdf >> 16, (bdf >> 8) & 0xff, (bdf >> 3) & 0x1f, bdf & 7);
 }
 
 const char *sbt_bdf_find(const char *s, uint32_t *bdf)
@@ -137,8 +150,7 @@ const char *sbt_bdf_find(const char *s, uint32_t *bdf)
 		unsigned int dom, bus, dev, fn;
 		int n = 0;
 
-		if (sscanf(s, "%4x:%2x:%2x.%1x%n", &dom, &bus, &dev, &fn, &n) == 4 && n == 12 &&
-		    dev <= 31 && fn <= 7) {
+		if (sscanf(s, "%4x:%2x:%2x.%1x%n", &dom, &bus, &dev, &fn, &n) == 4 && n == 12 && dev <= 31 && fn <= 7) {
 			if (bdf)
 				*bdf = dom << 16 | bus << 8 | dev << 3 | fn;
 			return s;
@@ -168,7 +180,7 @@ const char *sbt_drv_cmd_name(const struct sbt_drv *r)
 {
 	static const unsigned int kinds[SBT_DRV_FUNC_MAX] = {
 		[SBT_DRV_CONTAINER_IOCTL] = SBT_FD_CONTAINER, [SBT_DRV_GROUP_IOCTL] = SBT_FD_GROUP,
-		[SBT_DRV_DEVICE_IOCTL] = SBT_FD_DEVICE, [SBT_DRV_TYPE1_IOCTL] = SBT_FD_CONTAINER,
+		[SBT_DRV_DEVICE_IOCTL] = SBT_FD_DEVICE,	      [SBT_DRV_TYPE1_IOCTL] = SBT_FD_CONTAINER,
 		[SBT_DRV_SPAPR_IOCTL] = SBT_FD_SPAPR,
 	};
 

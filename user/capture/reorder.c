@@ -126,8 +126,7 @@ int reorder_add(struct reorder *q, const struct sbt_hdr *h)
 	return 0;
 }
 
-void reorder_release(struct reorder *q, uint64_t before,
-		     void (*emit)(void *ctx, const struct sbt_hdr *h), void *ctx)
+void reorder_release(struct reorder *q, uint64_t before, void (*emit)(void *ctx, const struct sbt_hdr *h), void *ctx)
 {
 	while (q->n && q->items[q->head].key < before) {
 		struct reorder_item it = q->items[q->head];
@@ -157,8 +156,8 @@ void reorder_free(struct reorder *q)
 	memset(q, 0, sizeof(*q));
 }
 
-void reorder_release_settled(struct reorder *q, uint64_t now, int all,
-			     void (*emit)(void *ctx, const struct sbt_hdr *h), void *ctx)
+void reorder_release_settled(struct reorder *q, uint64_t now, int all, void (*emit)(void *ctx, const struct sbt_hdr *h),
+			     void *ctx)
 {
 	uint64_t before = all ? UINT64_MAX : now > REORDER_WINDOW_NS ? now - REORDER_WINDOW_NS : 0;
 

@@ -35,7 +35,7 @@ struct reorder {
 		uint64_t key, seq;
 		struct sbt_hdr *rec;
 		int own; /* rec is an allocation of its own, not in a chunk */
-	} *items; /* sorted by (key, seq) from head */
+	} * items; /* sorted by (key, seq) from head */
 	size_t head, n, cap;
 	uint64_t seq;
 	struct reorder_chunk *cur, *spare; /* being filled; free for reuse */
@@ -49,12 +49,11 @@ uint64_t reorder_began(const struct sbt_hdr *h);
 /* Copy a record in. 0 or -ENOMEM. */
 int reorder_add(struct reorder *q, const struct sbt_hdr *h);
 /* Hand on, in order, every record that began before `before`. */
-void reorder_release(struct reorder *q, uint64_t before,
-		     void (*emit)(void *ctx, const struct sbt_hdr *h), void *ctx);
+void reorder_release(struct reorder *q, uint64_t before, void (*emit)(void *ctx, const struct sbt_hdr *h), void *ctx);
 /* Hand on what began long enough before now (BOOTTIME ns) that nothing
  * earlier can still come (REORDER_WINDOW_NS); all: everything held. */
-void reorder_release_settled(struct reorder *q, uint64_t now, int all,
-			     void (*emit)(void *ctx, const struct sbt_hdr *h), void *ctx);
+void reorder_release_settled(struct reorder *q, uint64_t now, int all, void (*emit)(void *ctx, const struct sbt_hdr *h),
+			     void *ctx);
 void reorder_free(struct reorder *q);
 
 #endif

@@ -86,7 +86,8 @@ int cardscan_ask(struct cardscan *s, pid_t pid, uint64_t tag)
 	if (s->ntodo + s->busy + s->ndone >= CARDSCAN_MAX_ASKED) {
 		err = -EBUSY;
 	} else {
-		s->todo[(s->first + s->ntodo++) % CARDSCAN_MAX_ASKED] = (struct cardscan_answer){ .pid = pid, .tag = tag };
+		s->todo[(s->first + s->ntodo++) % CARDSCAN_MAX_ASKED] =
+			(struct cardscan_answer){ .pid = pid, .tag = tag };
 		pthread_cond_signal(&s->cond);
 	}
 	pthread_mutex_unlock(&s->lock);

@@ -24,8 +24,7 @@ static int socket_path(const char *dir, struct sockaddr_un *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->sun_family = AF_UNIX;
-	if (snprintf(a->sun_path, sizeof(a->sun_path), "%s/%s", dir, CONTROL_SOCKET) >=
-	    (int)sizeof(a->sun_path))
+	if (snprintf(a->sun_path, sizeof(a->sun_path), "%s/%s", dir, CONTROL_SOCKET) >= (int)sizeof(a->sun_path))
 		return -1;
 	return 0;
 }
@@ -51,8 +50,10 @@ static int lock_dir(const char *dir, char *err, size_t errlen)
 		n = (int)pread(fd, pid, sizeof(pid) - 1, 0);
 		pid[n > 0 ? n : 0] = 0;
 		pid[strcspn(pid, "\n")] = 0;
-		snprintf(err, errlen, "another daemon%s%s%s serves --runtime-dir %s; hint: stop it, or give this one "
-			 "another --runtime-dir", pid[0] ? " (PID " : "", pid, pid[0] ? ")" : "", dir);
+		snprintf(err, errlen,
+			 "another daemon%s%s%s serves --runtime-dir %s; hint: stop it, or give this one "
+			 "another --runtime-dir",
+			 pid[0] ? " (PID " : "", pid, pid[0] ? ")" : "", dir);
 		close(fd);
 		return -1;
 	}
@@ -160,8 +161,9 @@ int control_parse_request(const char *line, struct control_request *r, char *err
 		r->to = to;
 		if (to - from <= CONTROL_MAX_SNAPSHOT_SECONDS * 1000000000ull)
 			return 0;
-		snprintf(err, errlen, "error: a snapshot is at most 24 h; hint: the recorder holds the last "
-				      "--recorder-seconds only\n");
+		snprintf(err, errlen,
+			 "error: a snapshot is at most 24 h; hint: the recorder holds the last "
+			 "--recorder-seconds only\n");
 		return -1;
 	}
 	snprintf(err, errlen, "error: unknown request; hint: status, record SECONDS PATH, snapshot FROM TO PATH\n");
@@ -260,8 +262,10 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 	case OPT_FROM:
 	case OPT_TO:
 		if (!(*(key == OPT_FROM ? &o->from : &o->to) = parse_time(arg)))
-			argp_error(state, "invalid time '%s'; hint: seconds since the epoch, or "
-				   "2026-12-02T21:30:00 (UTC)", arg);
+			argp_error(state,
+				   "invalid time '%s'; hint: seconds since the epoch, or "
+				   "2026-12-02T21:30:00 (UTC)",
+				   arg);
 		break;
 	case ARGP_KEY_ARG:
 		if (o->what)
@@ -280,8 +284,7 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 		if (o->from && o->to && o->from > o->to)
 			argp_error(state, "--from is after --to");
 		break;
-	default:
-		return ARGP_ERR_UNKNOWN;
+	default: return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
 }
@@ -304,16 +307,21 @@ static int out_path(const struct ctl_opts *o, char *path, size_t len)
 int cmd_ctl(int argc, char **argv)
 {
 	static const struct argp_option options[] = {
-		{ "runtime-dir", OPT_RUNTIME_DIR, "DIR", 0, "the daemon's runtime directory (default " CONTROL_DEFAULT_DIR ")", 0 },
+		{ "runtime-dir", OPT_RUNTIME_DIR, "DIR", 0,
+		  "the daemon's runtime directory (default " CONTROL_DEFAULT_DIR ")", 0 },
 		{ "seconds", OPT_SECONDS, "N", 0, "record: how long the window is", 0 },
-		{ "output", 'o', "FILE", 0, "the trace (.pftrace, .json or .sbt; default: in the daemon's spool, STATE_DIR/snapshots)", 0 },
+		{ "output", 'o', "FILE", 0,
+		  "the trace (.pftrace, .json or .sbt; default: in the daemon's spool, STATE_DIR/snapshots)", 0 },
 		{ "last", OPT_LAST, "DURATION", 0, "snapshot: the last DURATION (30s, 2m)", 0 },
-		{ "from", OPT_FROM, "T0", 0, "snapshot: from this wall-clock time (epoch seconds or 2026-12-02T21:30:00, UTC)", 0 },
+		{ "from", OPT_FROM, "T0", 0,
+		  "snapshot: from this wall-clock time (epoch seconds or 2026-12-02T21:30:00, UTC)", 0 },
 		{ "to", OPT_TO, "T1", 0, "snapshot: to this one", 0 },
 		{ 0 }
 	};
 	static const struct argp argp = {
-		options, ctl_parse, "status | record --seconds N [-o FILE] | snapshot --last D | --from T0 --to T1 [-o FILE]",
+		options,
+		ctl_parse,
+		"status | record --seconds N [-o FILE] | snapshot --last D | --from T0 --to T1 [-o FILE]",
 		"Talk to a running spyre-bpftrace daemon: its status; a detailed window "
 		"recorded now (runtime calls by uprobes, ioctls, DMA, interrupts, device jobs) of "
 		"the processes that hold a Spyre card; or a snapshot of its flight recorder (the "
@@ -324,7 +332,9 @@ int cmd_ctl(int argc, char **argv)
 		"  spyre-bpftrace ctl record --seconds 10 -o /var/lib/spyre-bpftrace/window.pftrace\n"
 		"  spyre-bpftrace ctl snapshot --last 30s -o /var/lib/spyre-bpftrace/last.pftrace\n"
 		"  spyre-bpftrace ctl snapshot --from 2026-12-02T21:30:00 --to 2026-12-02T21:31:00",
-		NULL, NULL, NULL
+		NULL,
+		NULL,
+		NULL
 	};
 	struct ctl_opts o = { .dir = CONTROL_DEFAULT_DIR };
 	char req[CONTROL_LINE + 64], path[CONTROL_LINE - 64], buf[8192];
@@ -362,8 +372,8 @@ int cmd_ctl(int argc, char **argv)
 		return 1;
 	}
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
-		sbt_err("no daemon at %s: %s; hint: is spyre-bpftrace daemon running (--runtime-dir)?",
-			a.sun_path, strerror(errno));
+		sbt_err("no daemon at %s: %s; hint: is spyre-bpftrace daemon running (--runtime-dir)?", a.sun_path,
+			strerror(errno));
 		close(fd);
 		return 1;
 	}

@@ -132,8 +132,10 @@ static void *serve(void *arg)
 		/* past their deadline: a refused peer is told why, a silent one too */
 		for (int i = s->npending - 1; i >= 0; i--)
 			if (s->pending[i]->deadline <= now)
-				drop(s, i, s->pending[i]->allowed ? "error: no request line; hint: spyre-bpftrace ctl --help\n"
-								  : "error: not allowed; hint: run ctl as root\n");
+				drop(s, i,
+				     s->pending[i]->allowed
+					     ? "error: no request line; hint: spyre-bpftrace ctl --help\n"
+					     : "error: not allowed; hint: run ctl as root\n");
 		n = s->npending;
 		p[0] = (struct pollfd){ s->stop_fd, POLLIN, 0 };
 		p[1] = (struct pollfd){ s->lfd, POLLIN, 0 };

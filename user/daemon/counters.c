@@ -50,8 +50,8 @@ int daemon_find_cards(struct daemon_counters *f, const struct devfilter *want, c
 		pci_sysfs_number(sysfs_pci, bdfs[i], "vendor", 16, &vendor);
 		pci_sysfs_number(sysfs_pci, bdfs[i], "device", 16, &device);
 		pci_sysfs_number(sysfs_pci, bdfs[i], "numa_node", 10, &numa);
-		snprintf(c->vendor_device, sizeof(c->vendor_device), "%04x:%04x",
-			 (unsigned)vendor & 0xffff, (unsigned)device & 0xffff);
+		snprintf(c->vendor_device, sizeof(c->vendor_device), "%04x:%04x", (unsigned)vendor & 0xffff,
+			 (unsigned)device & 0xffff);
 		c->numa = (int)numa;
 		snprintf(link, sizeof(link), "%s/%s/iommu_group", sysfs_pci, bdfs[i]);
 		len = readlink(link, target, sizeof(target) - 1);
@@ -183,8 +183,7 @@ int daemon_processes(struct daemon_counters *f, pid_t *pids, int max)
  * without close(), and the daemon does not watch close anyway). */
 int daemon_sweep(struct daemon_counters *f)
 {
-	return sweep_map(bpf_map__fd(f->skel->maps.daemon_proc_card), sizeof(uint32_t)) +
-	       sweep_procs(f) +
+	return sweep_map(bpf_map__fd(f->skel->maps.daemon_proc_card), sizeof(uint32_t)) + sweep_procs(f) +
 	       sweep_map(bpf_map__fd(f->skel->maps.daemon_fd_card), sizeof(struct sbt_fd_key));
 }
 

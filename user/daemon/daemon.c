@@ -77,7 +77,8 @@ static void bpf_run_time(struct daemon *d)
 
 	d->self.bpf_stats = d->stats_fd >= 0;
 	d->self.nprogs = 0;
-	bpf_object__for_each_program(p, d->at.skel->obj) {
+	bpf_object__for_each_program(p, d->at.skel->obj)
+	{
 		struct bpf_prog_info info = { 0 };
 		uint32_t len = sizeof(info);
 		int fd = bpf_program__fd(p), i = d->self.nprogs;
@@ -147,8 +148,9 @@ static void find_vfio(struct daemon *d)
 	bool found = vfio_files_handlers(d->at.skel);
 
 	if (found != d->vfio_found || !d->vfio_looked)
-		sbt_info(1, "vfio: %s\n", found ? "its ioctl handlers found: its files count"
-						 : "not loaded: no VFIO file counts until it is");
+		sbt_info(1, "vfio: %s\n",
+			 found ? "its ioctl handlers found: its files count"
+			       : "not loaded: no VFIO file counts until it is");
 	d->vfio_found = found;
 	d->vfio_looked = true;
 }
@@ -165,8 +167,8 @@ static void look_around(struct daemon *d, const char *why)
 	pthread_mutex_unlock(&d->lock);
 	if (cards < 0)
 		sbt_warn("cannot number the cards: %s", strerror(-cards));
-	sbt_note("%s: %d card%s on vfio-pci watched, %d process%s with a card open", why,
-		 d->counters.ncards - 1, d->counters.ncards == 2 ? "" : "s", procs, procs == 1 ? "" : "es");
+	sbt_note("%s: %d card%s on vfio-pci watched, %d process%s with a card open", why, d->counters.ncards - 1,
+		 d->counters.ncards == 2 ? "" : "s", procs, procs == 1 ? "" : "es");
 	for (int i = 1; i < d->counters.ncards; i++)
 		sbt_info(1, "  card %s (%s, IOMMU group %u, NUMA node %d)\n", d->counters.cards[i].bdf,
 			 d->counters.cards[i].vendor_device, d->counters.cards[i].group, d->counters.cards[i].numa);
@@ -252,8 +254,7 @@ static int start(struct daemon *d)
 
 	/* the syscall tracepoints' ids are read from tracefs: a host that does
 	 * not mount it (a fresh one) gets it mounted, as record does */
-	if ((ret = sbt_ensure_tracefs()) || (ret = attach_open(&d->at, &d->o->rec)) ||
-	    (ret = attach_load(&d->at)))
+	if ((ret = sbt_ensure_tracefs()) || (ret = attach_open(&d->at, &d->o->rec)) || (ret = attach_load(&d->at)))
 		return ret;
 	if (d->o->rec.verbose)
 		plan_print(&d->at.plan, stderr);
@@ -306,13 +307,11 @@ static int start(struct daemon *d)
 	}
 	d->win.scan = &d->scan;
 	if ((ret = reaper_start(&d->reaper)))
-		sbt_warn("no thread to remove uprobes on (%s): a window's close holds the main loop",
-			 strerror(-ret));
+		sbt_warn("no thread to remove uprobes on (%s): a window's close holds the main loop", strerror(-ret));
 	else
 		d->at.reaper = &d->reaper;
 	if (recorder_init(&d->rec, d->o->recorder_mib, d->o->recorder_seconds, uid_of, NULL) ||
-	    drainer_init(&d->dr, bpf_map__fd(d->at.skel->maps.events), &d->rec, &d->rec_lock, &d->news,
-			 &d->win.open)) {
+	    drainer_init(&d->dr, bpf_map__fd(d->at.skel->maps.events), &d->rec, &d->rec_lock, &d->news, &d->win.open)) {
 		sbt_err("cannot set up the flight recorder: out of memory");
 		return -ENOMEM;
 	}
@@ -329,12 +328,12 @@ static int start(struct daemon *d)
 	d->mw.fd_scan_max = PROC_FD_SCAN_MAX;
 	d->mw.sink_ctx = d;
 	sbt_note("flight recorder: the last %g s of kernel events, in at most %lu MiB; snapshots in %s "
-		 "(at most %lu MiB)", d->o->recorder_seconds, d->o->recorder_mib, d->spool, d->o->spool_mib);
-	window_sampling(&d->win, d->o->sample_every ? d->o->window_seconds : 0, d->o->sample_every,
-			sbt_now_boottime());
+		 "(at most %lu MiB)",
+		 d->o->recorder_seconds, d->o->recorder_mib, d->spool, d->o->spool_mib);
+	window_sampling(&d->win, d->o->sample_every ? d->o->window_seconds : 0, d->o->sample_every, sbt_now_boottime());
 	if (d->o->sample_every)
-		sbt_note("sampling: a detail window of %g s at a random time of every %g s",
-			 d->o->window_seconds, d->o->sample_every);
+		sbt_note("sampling: a detail window of %g s at a random time of every %g s", d->o->window_seconds,
+			 d->o->sample_every);
 	d->trig.cfg = d->o->trig;
 	return 0;
 }
@@ -501,10 +500,11 @@ static bool stop(struct daemon *d)
 	reaper_stop(&d->reaper);
 	t5 = sbt_now_boottime();
 	attach_close(&d->at);
-	sbt_info(1, "stop: ring reader %.2f s, queued snapshots %.2f s, recorder and servers %.2f s, "
-		    "library search %.2f s, uprobes removed %.2f s, BPF programs detached %.2f s\n",
-		 (double)(t1 - t0) / 1e9, (double)(t2 - t1) / 1e9, (double)(t3 - t2) / 1e9,
-		 (double)(t4 - t3) / 1e9, (double)(t5 - t4) / 1e9, (double)(sbt_now_boottime() - t5) / 1e9);
+	sbt_info(1,
+		 "stop: ring reader %.2f s, queued snapshots %.2f s, recorder and servers %.2f s, "
+		 "library search %.2f s, uprobes removed %.2f s, BPF programs detached %.2f s\n",
+		 (double)(t1 - t0) / 1e9, (double)(t2 - t1) / 1e9, (double)(t3 - t2) / 1e9, (double)(t4 - t3) / 1e9,
+		 (double)(t5 - t4) / 1e9, (double)(sbt_now_boottime() - t5) / 1e9);
 	pthread_mutex_destroy(&d->lock);
 	pthread_mutex_destroy(&d->rec_lock);
 	free(d->counts);

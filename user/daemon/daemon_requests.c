@@ -52,7 +52,8 @@ static void status(struct daemon *d, int cfd)
 		 "ok\nversion %s\ncards %d\nprocesses with a card %d\nioctl hook %s\nwake hook %s\nscrapes %llu\n"
 		 "lost records %llu\n"
 		 "ring buffer %.1f of %.1f MiB at most in use\n"
-		 "window %s\nnext sample %s\nflight recorder %llu records kept, %zu MiB, %llu evicted to make room (the heaviest user's oldest)\n"
+		 "window %s\nnext sample %s\nflight recorder %llu records kept, %zu MiB, %llu evicted to make room "
+		 "(the heaviest user's oldest)\n"
 		 "snapshots written %llu, failed %llu, being written %d, cut to fit %llu%s\nspool %s, %.1f of %lu MiB\n"
 		 "triggers fired: errors %llu, slow_ioctl %llu, lost %llu (held back as too soon: %llu)\n",
 		 SBT_VERSION, d->counters.ncards - 1, n,
@@ -63,19 +64,14 @@ static void status(struct daemon *d, int cfd)
 		 : !strcmp(d->at.wake_hook, "interrupt")
 			 ? "interrupt (in detail windows; read at the interrupt only: eventfd_write not hooked)"
 			 : "sched_waking (in detail windows; every wake-up of the host)",
-		 (unsigned long long)d->self.scrapes,
-		 (unsigned long long)attach_read_lost(&d->at),
-		 (double)attach_read_ring_peak(&d->at) / (1 << 20), (double)attach_ring_size(&d->at) / (1 << 20),
-		 win, sample,
-		 (unsigned long long)kept, mib, (unsigned long long)evicted,
-		 (unsigned long long)written,
-		 (unsigned long long)d->self.snapshot_failures, pending,
-		 (unsigned long long)d->self.snapshots_cut,
+		 (unsigned long long)d->self.scrapes, (unsigned long long)attach_read_lost(&d->at),
+		 (double)attach_read_ring_peak(&d->at) / (1 << 20), (double)attach_ring_size(&d->at) / (1 << 20), win,
+		 sample, (unsigned long long)kept, mib, (unsigned long long)evicted, (unsigned long long)written,
+		 (unsigned long long)d->self.snapshot_failures, pending, (unsigned long long)d->self.snapshots_cut,
 		 d->fired.waiting ? "; a trigger's waits for room" : "", d->dr.rb ? d->spool : "none",
 		 (double)d->self.spool_bytes / (1 << 20), d->o->spool_mib,
 		 (unsigned long long)d->trig.fired[TRIG_ERRORS], (unsigned long long)d->trig.fired[TRIG_SLOW],
-		 (unsigned long long)d->trig.fired[TRIG_LOST],
-		 (unsigned long long)held);
+		 (unsigned long long)d->trig.fired[TRIG_LOST], (unsigned long long)held);
 	pthread_mutex_unlock(&d->lock);
 	control_reply(cfd, msg);
 }
@@ -131,12 +127,8 @@ static void serve_request(struct daemon *d, int cfd, const char *line)
 		       "under systemd's PrivateTmp=yes, or another mount namespace): the file is not where "
 		       "you look; hint: -o under /var/lib/spyre-bpftrace\n";
 	switch (r->verb) {
-	case CONTROL_STATUS:
-		status(d, cfd);
-		break;
-	case CONTROL_RECORD:
-		request_window(d, cfd, r->seconds, r->path[0] ? r->path : NULL, note);
-		break;
+	case CONTROL_STATUS: status(d, cfd); break;
+	case CONTROL_RECORD: request_window(d, cfd, r->seconds, r->path[0] ? r->path : NULL, note); break;
 	case CONTROL_SNAPSHOT:
 		off = daemon_realtime_offset();
 		if (r->to < off)

@@ -53,8 +53,10 @@ void snapshot_done(void *ctx, struct snapshot_job *j, int ret, const char *err)
 	uint64_t spool;
 
 	if (!ret && j->spooled && spool_trim(d->spool, (uint64_t)d->o->spool_mib << 20, j->path) == -EFBIG) {
-		snprintf(why, sizeof(why), "the snapshot is over --spool-mib %lu even cut to its newest records; hint: "
-			 "a larger --spool-mib", d->o->spool_mib);
+		snprintf(why, sizeof(why),
+			 "the snapshot is over --spool-mib %lu even cut to its newest records; hint: "
+			 "a larger --spool-mib",
+			 d->o->spool_mib);
 		err = why;
 		ret = -1;
 	}
@@ -81,11 +83,15 @@ void snapshot_done(void *ctx, struct snapshot_job *j, int ret, const char *err)
 		sbt_note("snapshot (%s): %llu records into %s%s", snapshot_reason_name(j->reason),
 			 (unsigned long long)j->records, j->path, cut);
 		evicted_note(&j->w, evicted, sizeof(evicted));
-		snprintf(msg, sizeof(msg), "ok %s\n%llu records%s%s; the recorder goes back to %.1f s before "
-			 "the window's end%s; manifest %s.manifest.json\n", j->path, (unsigned long long)j->records,
-			 cut, j->records ? "" : " (nothing happened on a card in that time)",
-			 j->w.oldest_boot && j->w.to_boot > j->w.oldest_boot ?
-				 (double)(j->w.to_boot - j->w.oldest_boot) / 1e9 : 0.0, evicted, j->path);
+		snprintf(msg, sizeof(msg),
+			 "ok %s\n%llu records%s%s; the recorder goes back to %.1f s before "
+			 "the window's end%s; manifest %s.manifest.json\n",
+			 j->path, (unsigned long long)j->records, cut,
+			 j->records ? "" : " (nothing happened on a card in that time)",
+			 j->w.oldest_boot && j->w.to_boot > j->w.oldest_boot
+				 ? (double)(j->w.to_boot - j->w.oldest_boot) / 1e9
+				 : 0.0,
+			 evicted, j->path);
 	}
 	if (!ret && j->note)
 		snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), "%s", j->note);
@@ -106,12 +112,13 @@ void snapshot_dropped(struct daemon *d, enum snap_reason why, const char *becaus
  * handed to the snapshot thread. Answers client (-1: nobody) once written,
  * or now with the error. With can_wait, a queue with no room for it is
  * the caller's to wait for: -EBUSY, nothing said or counted. */
-int submit_snapshot(struct daemon *d, uint64_t from, uint64_t to, const char *path,
-			   enum snap_reason why, int client, const char *note, bool can_wait)
+int submit_snapshot(struct daemon *d, uint64_t from, uint64_t to, const char *path, enum snap_reason why, int client,
+		    const char *note, bool can_wait)
 {
 	uint64_t off = daemon_realtime_offset();
-	struct snapshot_window w = { .from_realtime = from + off, .to_realtime = to + off, .from_boot = from,
-				     .to_boot = to };
+	struct snapshot_window w = {
+		.from_realtime = from + off, .to_realtime = to + off, .from_boot = from, .to_boot = to
+	};
 	struct snapshot_job *j;
 	struct snapshot_leave_out leave[SNAPSHOT_LEAVE_OUT];
 	char *windows;

@@ -42,8 +42,6 @@
 #define NS 1000000000ull
 #define NO_RECORDER "error: this daemon runs with --no-recorder; hint: restart it without\n"
 
-
-
 struct daemon {
 	struct daemon_opts *o;
 	struct attacher at;
@@ -100,8 +98,8 @@ extern volatile sig_atomic_t daemon_stop_sig;
 
 /* daemon_snapshots.c: snapshots of the flight recorder, asked for and answered */
 uint64_t daemon_realtime_offset(void);
-int submit_snapshot(struct daemon *d, uint64_t from, uint64_t to, const char *path, enum snap_reason why,
-		    int client, const char *note, bool can_wait);
+int submit_snapshot(struct daemon *d, uint64_t from, uint64_t to, const char *path, enum snap_reason why, int client,
+		    const char *note, bool can_wait);
 void snapshot_done(void *ctx, struct snapshot_job *j, int ret, const char *err);
 void snapshot_dropped(struct daemon *d, enum snap_reason why, const char *because);
 void write_fired(struct daemon *d, uint64_t now);

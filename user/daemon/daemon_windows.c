@@ -220,8 +220,8 @@ void take_discoveries(struct daemon *d)
 		if (!jobs[i]->partial && jobs[i]->err == -EINTR && !daemon_stop_sig &&
 		    jobs[i]->done_ns >= jobs[i]->deadline_ns)
 			sbt_warn("library discovery for PID %d stopped after its %llu s; a library not read "
-				 "by then is looked for again at the next window", jobs[i]->pid,
-				 DISCOVERY_BUDGET_NS / NS);
+				 "by then is looked for again at the next window",
+				 jobs[i]->pid, DISCOVERY_BUDGET_NS / NS);
 		window_searched(&d->win, jobs[i], found);
 		discovery_job_free(jobs[i]);
 	}
@@ -283,7 +283,8 @@ void check_triggers(struct daemon *d, uint64_t now)
 		return;
 	if (d->fired.pending) { /* one trigger snapshot per window: this one is in it */
 		sbt_warn("trigger %s: in the snapshot of the %s trigger, %s", trigger_name(k),
-			 trigger_name(d->fired.kind), d->fired.waiting ? "which waits for room" : "at the window's end");
+			 trigger_name(d->fired.kind),
+			 d->fired.waiting ? "which waits for room" : "at the window's end");
 		return;
 	}
 	sbt_warn("trigger %s: a detail window, then a snapshot from %g s before", trigger_name(k),

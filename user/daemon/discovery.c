@@ -38,8 +38,11 @@ static void library_read(struct lib_search *s, void *ctx)
 
 	if (!part)
 		return;
-	*part = (struct discovery_job){ .pid = j->pid, .mapped_only = j->mapped_only, .partial = true,
-					.tag = j->tag, .deadline_ns = j->deadline_ns,
+	*part = (struct discovery_job){ .pid = j->pid,
+					.mapped_only = j->mapped_only,
+					.partial = true,
+					.tag = j->tag,
+					.deadline_ns = j->deadline_ns,
 					.done_ns = sbt_now_boottime() };
 	part->search.w = s->w;
 	lib_search_hand_over(s, &part->search.found);
@@ -203,8 +206,7 @@ bool discovery_stop(struct discovery *q, uint64_t wait_ns)
 	until.tv_sec = (time_t)(at / 1000000000ull);
 	until.tv_nsec = (long)(at % 1000000000ull);
 	if (pthread_timedjoin_np(q->thread, NULL, &until)) {
-		sbt_warn("library discovery: still reading a file after %.1f s; not waited for",
-			 (double)wait_ns / 1e9);
+		sbt_warn("library discovery: still reading a file after %.1f s; not waited for", (double)wait_ns / 1e9);
 		return false;
 	}
 	q->running = false;

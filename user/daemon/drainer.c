@@ -82,8 +82,8 @@ static bool release_held(struct drainer *dr, bool all)
 static void drainer_priority(void)
 {
 	if (setpriority(PRIO_PROCESS, (id_t)gettid(), DRAINER_NICE))
-		sbt_info(1, "the ring buffer's thread runs at the daemon's priority: nice %d: %s\n",
-			 DRAINER_NICE, strerror(errno));
+		sbt_info(1, "the ring buffer's thread runs at the daemon's priority: nice %d: %s\n", DRAINER_NICE,
+			 strerror(errno));
 }
 
 static void *drain(void *arg)

@@ -104,13 +104,13 @@ int http_parse_request(char *req, const char **url, bool *head)
 
 /* The answer, whole, in c->out: a status line, the headers, the body
  * (none for HEAD). */
-static void answer(struct conn *c, unsigned status, const char *type, const char *body, size_t len,
-		   bool head_only)
+static void answer(struct conn *c, unsigned status, const char *type, const char *body, size_t len, bool head_only)
 {
 	char hdr[256];
 	int n = snprintf(hdr, sizeof(hdr),
 			 "HTTP/1.1 %u %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-			 "Connection: close\r\n\r\n", status, reason(status), type, len);
+			 "Connection: close\r\n\r\n",
+			 status, reason(status), type, len);
 	size_t total = (size_t)n + (head_only ? 0 : len);
 
 	free(c->in);
@@ -439,8 +439,7 @@ int http_parse_listen(const char *listen, struct sockaddr_storage *ss)
 	return inet_pton(AF_INET, host, &a->sin_addr) == 1 ? 0 : -1;
 }
 
-struct http_server *http_start(const char *addr, http_page_fn page, void *ctx, char *err,
-			       size_t errlen)
+struct http_server *http_start(const char *addr, http_page_fn page, void *ctx, char *err, size_t errlen)
 {
 	struct http_server *s;
 	struct sockaddr_storage ss;
@@ -463,8 +462,10 @@ struct http_server *http_start(const char *addr, http_page_fn page, void *ctx, c
 	s->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s->fd < 0 || setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(s->fd, (struct sockaddr *)&ss, len) || listen(s->fd, BACKLOG)) {
-		snprintf(err, errlen, "cannot listen on %s: %s; hint: is another daemon there? choose "
-			 "another with --listen", addr, strerror(errno));
+		snprintf(err, errlen,
+			 "cannot listen on %s: %s; hint: is another daemon there? choose "
+			 "another with --listen",
+			 addr, strerror(errno));
 		goto fail;
 	}
 	if (pipe2(s->wake, O_CLOEXEC)) {

@@ -21,13 +21,11 @@ int http_parse_request(char *req, const char **url, bool *head);
 
 /* Makes the page for url: malloc'd body (NULL: out of memory), status and
  * content type set. Called on the server's thread. */
-typedef char *(*http_page_fn)(void *ctx, const char *url, unsigned *status, const char **type,
-			      size_t *len);
+typedef char *(*http_page_fn)(void *ctx, const char *url, unsigned *status, const char **type, size_t *len);
 
 /* addr: "127.0.0.1:9464", "[::1]:9464" or ":9464" (all addresses).
  * NULL with err filled when it cannot listen. */
-struct http_server *http_start(const char *addr, http_page_fn page, void *ctx, char *err,
-			       size_t errlen);
+struct http_server *http_start(const char *addr, http_page_fn page, void *ctx, char *err, size_t errlen);
 void http_stop(struct http_server *s);
 
 #endif

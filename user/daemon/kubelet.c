@@ -201,8 +201,8 @@ static int data_cb(nghttp2_session *s, uint8_t flags, int32_t stream, const uint
 	return 0;
 }
 
-static int header_cb(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name, size_t nlen,
-		     const uint8_t *value, size_t vlen, uint8_t flags, void *ud)
+static int header_cb(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name, size_t nlen, const uint8_t *value,
+		     size_t vlen, uint8_t flags, void *ud)
 {
 	struct call *c = ud;
 
@@ -232,7 +232,7 @@ static int close_cb(nghttp2_session *s, int32_t stream, uint32_t error, void *ud
 /* The request's body: an empty ListPodResourcesRequest, framed (not
  * compressed, length 0). */
 static ssize_t body_cb(nghttp2_session *s, int32_t stream, uint8_t *buf, size_t len, uint32_t *flags,
-			     nghttp2_data_source *src, void *ud)
+		       nghttp2_data_source *src, void *ud)
 {
 	static const uint8_t frame[5] = { 0, 0, 0, 0, 0 };
 	struct call *c = ud;
@@ -250,7 +250,10 @@ static ssize_t body_cb(nghttp2_session *s, int32_t stream, uint8_t *buf, size_t 
 	return (ssize_t)n;
 }
 
-#define HDR(n, v) { (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, sizeof(v) - 1, NGHTTP2_NV_FLAG_NONE }
+#define HDR(n, v)                                                                                                      \
+	{                                                                                                              \
+		(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, sizeof(v) - 1, NGHTTP2_NV_FLAG_NONE                     \
+	}
 
 static int connect_unix(const char *path, char *err, size_t errlen)
 {
@@ -300,19 +303,23 @@ static int exchange(nghttp2_session *s, struct call *c, int timeout_ms, char *er
 			return -ECONNRESET;
 		}
 		if (nghttp2_session_mem_recv(s, buf, (size_t)n) < 0) {
-			snprintf(err, errlen, "kubelet: %s", c->too_big ? "answer over 16 MiB" : "not HTTP/2 as gRPC speaks it");
+			snprintf(err, errlen, "kubelet: %s",
+				 c->too_big ? "answer over 16 MiB" : "not HTTP/2 as gRPC speaks it");
 			return -EBADMSG;
 		}
 	}
 	return 0;
 }
 
-int kubelet_list(const char *sock, const char *glob, int timeout_ms, struct allocations *out, char *err,
-		 size_t errlen)
+int kubelet_list(const char *sock, const char *glob, int timeout_ms, struct allocations *out, char *err, size_t errlen)
 {
 	nghttp2_nv hdrs[] = {
-		HDR(":method", "POST"), HDR(":scheme", "http"), HDR(":path", LIST_PATH),
-		HDR(":authority", "localhost"), HDR("content-type", "application/grpc"), HDR("te", "trailers"),
+		HDR(":method", "POST"),
+		HDR(":scheme", "http"),
+		HDR(":path", LIST_PATH),
+		HDR(":authority", "localhost"),
+		HDR("content-type", "application/grpc"),
+		HDR("te", "trailers"),
 	};
 	struct call c = { .grpc_status = -1 };
 	nghttp2_session_callbacks *cb = NULL;
@@ -344,10 +351,12 @@ int kubelet_list(const char *sock, const char *glob, int timeout_ms, struct allo
 		snprintf(err, errlen, "kubelet: gRPC status %d%s%s", c.grpc_status, c.grpc_message[0] ? ": " : "",
 			 c.grpc_message);
 	} else if (c.len < 5 || c.reply[0] != 0 ||
-		   ((size_t)c.reply[1] << 24 | (size_t)c.reply[2] << 16 | (size_t)c.reply[3] << 8 | c.reply[4]) != c.len - 5) {
+		   ((size_t)c.reply[1] << 24 | (size_t)c.reply[2] << 16 | (size_t)c.reply[3] << 8 | c.reply[4]) !=
+			   c.len - 5) {
 		snprintf(err, errlen, "kubelet: not one uncompressed gRPC message");
 	} else if ((ret = kubelet_parse(c.reply + 5, c.len - 5, glob, &got))) {
-		snprintf(err, errlen, "kubelet: %s", ret == -ENOMEM ? "out of memory" : "a damaged ListPodResourcesResponse");
+		snprintf(err, errlen, "kubelet: %s",
+			 ret == -ENOMEM ? "out of memory" : "a damaged ListPodResourcesResponse");
 		kubelet_free(&got);
 	} else {
 		kubelet_free(out);

@@ -28,8 +28,8 @@ struct allocations {
 /* Asks the kubelet at sock for the devices of every container, keeping
  * those whose resource name matches the glob. 0, or -errno with err (the
  * list is then left as it was). Waits at most timeout_ms. */
-int kubelet_list(const char *sock, const char *resource_glob, int timeout_ms,
-		 struct allocations *out, char *err, size_t errlen);
+int kubelet_list(const char *sock, const char *resource_glob, int timeout_ms, struct allocations *out, char *err,
+		 size_t errlen);
 /* The protobuf answer of List (ListPodResourcesResponse) into out. 0, or
  * -EBADMSG. For the tests and the fuzzer as well. */
 int kubelet_parse(const uint8_t *msg, size_t len, const char *resource_glob, struct allocations *out);

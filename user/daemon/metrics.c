@@ -62,9 +62,8 @@ static void head(struct page *p, const char *name, const char *type, const char 
 /* Counts (counter), failures (metric_errors_total) and a latency
  * histogram (metric_duration_seconds) per name (a command, a function):
  * name(i) NULL or a zero count leaves slot i out. */
-static void histograms(struct page *p, const char *counter, const char *metric, const char *label,
-		       const char *what, const struct sbt_daemon_hist *h, uint32_t n,
-		       const char *(*name)(uint32_t))
+static void histograms(struct page *p, const char *counter, const char *metric, const char *label, const char *what,
+		       const struct sbt_daemon_hist *h, uint32_t n, const char *(*name)(uint32_t))
 {
 	char title[128];
 
@@ -94,8 +93,7 @@ static void histograms(struct page *p, const char *counter, const char *metric, 
 		}
 		put(p, "%s_duration_seconds_bucket{%s=\"%s\",le=\"+Inf\"} %llu\n", metric, label, name(i),
 		    (unsigned long long)h[i].count);
-		put(p, "%s_duration_seconds_sum{%s=\"%s\"} %.9f\n", metric, label, name(i),
-		    (double)h[i].sum_ns / 1e9);
+		put(p, "%s_duration_seconds_sum{%s=\"%s\"} %.9f\n", metric, label, name(i), (double)h[i].sum_ns / 1e9);
 		put(p, "%s_duration_seconds_count{%s=\"%s\"} %llu\n", metric, label, name(i),
 		    (unsigned long long)h[i].count);
 	}
@@ -109,8 +107,8 @@ static const char *drv_name(uint32_t func)
 static void ioctls(struct page *p, const struct daemon_counts *c)
 {
 	histograms(p, "spyre_vfio_ioctls_total", "spyre_vfio_ioctl", "cmd",
-		   "VFIO ioctls on Spyre cards' files (container, group, device), by command.", c->ops,
-		   SBT_DAEMON_OPS, daemon_op_name);
+		   "VFIO ioctls on Spyre cards' files (container, group, device), by command.", c->ops, SBT_DAEMON_OPS,
+		   daemon_op_name);
 	/* none when the kernel allows no driver-level probe: no family at all */
 	for (uint32_t i = 1; i < SBT_DRV_FUNC_MAX; i++)
 		if (c->drv[i].count) {
@@ -130,16 +128,14 @@ static const struct {
 } card_metrics[] = {
 	{ "spyre_iommu_mapped_bytes_total", "counter",
 	  "Bytes mapped for the card's DMA (VFIO_IOMMU_MAP_DMA that succeeded).", MAPPED },
-	{ "spyre_iommu_unmapped_bytes_total", "counter",
-	  "Bytes unmapped (VFIO_IOMMU_UNMAP_DMA that succeeded).", UNMAPPED },
+	{ "spyre_iommu_unmapped_bytes_total", "counter", "Bytes unmapped (VFIO_IOMMU_UNMAP_DMA that succeeded).",
+	  UNMAPPED },
 	{ "spyre_iommu_mappings_total", "counter", "DMA mappings made.", MAPS },
 	{ "spyre_iommu_map_errors_total", "counter", "DMA mappings refused.", MAP_ERRORS },
 	{ "spyre_device_pinned_bytes", "gauge",
 	  "Bytes mapped for DMA now (mapped minus unmapped since the daemon started).", PINNED },
-	{ "spyre_device_interrupts_total", "counter",
-	  "The card's interrupts (vfio-pci's MSI/MSI-X handlers).", IRQS },
-	{ "spyre_device_interrupt_seconds_total", "counter",
-	  "Time in the card's interrupt handlers.", IRQ_SECONDS },
+	{ "spyre_device_interrupts_total", "counter", "The card's interrupts (vfio-pci's MSI/MSI-X handlers).", IRQS },
+	{ "spyre_device_interrupt_seconds_total", "counter", "Time in the card's interrupt handlers.", IRQ_SECONDS },
 };
 
 static double card_value(const struct sbt_daemon_card *k, enum card_value v)
@@ -161,8 +157,8 @@ static void cards(struct page *p, const struct daemon_counters *f, const struct 
 	head(p, "spyre_device_info", "gauge",
 	     "The Spyre cards this host watches (device \"unknown\": work no card was known for).");
 	for (int i = 0; i < f->ncards; i++)
-		put(p, "spyre_device_info{device=\"%s\",vendor_device=\"%s\",numa=\"%d\"} 1\n",
-		    f->cards[i].bdf, i ? f->cards[i].vendor_device : "", f->cards[i].numa);
+		put(p, "spyre_device_info{device=\"%s\",vendor_device=\"%s\",numa=\"%d\"} 1\n", f->cards[i].bdf,
+		    i ? f->cards[i].vendor_device : "", f->cards[i].numa);
 	for (size_t m = 0; m < sizeof(card_metrics) / sizeof(card_metrics[0]); m++) {
 		head(p, card_metrics[m].name, card_metrics[m].type, card_metrics[m].help);
 		for (int i = 0; i < f->ncards; i++)
@@ -207,9 +203,10 @@ static void allocations(struct page *p, const struct allocations *a)
 	head(p, "spyre_device_allocation_info", "gauge",
 	     "Cards allocated to containers by the kubelet (its pod-resources API); join on device.");
 	for (size_t i = 0; i < a->n; i++)
-		put(p, "spyre_device_allocation_info{device=\"%s\",resource=\"%s\",namespace=\"%s\",pod=\"%s\","
-		       "container=\"%s\"} 1\n", a->v[i].device, a->v[i].resource, a->v[i].namespace, a->v[i].pod,
-		    a->v[i].container);
+		put(p,
+		    "spyre_device_allocation_info{device=\"%s\",resource=\"%s\",namespace=\"%s\",pod=\"%s\","
+		    "container=\"%s\"} 1\n",
+		    a->v[i].device, a->v[i].resource, a->v[i].namespace, a->v[i].pod, a->v[i].container);
 }
 
 static void self_metrics(struct page *p, const struct metrics_self *s)
@@ -222,7 +219,8 @@ static void self_metrics(struct page *p, const struct metrics_self *s)
 	head(p, "spyre_bpftrace_ring_buffer_bytes", "gauge", "Size of the kernel's ring buffer (--buffer-size).");
 	put(p, "spyre_bpftrace_ring_buffer_bytes %llu\n", (unsigned long long)s->ring_bytes);
 	head(p, "spyre_bpftrace_ring_buffer_peak_bytes", "gauge",
-	     "The most of the ring buffer in use that a record found since the start: near its size, records are lost.");
+	     "The most of the ring buffer in use that a record found since the start: near its size, records are "
+	     "lost.");
 	put(p, "spyre_bpftrace_ring_buffer_peak_bytes %llu\n", (unsigned long long)s->ring_peak_bytes);
 	if (s->bpf_stats) {
 		head(p, "spyre_bpftrace_bpf_run_seconds_total", "counter",
@@ -259,7 +257,8 @@ static void self_metrics(struct page *p, const struct metrics_self *s)
 	put(p, "spyre_bpftrace_uprobes_being_removed %llu\n", (unsigned long long)s->uprobes_removing);
 	head(p, "spyre_bpftrace_detail_window_open", "gauge", "1 while a detail window is open.");
 	put(p, "spyre_bpftrace_detail_window_open %d\n", s->window_open);
-	head(p, "spyre_bpftrace_hook_info", "gauge", "How the daemon sees what it counts: hook, and the "
+	head(p, "spyre_bpftrace_hook_info", "gauge",
+	     "How the daemon sees what it counts: hook, and the "
 	     "mechanism (ioctl: fentry or kprobe on vfio's handlers, no other syscall pays; tracepoint: the "
 	     "syscall tracepoints, every syscall of the host on the kernel's traced path. wake, in detail "
 	     "windows: eventfd, read at the interrupt, no other wake-up pays; sched_waking: every wake-up).");
@@ -284,7 +283,8 @@ static void self_metrics(struct page *p, const struct metrics_self *s)
 	     "interrupts and descriptions; the first 16 users by number, the rest as other).");
 	for (int i = 0; i < s->recorder_evicted_uids; i++)
 		put(p, "spyre_bpftrace_recorder_evicted_records_total{uid=\"%s\"} %llu\n",
-		    recorder_uid_name(s->recorder_evicted[i].uid, name), (unsigned long long)s->recorder_evicted[i].records);
+		    recorder_uid_name(s->recorder_evicted[i].uid, name),
+		    (unsigned long long)s->recorder_evicted[i].records);
 	head(p, "spyre_bpftrace_spool_bytes", "gauge", "Bytes of snapshots in the state directory's spool.");
 	put(p, "spyre_bpftrace_spool_bytes %llu\n", (unsigned long long)s->spool_bytes);
 	head(p, "spyre_bpftrace_scrapes_total", "counter", "Pages of metrics served.");
@@ -317,12 +317,15 @@ static void device_metrics(struct page *p, const struct devstats *s)
 				continue;
 			for (int b = 0; b < DEVSTATS_LE; b++) {
 				below += g->bucket[b];
-				put(p, "spyre_device_job_duration_seconds_bucket{card=\"%s\",engine=\"%s\",le=\"%g\"} %llu\n",
+				put(p,
+				    "spyre_device_job_duration_seconds_bucket{card=\"%s\",engine=\"%s\",le=\"%g\"} "
+				    "%llu\n",
 				    card, eng, devstats_le[b], (unsigned long long)below);
 			}
 			put(p, "spyre_device_job_duration_seconds_bucket{card=\"%s\",engine=\"%s\",le=\"+Inf\"} %llu\n",
 			    card, eng, (unsigned long long)g->jobs);
-			put(p, "spyre_device_job_duration_seconds_sum{card=\"%s\",engine=\"%s\"} %.9f\n", card, eng, g->sum_s);
+			put(p, "spyre_device_job_duration_seconds_sum{card=\"%s\",engine=\"%s\"} %.9f\n", card, eng,
+			    g->sum_s);
 			put(p, "spyre_device_job_duration_seconds_count{card=\"%s\",engine=\"%s\"} %llu\n", card, eng,
 			    (unsigned long long)g->jobs);
 		}
@@ -331,12 +334,12 @@ static void device_metrics(struct page *p, const struct devstats *s)
 	for (int i = 0; s && i < s->ncards; i++)
 		for (int e = 0; e < DEVSTATS_ENGINES; e++)
 			if (s->cards[i].eng[e].jobs)
-				put(p, "spyre_device_busy_seconds_total{card=\"%s\",engine=\"%s\"} %.9f\n", s->cards[i].card,
-				    devstats_engine_names[e], s->cards[i].eng[e].busy_s);
+				put(p, "spyre_device_busy_seconds_total{card=\"%s\",engine=\"%s\"} %.9f\n",
+				    s->cards[i].card, devstats_engine_names[e], s->cards[i].eng[e].busy_s);
 }
 
-char *metrics_render(const struct daemon_counters *f, const struct daemon_counts *c,
-		     const struct metrics_self *self, size_t *len)
+char *metrics_render(const struct daemon_counters *f, const struct daemon_counts *c, const struct metrics_self *self,
+		     size_t *len)
 {
 	struct page p = { 0 };
 

@@ -49,7 +49,7 @@ struct metrics_self {
 
 /* The page for /metrics: malloc'd, NUL ended, its length in *len; NULL
  * when out of memory. */
-char *metrics_render(const struct daemon_counters *f, const struct daemon_counts *c,
-		     const struct metrics_self *self, size_t *len);
+char *metrics_render(const struct daemon_counters *f, const struct daemon_counts *c, const struct metrics_self *self,
+		     size_t *len);
 
 #endif

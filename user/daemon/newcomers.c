@@ -132,7 +132,8 @@ static void note_ioctl(struct newcomers *n, const struct sbt_ioctl *r)
 			if (n->groups[k].pid == (pid_t)tgid && n->groups[k].fd == r->fd)
 				break;
 		if (k == n->ngroups && n->ngroups < NEWCOMERS_GROUPS &&
-		    tell(n, (struct newcomer){ .kind = NEWS_GROUP, .pid = (pid_t)tgid, .fd = r->fd, .seen = r->h.ts })) {
+		    tell(n,
+			 (struct newcomer){ .kind = NEWS_GROUP, .pid = (pid_t)tgid, .fd = r->fd, .seen = r->h.ts })) {
 			n->groups[n->ngroups].pid = (pid_t)tgid;
 			n->groups[n->ngroups++].fd = r->fd;
 		}

@@ -50,7 +50,10 @@ struct newcomers {
 	pid_t known[NEWCOMERS_KNOWN];
 	bool carded[NEWCOMERS_KNOWN];
 	int nknown;
-	struct { pid_t pid; int fd; } groups[NEWCOMERS_GROUPS];
+	struct {
+		pid_t pid;
+		int fd;
+	} groups[NEWCOMERS_GROUPS];
 	int ngroups;
 	struct newcomer queue[NEWCOMERS_QUEUE];
 	int nqueue;

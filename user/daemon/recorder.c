@@ -8,8 +8,8 @@
 #include "capture/reorder.h"
 #include "daemon/recorder.h"
 
-int recorder_init(struct flight_recorder *r, size_t mib, double seconds,
-		  uint32_t (*uid_of)(void *ctx, uint32_t tgid), void *uid_ctx)
+int recorder_init(struct flight_recorder *r, size_t mib, double seconds, uint32_t (*uid_of)(void *ctx, uint32_t tgid),
+		  void *uid_ctx)
 {
 	memset(r, 0, sizeof(*r));
 	/* at most RECORDER_MAX_SEGMENTS: making room looks at each account */
@@ -137,8 +137,7 @@ static void pop_oldest(struct flight_recorder *r, int32_t a)
 		account_drop(r, a);
 }
 
-static void count_eviction(struct flight_recorder *r, const struct recorder_segment *s, uint32_t tgid,
-			   uint32_t uid)
+static void count_eviction(struct flight_recorder *r, const struct recorder_segment *s, uint32_t tgid, uint32_t uid)
 {
 	struct recorder_eviction *e = r->nevictions ? &r->evictions[(r->nevictions - 1) % RECORDER_EVICTIONS] : NULL;
 	int i;
@@ -183,7 +182,8 @@ static void evict(struct flight_recorder *r)
 	int32_t user = -1, a = -1;
 
 	for (size_t i = 0; i <= r->nseg; i++)
-		if (u[i].accounts && (user < 0 || holds_more(u[i].segments, u[i].bytes, u[user].segments, u[user].bytes)))
+		if (u[i].accounts &&
+		    (user < 0 || holds_more(u[i].segments, u[i].bytes, u[user].segments, u[user].bytes)))
 			user = (int32_t)i;
 	for (size_t i = 0; i <= r->nseg; i++)
 		if (c[i].newest >= 0 && c[i].user == (uint32_t)user &&
@@ -297,8 +297,7 @@ static void keep_irq_name(struct flight_recorder *r, const struct sbt_hdr *h)
 		r->nirq_names++;
 }
 
-void recorder_irq_names(const struct flight_recorder *r, void (*fn)(void *ctx, const struct sbt_hdr *h),
-			void *ctx)
+void recorder_irq_names(const struct flight_recorder *r, void (*fn)(void *ctx, const struct sbt_hdr *h), void *ctx)
 {
 	for (int i = 0; i < r->nirq_names; i++)
 		fn(ctx, &r->irq_names[i].h);
@@ -486,8 +485,8 @@ uint64_t recorder_held(const struct flight_recorder *r, uint32_t tgid)
 	return n;
 }
 
-int recorder_evicted_in(const struct flight_recorder *r, uint64_t from, uint64_t to,
-			struct recorder_evicted_uid *out, int max, uint64_t *all, bool *sure)
+int recorder_evicted_in(const struct flight_recorder *r, uint64_t from, uint64_t to, struct recorder_evicted_uid *out,
+			int max, uint64_t *all, bool *sure)
 {
 	uint64_t kept = r->nevictions < RECORDER_EVICTIONS ? r->nevictions : RECORDER_EVICTIONS;
 	int n = 0;

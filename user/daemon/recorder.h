@@ -113,8 +113,8 @@ struct flight_recorder {
 /* 0, or -ENOMEM. mib >= 1, seconds > 0. uid_of tells the user of a
  * process (NULL: all are RECORDER_UID_UNKNOWN); asked once a segment, so a
  * pid used again by another user's process starts an account of its own. */
-int recorder_init(struct flight_recorder *r, size_t mib, double seconds,
-		  uint32_t (*uid_of)(void *ctx, uint32_t tgid), void *uid_ctx);
+int recorder_init(struct flight_recorder *r, size_t mib, double seconds, uint32_t (*uid_of)(void *ctx, uint32_t tgid),
+		  void *uid_ctx);
 void recorder_free(struct flight_recorder *r);
 /* Keeps one record (ts in h->ts), making room if it must. now: for
  * letting go of what is older than T. */
@@ -128,8 +128,7 @@ size_t recorder_bytes(const struct flight_recorder *r); /* allocated */
 size_t recorder_used(const struct flight_recorder *r); /* in records' bytes */
 uint64_t recorder_kept(const struct flight_recorder *r); /* records in it now */
 /* Calls fn for each interrupt's name kept (SBT_META_IRQ records). */
-void recorder_irq_names(const struct flight_recorder *r, void (*fn)(void *ctx, const struct sbt_hdr *h),
-			void *ctx);
+void recorder_irq_names(const struct flight_recorder *r, void (*fn)(void *ctx, const struct sbt_hdr *h), void *ctx);
 /* What a process holds in the recorder now, in bytes (all its accounts). */
 uint64_t recorder_held(const struct flight_recorder *r, uint32_t tgid);
 
@@ -138,10 +137,10 @@ const char *recorder_uid_name(uint32_t uid, char buf[16]);
 
 /* Records let go to make room that were of [from, to]: each eviction
  * that overlaps it counts whole (it spans a short time: a segment of one
- * process, or one user's segments within RECORDER_EVICTION_SPAN). Up to max per user in out (by uid, most first); returns
- * how many users. *all: every such record, and *sure: false when evictions
- * that may have overlapped are no longer remembered (then "at least"). */
-int recorder_evicted_in(const struct flight_recorder *r, uint64_t from, uint64_t to,
-			struct recorder_evicted_uid *out, int max, uint64_t *all, bool *sure);
+ * process, or one user's segments within RECORDER_EVICTION_SPAN). Up to max per user in out (by uid, most first);
+ * returns how many users. *all: every such record, and *sure: false when evictions that may have overlapped are no
+ * longer remembered (then "at least"). */
+int recorder_evicted_in(const struct flight_recorder *r, uint64_t from, uint64_t to, struct recorder_evicted_uid *out,
+			int max, uint64_t *all, bool *sure);
 
 #endif

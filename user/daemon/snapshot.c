@@ -81,8 +81,8 @@ struct snapshot_job *snapshot_collect(const struct flight_recorder *r, struct sn
 	j->records = recorder_each(r, w->from_boot, w->to_boot, job_add, j, &j->w.oldest_boot) - j->left_out;
 	j->window_records = j->records;
 	w->oldest_boot = j->w.oldest_boot;
-	j->w.nevicted_uids = recorder_evicted_in(r, w->from_boot, w->to_boot, j->w.evicted_by_uid, 8,
-						 &j->w.evicted, &j->w.evicted_sure);
+	j->w.nevicted_uids = recorder_evicted_in(r, w->from_boot, w->to_boot, j->w.evicted_by_uid, 8, &j->w.evicted,
+						 &j->w.evicted_sure);
 	if (j->oom) {
 		snapshot_job_free(j);
 		return NULL;
@@ -120,8 +120,8 @@ static void note_proc(struct procs *p, const struct sbt_hdr *h)
 	p->described[i] |= h->type == SBT_META_PROC;
 }
 
-static int write_manifest(const struct snapshot_job *j, const struct sbt_meta_clock *clock,
-			  const struct procs *p, char *err, size_t errlen)
+static int write_manifest(const struct snapshot_job *j, const struct sbt_meta_clock *clock, const struct procs *p,
+			  char *err, size_t errlen)
 {
 	const struct snapshot_window *w = &j->w;
 	char path[PATH_MAX + 32], host[64] = "", name[16];
@@ -135,8 +135,9 @@ static int write_manifest(const struct snapshot_job *j, const struct sbt_meta_cl
 	fprintf(m, "{\n  \"producer\": \"spyre-bpftrace daemon\",\n  \"version\": \"%s\",\n", SBT_VERSION);
 	fprintf(m, "  \"host\": \"%s\",\n  \"trace\": \"%s\",\n  \"reason\": \"%s\",\n", host, j->path,
 		snapshot_reason_name(j->reason));
-	fprintf(m, "  \"window\": {\"from_realtime_ns\": %llu, \"to_realtime_ns\": %llu, "
-		   "\"from_boottime_ns\": %llu, \"to_boottime_ns\": %llu},\n",
+	fprintf(m,
+		"  \"window\": {\"from_realtime_ns\": %llu, \"to_realtime_ns\": %llu, "
+		"\"from_boottime_ns\": %llu, \"to_boottime_ns\": %llu},\n",
 		(unsigned long long)w->from_realtime, (unsigned long long)w->to_realtime,
 		(unsigned long long)w->from_boot, (unsigned long long)w->to_boot);
 	fprintf(m, "  \"recorder_oldest_boottime_ns\": %llu,\n", (unsigned long long)w->oldest_boot);
@@ -150,8 +151,9 @@ static int write_manifest(const struct snapshot_job *j, const struct sbt_meta_cl
 	fprintf(m, "  \"records_in_window\": %llu,\n  \"cut_to_fit\": %s,\n", (unsigned long long)j->window_records,
 		j->cut ? "true" : "false");
 	if (j->cut)
-		fprintf(m, "  \"kept\": {\"from_realtime_ns\": %llu, \"to_realtime_ns\": %llu, "
-			   "\"from_boottime_ns\": %llu, \"to_boottime_ns\": %llu, \"max_bytes\": %llu},\n",
+		fprintf(m,
+			"  \"kept\": {\"from_realtime_ns\": %llu, \"to_realtime_ns\": %llu, "
+			"\"from_boottime_ns\": %llu, \"to_boottime_ns\": %llu, \"max_bytes\": %llu},\n",
 			(unsigned long long)(j->kept_from_boot + (w->from_realtime - w->from_boot)),
 			(unsigned long long)w->to_realtime, (unsigned long long)j->kept_from_boot,
 			(unsigned long long)w->to_boot, (unsigned long long)j->max_bytes);
@@ -159,16 +161,19 @@ static int write_manifest(const struct snapshot_job *j, const struct sbt_meta_cl
 		   "interrupts) throughout; runtime calls only in the detail windows below, a "
 		   "sampled window's calls standing for sampling_weight times as many\",\n");
 	fprintf(m, "  \"detail_windows\": %s,\n", j->windows ? j->windows : "[]");
-	fprintf(m, "  \"left_out\": {\"why\": \"called the runtime in a detail window but held no card in it\", "
-		   "\"records\": %llu, \"processes\": [", (unsigned long long)j->left_out);
+	fprintf(m,
+		"  \"left_out\": {\"why\": \"called the runtime in a detail window but held no card in it\", "
+		"\"records\": %llu, \"processes\": [",
+		(unsigned long long)j->left_out);
 	for (int i = 0; i < j->nleave_out; i++)
 		fprintf(m, "%s%u", i ? ", " : "", j->leave_out[i].pid);
 	fprintf(m, "]},\n");
 	fprintf(m, "  \"processes\": [");
 	for (int i = 0; i < p->n; i++)
 		fprintf(m, "%s%u", i ? ", " : "", p->pid[i]);
-	fprintf(m, "],\n  \"clock_snapshot\": {\"boottime_ns\": %llu, \"monotonic_ns\": %llu, "
-		   "\"realtime_ns\": %llu, \"spread_ns\": %llu}\n}\n",
+	fprintf(m,
+		"],\n  \"clock_snapshot\": {\"boottime_ns\": %llu, \"monotonic_ns\": %llu, "
+		"\"realtime_ns\": %llu, \"spread_ns\": %llu}\n}\n",
 		(unsigned long long)clock->boottime, (unsigned long long)clock->monotonic,
 		(unsigned long long)clock->realtime, (unsigned long long)clock->spread_ns);
 	if (fclose(m) || outfile_commit(&of)) {
@@ -340,8 +345,10 @@ int snapshot_write(struct snapshot_job *j, char *err, size_t errlen)
 		ret = write_once(j, err, errlen);
 	}
 	if (!ret && j->over_bytes) {
-		snprintf(err, errlen, "the snapshot is over %llu bytes even cut to its newest records; hint: "
-			 "a larger --spool-mib", (unsigned long long)j->max_bytes);
+		snprintf(err, errlen,
+			 "the snapshot is over %llu bytes even cut to its newest records; hint: "
+			 "a larger --spool-mib",
+			 (unsigned long long)j->max_bytes);
 		return -1;
 	}
 	return ret;

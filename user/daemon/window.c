@@ -79,8 +79,8 @@ const char *window_join_name(enum window_join j)
 
 /* Traced and described: names, threads and cards (when read) first, so
  * that the records after them make sense. NULL when it cannot be traced. */
-static struct window_proc *take(struct detail_window *w, struct attacher *a, struct meta_writer *mw,
-				pid_t pid, enum window_join how, uint64_t seen, const struct cardscan_answer *cards)
+static struct window_proc *take(struct detail_window *w, struct attacher *a, struct meta_writer *mw, pid_t pid,
+				enum window_join how, uint64_t seen, const struct cardscan_answer *cards)
 {
 	struct window_proc *p;
 
@@ -91,8 +91,9 @@ static struct window_proc *take(struct detail_window *w, struct attacher *a, str
 	if (attach_trace_pid(a, pid))
 		return NULL;
 	p = &w->procs[w->nprocs++];
-	*p = (struct window_proc){ .pid = pid, .how = how, .seen = seen, .started = proc_start_boottime(pid),
-				   .carded = cards != NULL };
+	*p = (struct window_proc){
+		.pid = pid, .how = how, .seen = seen, .started = proc_start_boottime(pid), .carded = cards != NULL
+	};
 	metaw_proc(mw, pid, NULL);
 	for (int i = 0; cards && i < cards->ngroups; i++)
 		metaw_group(mw, pid, cards->groups[i]);
@@ -133,8 +134,8 @@ static void taken(struct detail_window *w, struct discovery *q, struct window_pr
  * read, off the main loop (window_scanned); one that made a runtime call
  * is taken now (its calls are under way), and so is a card holder whose
  * cards cannot be asked for now: their cards are read later (window_cards). */
-static void admit(struct detail_window *w, struct attacher *a, struct discovery *q, struct meta_writer *mw,
-		  pid_t pid, enum window_join how, uint64_t seen)
+static void admit(struct detail_window *w, struct attacher *a, struct discovery *q, struct meta_writer *mw, pid_t pid,
+		  enum window_join how, uint64_t seen)
 {
 	struct window_proc *p;
 
@@ -185,8 +186,8 @@ int window_open(struct detail_window *w, struct attacher *a, struct discovery *q
 	return (int)attach_nuprobes(a);
 }
 
-int window_join(struct detail_window *w, struct attacher *a, struct discovery *q, struct meta_writer *mw,
-		pid_t pid, enum window_join how, uint64_t seen)
+int window_join(struct detail_window *w, struct attacher *a, struct discovery *q, struct meta_writer *mw, pid_t pid,
+		enum window_join how, uint64_t seen)
 {
 	int before = w->nprocs + w->nwaiting;
 
@@ -319,8 +320,8 @@ static size_t put(size_t len, size_t at, int n)
 	return n < 0 || at + (size_t)n >= len ? len : at + (size_t)n;
 }
 
-static size_t past_json(char *out, size_t len, size_t at, const struct detail_window *w,
-			const struct window_past *p, bool open)
+static size_t past_json(char *out, size_t len, size_t at, const struct detail_window *w, const struct window_past *p,
+			bool open)
 {
 	double weight = p->reason == WIN_SAMPLE && w->sample_ns ? (double)w->period_ns / (double)w->sample_ns : 1;
 	int shown = p->procs < WINDOW_PAST_PROCS ? p->procs : WINDOW_PAST_PROCS;
@@ -348,8 +349,7 @@ static size_t past_json(char *out, size_t len, size_t at, const struct detail_wi
 	return at < len ? put(len, at, snprintf(out + at, len - at, "]}")) : len;
 }
 
-int window_leave_out(const struct detail_window *w, uint64_t from, uint64_t to,
-		     struct snapshot_leave_out *out, int max)
+int window_leave_out(const struct detail_window *w, uint64_t from, uint64_t to, struct snapshot_leave_out *out, int max)
 {
 	uint64_t first = w->npast > WINDOW_HISTORY ? w->npast - WINDOW_HISTORY : 0;
 	int n = 0;

@@ -18,7 +18,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-
 #define WINDOW_HISTORY 64
 #define WINDOW_MAX_PROCS 256 /* processes traced in one window */
 #define WINDOW_PAST_PROCS 64 /* of them, described in the manifests */
@@ -105,8 +104,8 @@ int window_open(struct detail_window *w, struct attacher *a, struct discovery *q
  * traced, described, its libraries asked of q (one that took a card:
  * once its cards are read). Returns 1 when it joined or waits to, 0 when
  * it was in already (or there is no room). */
-int window_join(struct detail_window *w, struct attacher *a, struct discovery *q, struct meta_writer *mw,
-		pid_t pid, enum window_join how, uint64_t seen);
+int window_join(struct detail_window *w, struct attacher *a, struct discovery *q, struct meta_writer *mw, pid_t pid,
+		enum window_join how, uint64_t seen);
 /* An answer to a search this window asked for, which attach_found() took
  * (found: new functions): a library read (partial), or the search's end:
  * then its process is traced in full from when the last library it may
@@ -138,8 +137,8 @@ void window_json(const struct detail_window *w, uint64_t from, uint64_t to, char
  * the window (a tool that loads the runtime, say), each over its window.
  * (The open window's are kept: one may take a card yet.) Returns how many. */
 struct snapshot_leave_out;
-int window_leave_out(const struct detail_window *w, uint64_t from, uint64_t to,
-		     struct snapshot_leave_out *out, int max);
+int window_leave_out(const struct detail_window *w, uint64_t from, uint64_t to, struct snapshot_leave_out *out,
+		     int max);
 /* Room window_json may need. */
 size_t window_json_room(void);
 

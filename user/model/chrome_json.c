@@ -16,7 +16,6 @@
 #include "base/vec.h"
 #include "model/chrome_json.h"
 
-
 struct placement {
 	uint32_t pid, tid;
 	/* `,"pid":P,"tid":T` as every event on it says it; a counter says
@@ -302,8 +301,8 @@ static void fill_name(struct name_json *e, const char *key, bool is_cat)
  * could hold three that meet in it, which then took turns missing, as
  * where in memory the names lie decides). Past that the first slot goes. */
 #define NAME_PROBES 8
-static __attribute__((noinline)) struct name_json *
-name_probe(struct name_json *table, unsigned bits, size_t slot, const char *key, bool is_cat)
+static __attribute__((noinline)) struct name_json *name_probe(struct name_json *table, unsigned bits, size_t slot,
+							      const char *key, bool is_cat)
 {
 	size_t mask = ((size_t)1 << bits) - 1;
 	struct name_json *e = &table[slot];
@@ -319,8 +318,8 @@ name_probe(struct name_json *table, unsigned bits, size_t slot, const char *key,
 	return e;
 }
 
-static inline __attribute__((always_inline)) struct name_json *
-name_entry(struct name_json *table, unsigned bits, const char *key, bool is_cat)
+static inline __attribute__((always_inline)) struct name_json *name_entry(struct name_json *table, unsigned bits,
+									  const char *key, bool is_cat)
 {
 	size_t slot = fibhash((uintptr_t)key, bits);
 
@@ -331,8 +330,7 @@ name_entry(struct name_json *table, unsigned bits, const char *key, bool is_cat)
 
 /* A name's JSON from the cache; one too long for the room is written
  * anew each time. */
-static inline __attribute__((always_inline)) struct name_json *
-cached_str(struct chrome_writer *w, const char *key)
+static inline __attribute__((always_inline)) struct name_json *cached_str(struct chrome_writer *w, const char *key)
 {
 	struct name_json *e = name_entry(w->names, NAME_CACHE_BITS, key, false);
 
@@ -418,8 +416,8 @@ static void place_render(struct placement *p)
 	p->ids_len = (uint8_t)n;
 }
 
-static void meta_event(struct chrome_writer *w, const char *what, uint32_t pid, uint32_t tid,
-		       const char *key, const char *sval, long ival)
+static void meta_event(struct chrome_writer *w, const char *what, uint32_t pid, uint32_t tid, const char *key,
+		       const char *sval, long ival)
 {
 	if (sval && !sval[0])
 		return; /* Perfetto's importer refuses an empty name: better none */
@@ -592,8 +590,7 @@ static inline char *at_ts(char *at, const char *key, size_t keylen, uint64_t ns)
 /* An event's ,"ts":MICROSECONDS.NNN: the whole seconds' digits from the
  * writer's last, the rest (six digits, the point, three) from pairs. The
  * same text as AT_TS. */
-static inline __attribute__((always_inline)) char *
-at_event_ts(struct chrome_writer *w, char *at, uint64_t ns)
+static inline __attribute__((always_inline)) char *at_event_ts(struct chrome_writer *w, char *at, uint64_t ns)
 {
 	uint64_t sec = ns / 1000000000;
 	uint32_t sub = (uint32_t)(ns % 1000000000), us = sub / 1000, frac = sub % 1000;
@@ -621,8 +618,8 @@ at_event_ts(struct chrome_writer *w, char *at, uint64_t ns)
 
 /* A name (or, is_cat, a category) from the cache: its JSON with one
  * fixed-size copy. *driver: the category is "driver". */
-static inline __attribute__((always_inline)) char *
-at_name(struct chrome_writer *w, char *at, const char *s, bool is_cat, bool *driver)
+static inline __attribute__((always_inline)) char *at_name(struct chrome_writer *w, char *at, const char *s,
+							   bool is_cat, bool *driver)
 {
 	struct name_json *e;
 
@@ -680,9 +677,8 @@ enum { FLOW_TO_JOB = 1, FLOW_TO_END = 2 };
 
 /* An arrow's end from its id on: the id, the track, the time, how it
  * binds (the buffer has room for it: at_room). */
-static inline __attribute__((always_inline)) char *
-flow_tail(struct chrome_writer *w, char *at, bool start, uint64_t id, const struct placement *p,
-	  uint64_t ts)
+static inline __attribute__((always_inline)) char *flow_tail(struct chrome_writer *w, char *at, bool start, uint64_t id,
+							     const struct placement *p, uint64_t ts)
 {
 	at = at_u64(at, id);
 	memcpy(at, p->ids, sizeof(p->ids));
@@ -693,8 +689,8 @@ flow_tail(struct chrome_writer *w, char *at, bool start, uint64_t id, const stru
 
 /* One end of an arrow: s binds to the slice starting here, f (bp e) to the
  * slice that holds ts. */
-static void flow_event(struct chrome_writer *w, bool start, const char *what, const char *cat,
-		       uint64_t id, const struct placement *p, uint64_t ts)
+static void flow_event(struct chrome_writer *w, bool start, const char *what, const char *cat, uint64_t id,
+		       const struct placement *p, uint64_t ts)
 {
 	char *at;
 
@@ -712,8 +708,7 @@ static void flow_event(struct chrome_writer *w, bool start, const char *what, co
 
 /* flow_event() of a job's flow, whose names are known: its head is one
  * literal (a job makes four of these), all of it through one cursor. */
-static void flow(struct chrome_writer *w, bool start, uint64_t id, int leg, const struct placement *p,
-		 uint64_t ts)
+static void flow(struct chrome_writer *w, bool start, uint64_t id, int leg, const struct placement *p, uint64_t ts)
 {
 #define FLOW_HEAD(ph, name, cat) "{\"ph\":\"" ph "\",\"name\":\"" name "\",\"cat\":\"" cat "\",\"id\":"
 	char *at = at_room(w);
@@ -738,11 +733,12 @@ static void flow(struct chrome_writer *w, bool start, uint64_t id, int leg, cons
 /* An arrow of another kind than a job's (model.h): named by its kind; the
  * id keeps the kind (at bit 44), so ids of two kinds never meet, and stays
  * under 2^53 for readers that hold numbers as doubles. */
-static void plain_flow(struct chrome_writer *w, bool start, uint64_t id, const struct placement *p,
-		       uint64_t ts)
+static void plain_flow(struct chrome_writer *w, bool start, uint64_t id, const struct placement *p, uint64_t ts)
 {
-	static const char *const cats[] = { [FLOW_OP_CALL] = "op_call", [FLOW_SPAWN] = "spawn",
-					    [FLOW_AC2G] = "ac2g", [FLOW_FWDBWD] = "fwdbwd",
+	static const char *const cats[] = { [FLOW_OP_CALL] = "op_call",
+					    [FLOW_SPAWN] = "spawn",
+					    [FLOW_AC2G] = "ac2g",
+					    [FLOW_FWDBWD] = "fwdbwd",
 					    [FLOW_OTHER] = "flow" };
 	int kind = MODEL_FLOW_KIND(id);
 	const char *cat = kind > 0 && kind < (int)(sizeof(cats) / sizeof(cats[0])) ? cats[kind] : "flow";
@@ -768,8 +764,8 @@ static void note_card_ids(struct chrome_writer *w, const struct model_event *e)
 		return;
 	for (int i = 0; i < w->ncards; i++)
 		if (!strncmp(w->cards[i].name, "PCI ", 4) && !strcmp(w->cards[i].name + 4, dev))
-			snprintf(w->cards[i].ids, sizeof(w->cards[i].ids), "%04x:%04x",
-				 (unsigned)vendor & 0xffff, (unsigned)device & 0xffff);
+			snprintf(w->cards[i].ids, sizeof(w->cards[i].ids), "%04x:%04x", (unsigned)vendor & 0xffff,
+				 (unsigned)device & 0xffff);
 }
 
 static void on_event(void *ctx, const struct model_event *e)

@@ -141,11 +141,11 @@ struct correlator {
 
 /* Hands what the model made to every sink that takes that kind of thing
  * (member: track, event, task, clock or lost). */
-#define TO_SINKS(c, member, ...)                                                   \
-	do {                                                                       \
-		for (int i_ = 0; i_ < (c)->nsinks; i_++)                           \
-			if ((c)->sinks[i_].member)                                 \
-				(c)->sinks[i_].member((c)->sinks[i_].ctx, __VA_ARGS__); \
+#define TO_SINKS(c, member, ...)                                                                                       \
+	do {                                                                                                           \
+		for (int i_ = 0; i_ < (c)->nsinks; i_++)                                                               \
+			if ((c)->sinks[i_].member)                                                                     \
+				(c)->sinks[i_].member((c)->sinks[i_].ctx, __VA_ARGS__);                                \
 	} while (0)
 
 static void announce(struct correlator *c, struct model_track *t)
@@ -160,8 +160,8 @@ static void emit(struct correlator *c, const struct model_event *e)
 		c->ev[i].fn(c->ev[i].ctx, e);
 }
 
-static void new_track(struct correlator *c, struct model_track *t, enum model_track_kind kind,
-		      uint64_t parent, const char *name)
+static void new_track(struct correlator *c, struct model_track *t, enum model_track_kind kind, uint64_t parent,
+		      const char *name)
 {
 	memset(t, 0, sizeof(*t));
 	t->id = ++c->next_track;
@@ -174,9 +174,8 @@ static void new_track(struct correlator *c, struct model_track *t, enum model_tr
 /* A model event with no args or flows yet. The arrays are left as they are:
  * sinks read them only up to nargs, nflows and nterm (and zeroing ~400
  * bytes per event was a tenth of the converter's time). */
-static inline void event_init(struct model_event *e, enum model_event_kind kind,
-			      const struct model_track *track, uint64_t ts, const char *name,
-			      const char *cat, uint8_t depth)
+static inline void event_init(struct model_event *e, enum model_event_kind kind, const struct model_track *track,
+			      uint64_t ts, const char *name, const char *cat, uint8_t depth)
 {
 	e->kind = kind;
 	e->track = track;
@@ -355,8 +354,7 @@ static struct device *new_device(struct correlator *c, const char *name)
 	d->mapped_track.unit = UNIT_BYTES;
 	d->mapped_track.rank = 200;
 	for (int e = 0; e < ENGINE_MAX; e++) {
-		static const char *const names[ENGINE_MAX] = { "jobs in flight: H2D DMA",
-							       "jobs in flight: Compute",
+		static const char *const names[ENGINE_MAX] = { "jobs in flight: H2D DMA", "jobs in flight: Compute",
 							       "jobs in flight: D2H DMA" };
 
 		new_track(c, &d->inflight_track[e], TRACK_COUNTER, d->track.id, names[e]);
@@ -379,8 +377,7 @@ static struct device *device_of(struct correlator *c, struct process *p)
 	return p->dev;
 }
 
-static struct model_track *lane_track(struct correlator *c, struct device *d, int engine,
-				      uint64_t start, uint64_t end)
+static struct model_track *lane_track(struct correlator *c, struct device *d, int engine, uint64_t start, uint64_t end)
 {
 	int l;
 
@@ -397,8 +394,8 @@ static struct model_track *lane_track(struct correlator *c, struct device *d, in
 		if (l == 0)
 			snprintf(lane_names[engine][l], sizeof(lane_names[0][0]), "%s", engine_names[engine]);
 		else
-			snprintf(lane_names[engine][l], sizeof(lane_names[0][0]), "%s #%d",
-				 engine_names[engine], l + 1);
+			snprintf(lane_names[engine][l], sizeof(lane_names[0][0]), "%s #%d", engine_names[engine],
+				 l + 1);
 		new_track(c, t, TRACK_LANE, d->track.id, lane_names[engine][l]);
 		t->engine = engine;
 		t->lane = l;
@@ -473,8 +470,8 @@ static void job_end(struct correlator *c, struct job *j)
 	c->spare_jobs = j;
 }
 
-static struct job *start_job(struct correlator *c, struct process *p, uint32_t tid, int engine,
-			     uint64_t ts, uint64_t bytes, uint64_t stream)
+static struct job *start_job(struct correlator *c, struct process *p, uint32_t tid, int engine, uint64_t ts,
+			     uint64_t bytes, uint64_t stream)
 {
 	struct device *d = p && stream ? hm_get(&c->streams, stream_key(p->pid, stream)) : NULL;
 	struct job *j;
@@ -484,8 +481,13 @@ static struct job *start_job(struct correlator *c, struct process *p, uint32_t t
 	j = d ? job_new(c) : NULL;
 	if (!j)
 		return NULL;
-	*j = (struct job){ .id = ++c->next_job, .start = ts, .bytes = bytes, .stream = stream,
-			   .engine = engine, .pid = p->pid, .tid = tid };
+	*j = (struct job){ .id = ++c->next_job,
+			   .start = ts,
+			   .bytes = bytes,
+			   .stream = stream,
+			   .engine = engine,
+			   .pid = p->pid,
+			   .tid = tid };
 	enqueue(d, j);
 	inflight(c, d, engine, ts, +1);
 	c->st.jobs++;
@@ -538,8 +540,8 @@ static void complete_job(struct correlator *c, struct job *j, uint64_t ts, const
 	unlink_job(j);
 	if (memcmp(j->dev->name, "PCI ", 4)) /* name is char[64]: 4 bytes to read */
 		c->st.jobs_without_card++;
-	event_init(&e, EV_SLICE, lane_track(c, j->dev, j->engine, j->start, ts), j->start,
-		   job_names[j->engine], job_cats[j->engine], 0);
+	event_init(&e, EV_SLICE, lane_track(c, j->dev, j->engine, j->start, ts), j->start, job_names[j->engine],
+		   job_cats[j->engine], 0);
 	e.dur = ts > j->start ? ts - j->start : 0;
 	if (j->bytes)
 		arg_u(&e, "bytes", j->bytes);
@@ -558,14 +560,13 @@ static void complete_job(struct correlator *c, struct job *j, uint64_t ts, const
 
 static bool launches(int role)
 {
-	return role == SBT_ROLE_COPY_IN || role == SBT_ROLE_COPY_OUT ||
-	       role == SBT_ROLE_COMPUTE || role == SBT_ROLE_LAUNCH;
+	return role == SBT_ROLE_COPY_IN || role == SBT_ROLE_COPY_OUT || role == SBT_ROLE_COMPUTE ||
+	       role == SBT_ROLE_LAUNCH;
 }
 
 static int engine_of(int role)
 {
-	return role == SBT_ROLE_COPY_IN ? ENGINE_H2D : role == SBT_ROLE_COPY_OUT ? ENGINE_D2H
-										 : ENGINE_COMPUTE;
+	return role == SBT_ROLE_COPY_IN ? ENGINE_H2D : role == SBT_ROLE_COPY_OUT ? ENGINE_D2H : ENGINE_COMPUTE;
 }
 
 /* A mark for a call that will get no slice; a launch's mark is its end of
@@ -661,8 +662,8 @@ static void on_call_enter(struct correlator *c, const struct sbt_call_enter *r)
 	}
 }
 
-static void track_alloc(struct correlator *c, struct process *p, const struct meta_probe *mp,
-			const struct frame *f, int64_t ret, uint64_t ts)
+static void track_alloc(struct correlator *c, struct process *p, const struct meta_probe *mp, const struct frame *f,
+			int64_t ret, uint64_t ts)
 {
 	uint64_t size = 0;
 
@@ -710,8 +711,7 @@ static inline __attribute__((always_inline)) void on_call_exit(struct correlator
 		struct model_event m;
 
 		c->st.unpaired_returns++;
-		event_init(&m, EV_INSTANT, &t->track, r->h.ts, "return without entry", "runtime",
-			   MODEL_DEPTH_INSTANTS);
+		event_init(&m, EV_INSTANT, &t->track, r->h.ts, "return without entry", "runtime", MODEL_DEPTH_INSTANTS);
 		arg_s(&m, "function", e.name);
 		emit(c, &m);
 		return;
@@ -814,8 +814,7 @@ static void on_ioctl(struct correlator *c, const struct sbt_ioctl *r)
 		arg_u(&e, "size", r->u.dma.size);
 		arg_x(&e, "flags", r->u.dma.flags);
 		bool driver_counted = t->drv_mapped_ts >= r->start_ts && t->drv_mapped_ts <= r->h.ts;
-		struct process *p = r->ret == 0 && !driver_counted ? process_of(c, r->h.tgid, false)
-								  : NULL;
+		struct process *p = r->ret == 0 && !driver_counted ? process_of(c, r->h.tgid, false) : NULL;
 
 		if (p) {
 			struct device *d = device_of(c, p);
@@ -939,8 +938,8 @@ static void irq_done(struct correlator *c, struct device *d, const struct held_i
 	struct model_event e;
 
 	announce_once(c, &d->irq_track);
-	event_init(&e, EV_SLICE, &d->irq_track, h->start,
-		   irq_name(c, h->irq)[0] ? irq_name(c, h->irq) : "irq", "irq", 0);
+	event_init(&e, EV_SLICE, &d->irq_track, h->start, irq_name(c, h->irq)[0] ? irq_name(c, h->irq) : "irq", "irq",
+		   0);
 	e.dur = h->end > h->start ? h->end - h->start : 0;
 	arg_i(&e, "irq", h->irq);
 	arg_i(&e, "ret", h->ret);
@@ -965,8 +964,7 @@ static bool job_may_come(struct correlator *c, const struct device *d, uint64_t 
 {
 	struct process *p = d->holder ? hm_get(&c->procs, d->holder) : NULL;
 
-	return p && p->ncards > 1 && p->dev && p->dev != d && p->dev->head &&
-	       p->dev->head->start <= ts;
+	return p && p->ncards > 1 && p->dev && p->dev != d && p->dev->head && p->dev->head->start <= ts;
 }
 
 /* The held interrupts meet the card's queue, oldest first: each ends the
@@ -1101,8 +1099,7 @@ static void on_wake(struct correlator *c, const struct sbt_wake *w)
 	/* the moment: where the loader put the record, just before the
 	 * interrupt */
 	if (stream)
-		put_stream(c, w->h.tgid, stream, pci_device(c, bdf),
-			   w->irq_start_ts ? w->irq_start_ts - 1 : w->h.ts);
+		put_stream(c, w->h.tgid, stream, pci_device(c, bdf), w->irq_start_ts ? w->irq_start_ts - 1 : w->h.ts);
 }
 
 static void on_irq(struct correlator *c, const struct sbt_irq *r)
@@ -1152,8 +1149,7 @@ static void on_msi(struct correlator *c, const struct sbt_drv *r, struct device 
 	if (!hm_get(&c->devices_by_irq, irq))
 		hm_put(&c->devices_by_irq, irq, d);
 	announce_once(c, &d->irq_track);
-	event_init(&e, EV_SLICE, &d->irq_track, r->start_ts, sbt_drv_func_name(r->func), "driver",
-		   1);
+	event_init(&e, EV_SLICE, &d->irq_track, r->start_ts, sbt_drv_func_name(r->func), "driver", 1);
 	e.dur = r->h.ts > r->start_ts ? r->h.ts - r->start_ts : 0;
 	arg_u(&e, "irq", irq);
 	arg_i(&e, "ret", r->ret);
@@ -1203,8 +1199,7 @@ static void on_drv(struct correlator *c, const struct sbt_drv *r)
 	} else if (r->decoded == SBT_DEC_SPAPR_REGISTER || r->decoded == SBT_DEC_SPAPR_UNREGISTER) {
 		arg_x(&e, "vaddr", r->args[0]);
 		arg_u(&e, "size", r->args[1]);
-	} else if (r->func == SBT_DRV_PIN_PAGES || r->func == SBT_DRV_UNPIN_PAGES ||
-		   r->func == SBT_DRV_SPAPR_PIN) {
+	} else if (r->func == SBT_DRV_PIN_PAGES || r->func == SBT_DRV_UNPIN_PAGES || r->func == SBT_DRV_SPAPR_PIN) {
 		arg_x(&e, r->func == SBT_DRV_UNPIN_PAGES ? "iova" : "vaddr", r->args[0]);
 		arg_u(&e, "pages", r->args[1]);
 	}
@@ -1265,8 +1260,12 @@ static void on_task(struct correlator *c, const struct sbt_task *r)
 
 static void on_lost(struct correlator *c, const struct sbt_lost *r)
 {
-	struct model_event e = { .kind = EV_INSTANT, .track = &c->global, .ts = r->h.ts,
-				 .name = "records lost", .cat = "tracer", .depth = MODEL_DEPTH_INSTANTS };
+	struct model_event e = { .kind = EV_INSTANT,
+				 .track = &c->global,
+				 .ts = r->h.ts,
+				 .name = "records lost",
+				 .cat = "tracer",
+				 .depth = MODEL_DEPTH_INSTANTS };
 
 	c->st.lost += r->count;
 	if (!c->global_announced) {
@@ -1286,11 +1285,11 @@ static void on_lost(struct correlator *c, const struct sbt_lost *r)
 
 /* Record types that happen on a thread, in its order (an interrupt's tid
  * is whom it interrupted, a driver call's may be an interrupt's): bit t. */
-#define THREAD_TYPES ((1u << SBT_CALL_ENTER) | (1u << SBT_CALL_EXIT) | (1u << SBT_IOCTL) |        \
-		      (1u << SBT_IOMMU_MAP) | (1u << SBT_IOMMU_UNMAP) | (1u << SBT_DMA_MAP) |     \
-		      (1u << SBT_DMA_UNMAP) | (1u << SBT_TASK_NEW) | (1u << SBT_TASK_COMM) |      \
-		      (1u << SBT_TASK_EXIT) | (1u << SBT_LIB_OPEN) | (1u << SBT_WAKE))
-_Static_assert(SBT_WAKE < 32 && SBT_META_CLOCK > SBT_WAKE, "thread types fit the mask");
+#define THREAD_TYPES                                                                                                   \
+	((1u << SBT_CALL_ENTER) | (1u << SBT_CALL_EXIT) | (1u << SBT_IOCTL) | (1u << SBT_IOMMU_MAP) |                  \
+	 (1u << SBT_IOMMU_UNMAP) | (1u << SBT_DMA_MAP) | (1u << SBT_DMA_UNMAP) | (1u << SBT_TASK_NEW) |                \
+	 (1u << SBT_TASK_COMM) | (1u << SBT_TASK_EXIT) | (1u << SBT_LIB_OPEN) | (1u << SBT_WAKE))
+_Static_assert(SBT_WAKE<32 && SBT_META_CLOCK> SBT_WAKE, "thread types fit the mask");
 
 static inline bool on_thread(uint16_t type)
 {
@@ -1496,8 +1495,10 @@ void correlator_finish(struct correlator *c)
 		/* never stretched to the end: a mark where the job started */
 		while (d->head) {
 			struct job *j = d->head;
-			struct model_event e = { .kind = EV_INSTANT, .ts = j->start,
-						 .name = "unfinished job", .cat = job_cats[j->engine],
+			struct model_event e = { .kind = EV_INSTANT,
+						 .ts = j->start,
+						 .name = "unfinished job",
+						 .cat = job_cats[j->engine],
 						 .depth = MODEL_DEPTH_INSTANTS };
 
 			d->head = j->next;

@@ -103,7 +103,8 @@ enum model_flow_kind {
 	FLOW_FWDBWD = 4, /* an imported trace's forward -> backward arrow */
 	FLOW_OTHER = 5, /* an imported trace's other arrows */
 };
-#define MODEL_FLOW_ID(kind, n) ((uint64_t)(kind) << MODEL_FLOW_KIND_SHIFT | ((n) & ((1ull << MODEL_FLOW_KIND_SHIFT) - 1)))
+#define MODEL_FLOW_ID(kind, n)                                                                                         \
+	((uint64_t)(kind) << MODEL_FLOW_KIND_SHIFT | ((n) & ((1ull << MODEL_FLOW_KIND_SHIFT) - 1)))
 #define MODEL_FLOW_KIND(id) ((int)((id) >> MODEL_FLOW_KIND_SHIFT)) /* instants of a track, apart from its slices */
 
 /* What lets another trace be joined to this one (`merge`): a process that

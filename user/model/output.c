@@ -11,8 +11,7 @@ static bool ends_with(const char *s, const char *suffix)
 	return n >= m && !strcmp(s + n - m, suffix);
 }
 
-int output_format(const char *path, const char *format, enum out_format *fmt, char *err,
-		  size_t errlen)
+int output_format(const char *path, const char *format, enum out_format *fmt, char *err, size_t errlen)
 {
 	if (format) {
 		if (!strcmp(format, "sbt") || !strcmp(format, "capture"))
@@ -52,8 +51,7 @@ const char *output_format_name(enum out_format fmt)
 	}
 }
 
-int output_open(struct output *o, const char *path, enum out_format fmt, bool with_report,
-		char *err, size_t errlen)
+int output_open(struct output *o, const char *path, enum out_format fmt, bool with_report, char *err, size_t errlen)
 {
 	struct model_sink sinks[2];
 	int n = 0, ret;
@@ -87,8 +85,7 @@ int output_open(struct output *o, const char *path, enum out_format fmt, bool wi
 			return -EIO;
 		sinks[n++] = chrome_writer_sink(o->js);
 		break;
-	case FMT_NONE:
-		break;
+	case FMT_NONE: break;
 	}
 	o->corr = correlator_new(sinks, n);
 	if (o->corr)
@@ -116,8 +113,10 @@ uint64_t output_bytes(const struct output *o)
 {
 	if (!o->pf && !o->js && !o->cap.f)
 		return o->bytes; /* closed */
-	return o->fmt == FMT_SBT ? o->cap.bytes : o->pf ? perfetto_bytes(o->pf)
-					      : o->js ? chrome_writer_bytes(o->js) : 0;
+	return o->fmt == FMT_SBT ? o->cap.bytes
+	       : o->pf		 ? perfetto_bytes(o->pf)
+	       : o->js		 ? chrome_writer_bytes(o->js)
+				 : 0;
 }
 
 int output_commit(struct output *o)

@@ -21,8 +21,7 @@
 enum out_format { FMT_NONE = 0, FMT_SBT, FMT_PERFETTO, FMT_JSON };
 
 /* From --format (when given) or the file's extension. 0, or -1 with err. */
-int output_format(const char *path, const char *format, enum out_format *fmt, char *err,
-		  size_t errlen);
+int output_format(const char *path, const char *format, enum out_format *fmt, char *err, size_t errlen);
 const char *output_format_name(enum out_format fmt);
 
 struct output {
@@ -42,8 +41,7 @@ struct output {
  * (record and report print it; convert does not). The file is written
  * under a temporary name (outfile.h) until output_commit. 0, or -errno
  * with err. */
-int output_open(struct output *o, const char *path, enum out_format fmt, bool with_report,
-		char *err, size_t errlen);
+int output_open(struct output *o, const char *path, enum out_format fmt, bool with_report, char *err, size_t errlen);
 /* The run is worth keeping: the file takes its name (replacing what was
  * there). Before it, output_free leaves an existing file untouched. 0 or
  * -errno. */

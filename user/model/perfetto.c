@@ -275,9 +275,8 @@ static void on_track(void *ctx, const struct model_track *t)
 /* The iid of s (the same on every sequence), adding it to this packet's
  * interned data if the sequence has not had it yet. Out of line: a
  * sequence's shapes nearly always answer first (new_shape). */
-static __attribute__((noinline)) uint64_t
-intern(struct perfetto_writer *w, struct sequence *q, struct strtab *t, uint32_t field,
-       const char *s)
+static __attribute__((noinline)) uint64_t intern(struct perfetto_writer *w, struct sequence *q, struct strtab *t,
+						 uint32_t field, const char *s)
 {
 	uint64_t iid = strtab_id_cached(t, &w->cache[field - 1], s);
 	uint8_t **bits = &q->interned[field - 1];
@@ -307,11 +306,11 @@ intern(struct perfetto_writer *w, struct sequence *q, struct strtab *t, uint32_t
 }
 
 /* The sequence of (track, depth), found or made (below). */
-static struct sequence *sequence_slow(struct perfetto_writer *w, uint64_t track, uint8_t depth,
-				      uint64_t ts, size_t slot);
+static struct sequence *sequence_slow(struct perfetto_writer *w, uint64_t track, uint8_t depth, uint64_t ts,
+				      size_t slot);
 
-static inline __attribute__((always_inline)) struct sequence *
-sequence_of(struct perfetto_writer *w, uint64_t track, uint8_t depth, uint64_t ts)
+static inline __attribute__((always_inline)) struct sequence *sequence_of(struct perfetto_writer *w, uint64_t track,
+									  uint8_t depth, uint64_t ts)
 {
 	uint64_t key = track << 8 | depth;
 	size_t slot = (size_t)(track * 8 + depth) % SEQ_CACHE;
@@ -323,8 +322,8 @@ sequence_of(struct perfetto_writer *w, uint64_t track, uint8_t depth, uint64_t t
 
 /* A new sequence starts with a packet that clears its state, makes its
  * incremental clock the default and anchors that clock at ts on BOOTTIME. */
-static struct sequence *sequence_slow(struct perfetto_writer *w, uint64_t track, uint8_t depth,
-				      uint64_t ts, size_t slot)
+static struct sequence *sequence_slow(struct perfetto_writer *w, uint64_t track, uint8_t depth, uint64_t ts,
+				      size_t slot)
 {
 	uint64_t key = track << 8 | depth;
 	struct sequence *q;
@@ -340,8 +339,9 @@ static struct sequence *sequence_slow(struct perfetto_writer *w, uint64_t track,
 		}
 		q->id = w->next_seq++;
 		q->clock = ts;
-		q->head_len = (uint8_t)(pb_put_uint(pb_put_uint(q->head, TP_SEQ_ID, q->id), TP_SEQ_FLAGS,
-						    SEQ_NEEDS_STATE) - q->head);
+		q->head_len =
+			(uint8_t)(pb_put_uint(pb_put_uint(q->head, TP_SEQ_ID, q->id), TP_SEQ_FLAGS, SEQ_NEEDS_STATE) -
+				  q->head);
 		packet_begin(w);
 		pb_uint(&w->out, TP_SEQ_ID, q->id);
 		pb_uint(&w->out, TP_SEQ_FLAGS, SEQ_CLEARED);
@@ -382,8 +382,8 @@ static inline bool same_shape(const struct shape *sh, const struct model_event *
 
 /* The shape of e, its strings interned on q (into this packet's interned
  * data where q has not had them). Remembered only when interning worked. */
-static __attribute__((noinline)) void new_shape(struct perfetto_writer *w, struct sequence *q,
-						 struct shape *sh, const struct model_event *e)
+static __attribute__((noinline)) void new_shape(struct perfetto_writer *w, struct sequence *q, struct shape *sh,
+						const struct model_event *e)
 {
 	uint64_t name = intern(w, q, &w->names, ID_NAMES, e->name);
 	uint64_t cat = e->cat ? intern(w, q, &w->cats, ID_CATEGORIES, e->cat) : 0;
@@ -434,8 +434,7 @@ static inline size_t packet_bound(const struct model_event *e, size_t interned)
 /* Argument i's head (tag, length, name_iid) as its shape has it, at *p,
  * which moves past it; returns where its body starts, behind a one-byte
  * length the caller sets when the body is written. */
-static inline __attribute__((always_inline)) uint8_t *annotation_begin(uint8_t **p, const struct shape *sh,
-									  int i)
+static inline __attribute__((always_inline)) uint8_t *annotation_begin(uint8_t **p, const struct shape *sh, int i)
 {
 	uint8_t *body = *p + 2; /* behind the one-byte tag and length */
 
@@ -449,9 +448,8 @@ static inline __attribute__((always_inline)) uint8_t *annotation_begin(uint8_t *
  * made here (the buffer may move: the packet is known by offsets), and a
  * body of 128 bytes or more gets its longer length. Out of line: numbers
  * are most arguments. */
-static __attribute__((noinline)) uint8_t *
-string_arg(struct perfetto_writer *w, const struct model_event *e, uint8_t *p, const struct shape *sh,
-	   int i)
+static __attribute__((noinline)) uint8_t *string_arg(struct perfetto_writer *w, const struct model_event *e, uint8_t *p,
+						     const struct shape *sh, int i)
 {
 	const char *s = e->args[i].s;
 	size_t slen = s ? strlen(s) : 0, off;
@@ -487,8 +485,7 @@ string_arg(struct perfetto_writer *w, const struct model_event *e, uint8_t *p, c
 
 /* The packet at offset start, its event at offset te, end at p: a length
  * of two bytes or more for either, the bodies moved to make room. */
-static __attribute__((noinline)) void long_lengths(struct perfetto_writer *w, uint8_t *p, size_t start,
-						   size_t te)
+static __attribute__((noinline)) void long_lengths(struct perfetto_writer *w, uint8_t *p, size_t start, size_t te)
 {
 	w->out.len = (size_t)(p - w->out.buf);
 	pb_end(&w->out, te); /* the event's length first: the packet's body holds it */
@@ -500,9 +497,8 @@ static __attribute__((noinline)) void long_lengths(struct perfetto_writer *w, ui
 /* A slice's begin or an instant: name, category, args and flows. Built in
  * place behind a one-byte length for the packet and one for its event,
  * made longer at the end only when a body has 128 bytes or more. */
-static inline __attribute__((always_inline)) void
-event_packet(struct perfetto_writer *w, struct sequence *q, const struct model_event *e,
-	     int type, uint64_t ts)
+static inline __attribute__((always_inline)) void event_packet(struct perfetto_writer *w, struct sequence *q,
+							       const struct model_event *e, int type, uint64_t ts)
 {
 	/* DebugAnnotation's value field by argument type (strings apart) */
 	static const uint8_t value_tag[] = { [ARG_UINT] = DA_UINT << 3 | PB_VARINT,
@@ -607,9 +603,8 @@ event_packet(struct perfetto_writer *w, struct sequence *q, const struct model_e
 /* A slice's end or a counter value: no names, no args, no flows, so at most
  * 50 bytes, written in one go behind a one-byte length. The same bytes as
  * event_packet would write; this is the converter's most frequent packet. */
-static inline __attribute__((always_inline)) void
-small_packet(struct perfetto_writer *w, struct sequence *q, const struct model_event *e, int type,
-	     uint64_t ts)
+static inline __attribute__((always_inline)) void small_packet(struct perfetto_writer *w, struct sequence *q,
+							       const struct model_event *e, int type, uint64_t ts)
 {
 	uint8_t *start, *p, *te;
 

@@ -46,8 +46,7 @@ struct report {
 
 static struct track_info *info(const struct report *r, uint64_t id)
 {
-	return id < r->ntracks && r->tracks[id].kind != (enum model_track_kind)-1 ? &r->tracks[id]
-										: NULL;
+	return id < r->ntracks && r->tracks[id].kind != (enum model_track_kind) - 1 ? &r->tracks[id] : NULL;
 }
 
 static void on_track(void *ctx, const struct model_track *t)
@@ -62,12 +61,12 @@ static void on_track(void *ctx, const struct model_track *t)
 		if (!grown)
 			return;
 		for (size_t k = r->ntracks; k < n; k++)
-			grown[k] = (struct track_info){ .kind = (enum model_track_kind)-1, .dev = -1 };
+			grown[k] = (struct track_info){ .kind = (enum model_track_kind) - 1, .dev = -1 };
 		r->tracks = grown;
 		r->ntracks = n;
 	}
 	i = &r->tracks[t->id];
-	if (i->kind == (enum model_track_kind)-1) {
+	if (i->kind == (enum model_track_kind) - 1) {
 		i->dev = -1;
 		if (t->kind == TRACK_DEVICE && r->ndevs < MAX_DEVS) {
 			i->dev = r->ndevs++;
@@ -93,8 +92,6 @@ static int device_index(const struct report *r, const struct track_info *i)
 
 	return p ? p->dev : -1;
 }
-
-
 
 static const struct model_arg *arg(const struct model_event *e, const char *name)
 {
@@ -148,8 +145,7 @@ static void on_event(void *ctx, const struct model_event *e)
 		id = strtab_id(&r->drv, key, &added);
 		if (id && id <= MAX_DRV)
 			add_duration(&r->drv_hists[id - 1], e->dur);
-	} else if (dev >= 0 && ti && ti->engine >= 0 &&
-		   (!strcmp(e->cat, "gpu_memcpy") || !strcmp(e->cat, "kernel"))) {
+	} else if (dev >= 0 && ti && ti->engine >= 0 && (!strcmp(e->cat, "gpu_memcpy") || !strcmp(e->cat, "kernel"))) {
 		const struct model_arg *b = arg(e, "bytes");
 		struct engine_stats *s = &r->devs[dev].eng[ti->engine];
 
@@ -199,15 +195,15 @@ static int by_total(const void *a, const void *b)
 }
 
 /* One table of durations by name, the most time first, as perf report does. */
-static void print_durations(FILE *out, const char *title, const struct strtab *names,
-			    struct histogram *const *hists, int max)
+static void print_durations(FILE *out, const char *title, const struct strtab *names, struct histogram *const *hists,
+			    int max)
 {
 	int order[MAX_FUNCS], n = (int)(names->n < (uint64_t)max ? names->n : (uint64_t)max);
 
 	if (!n)
 		return;
-	fprintf(out, "\n# %-54s %7s %10s %9s %9s %9s %9s\n", title, "calls", "total ms", "mean us",
-		"p50 us", "p99 us", "max us");
+	fprintf(out, "\n# %-54s %7s %10s %9s %9s %9s %9s\n", title, "calls", "total ms", "mean us", "p50 us", "p99 us",
+		"max us");
 	for (int i = 0; i < n; i++)
 		order[i] = i;
 	sorting = hists;
@@ -218,10 +214,9 @@ static void print_durations(FILE *out, const char *title, const struct strtab *n
 		if (!h)
 			continue;
 		fprintf(out, "  %-54.54s %7llu %10.3f %9.1f %9.1f %9.1f %9.1f\n",
-			strtab_str(names, (uint64_t)order[k] + 1), (unsigned long long)h->count,
-			(double)h->sum / 1e6, (double)h->sum / 1e3 / (double)h->count,
-			(double)hist_quantile(h, 0.5) / 1e3, (double)hist_quantile(h, 0.99) / 1e3,
-			(double)h->max / 1e3);
+			strtab_str(names, (uint64_t)order[k] + 1), (unsigned long long)h->count, (double)h->sum / 1e6,
+			(double)h->sum / 1e3 / (double)h->count, (double)hist_quantile(h, 0.5) / 1e3,
+			(double)hist_quantile(h, 0.99) / 1e3, (double)h->max / 1e3);
 	}
 }
 
@@ -230,14 +225,13 @@ void report_print(FILE *out, const struct report *r, const struct correlate_stat
 	double span = st->last_ts > st->first_ts ? (double)(st->last_ts - st->first_ts) / 1e9 : 0;
 	static const char *const engines[ENGINE_MAX] = { "H2D DMA", "Compute", "D2H DMA" };
 
-	fprintf(out, "\n# %llu records over %.3f s: %llu runtime calls, %llu ioctls, %llu device jobs, "
-		     "%llu interrupts, %llu lost\n",
-		(unsigned long long)st->records, span, (unsigned long long)st->calls,
-		(unsigned long long)st->ioctls, (unsigned long long)st->jobs,
-		(unsigned long long)st->irqs, (unsigned long long)st->lost);
+	fprintf(out,
+		"\n# %llu records over %.3f s: %llu runtime calls, %llu ioctls, %llu device jobs, "
+		"%llu interrupts, %llu lost\n",
+		(unsigned long long)st->records, span, (unsigned long long)st->calls, (unsigned long long)st->ioctls,
+		(unsigned long long)st->jobs, (unsigned long long)st->irqs, (unsigned long long)st->lost);
 	if (st->driver_calls)
-		fprintf(out, "# %llu vfio driver calls seen at driver level\n",
-			(unsigned long long)st->driver_calls);
+		fprintf(out, "# %llu vfio driver calls seen at driver level\n", (unsigned long long)st->driver_calls);
 	print_durations(out, "runtime function", &r->funcs, r->hists, MAX_FUNCS);
 	print_durations(out, "vfio function (driver level)", &r->drv, r->drv_hists, MAX_DRV);
 	for (int d = 0; d < r->ndevs; d++) {
@@ -247,8 +241,7 @@ void report_print(FILE *out, const struct report *r, const struct correlate_stat
 			any |= r->devs[d].eng[e].jobs > 0;
 		if (!any)
 			continue;
-		fprintf(out, "\n# %-54s %7s %10s %14s %9s\n", r->devs[d].name, "jobs", "busy %",
-			"bytes", "GB/s");
+		fprintf(out, "\n# %-54s %7s %10s %14s %9s\n", r->devs[d].name, "jobs", "busy %", "bytes", "GB/s");
 		for (int e = 0; e < ENGINE_MAX; e++) {
 			const struct engine_stats *s = &r->devs[d].eng[e];
 			uint64_t busy = s->busy_ns;
@@ -257,10 +250,8 @@ void report_print(FILE *out, const struct report *r, const struct correlate_stat
 				continue;
 			if (s->inflight > 0 && r->last_ts > s->busy_since)
 				busy += r->last_ts - s->busy_since; /* still busy at the end */
-			fprintf(out, "  %-54s %7llu %10.1f %14llu %9.3f\n", engines[e],
-				(unsigned long long)s->jobs,
-				span > 0 ? 100.0 * (double)busy / 1e9 / span : 0.0,
-				(unsigned long long)s->bytes,
+			fprintf(out, "  %-54s %7llu %10.1f %14llu %9.3f\n", engines[e], (unsigned long long)s->jobs,
+				span > 0 ? 100.0 * (double)busy / 1e9 / span : 0.0, (unsigned long long)s->bytes,
 				busy ? (double)s->bytes / (double)busy : 0.0);
 		}
 		if (r->devs[d].irqs)
@@ -274,33 +265,34 @@ void report_print(FILE *out, const struct report *r, const struct correlate_stat
 	if (r->errs.n)
 		fprintf(out, "\n# %-54s %7s\n", "ioctl errors", "count");
 	for (uint64_t i = 0; i < r->errs.n && i < MAX_ERRS; i++)
-		fprintf(out, "  %-54s %7llu\n", strtab_str(&r->errs, i + 1),
-			(unsigned long long)r->err_counts[i]);
+		fprintf(out, "  %-54s %7llu\n", strtab_str(&r->errs, i + 1), (unsigned long long)r->err_counts[i]);
 	if (st->implausible)
-		fprintf(out, "\n# WARNING: %llu records dropped: they could not be true (ending before "
-			     "they begin, or an hour away from the rest); a damaged capture?\n",
+		fprintf(out,
+			"\n# WARNING: %llu records dropped: they could not be true (ending before "
+			"they begin, or an hour away from the rest); a damaged capture?\n",
 			(unsigned long long)st->implausible);
-	if (st->unfinished_calls || st->unfinished_jobs || st->unpaired_returns ||
-	    st->unmatched_completions)
-		fprintf(out, "\n# unmatched: %llu calls and %llu jobs unfinished at the end, %llu returns "
-			     "without entry, %llu interrupts with no job in flight\n",
+	if (st->unfinished_calls || st->unfinished_jobs || st->unpaired_returns || st->unmatched_completions)
+		fprintf(out,
+			"\n# unmatched: %llu calls and %llu jobs unfinished at the end, %llu returns "
+			"without entry, %llu interrupts with no job in flight\n",
 			(unsigned long long)st->unfinished_calls, (unsigned long long)st->unfinished_jobs,
-			(unsigned long long)st->unpaired_returns,
-			(unsigned long long)st->unmatched_completions);
+			(unsigned long long)st->unpaired_returns, (unsigned long long)st->unmatched_completions);
 	if (st->streams_on_cards)
-		fprintf(out, "\n# cards: streams put on a card: %llu (by the interrupt that woke their wait: "
-			     "%llu; by a launch's buffer, DMA-mapped in one card's container: %llu; by "
-			     "elimination, the process's only card that raised interrupts meanwhile: %llu); "
-			     "interrupts held until their job's card was known: %llu; jobs on no card: %llu\n",
+		fprintf(out,
+			"\n# cards: streams put on a card: %llu (by the interrupt that woke their wait: "
+			"%llu; by a launch's buffer, DMA-mapped in one card's container: %llu; by "
+			"elimination, the process's only card that raised interrupts meanwhile: %llu); "
+			"interrupts held until their job's card was known: %llu; jobs on no card: %llu\n",
 			(unsigned long long)st->streams_on_cards,
 			(unsigned long long)(st->streams_on_cards - st->streams_by_mapping -
 					     st->streams_by_elimination),
-			(unsigned long long)st->streams_by_mapping,
-			(unsigned long long)st->streams_by_elimination, (unsigned long long)st->irqs_held,
-			(unsigned long long)st->jobs_without_card);
+			(unsigned long long)st->streams_by_mapping, (unsigned long long)st->streams_by_elimination,
+			(unsigned long long)st->irqs_held, (unsigned long long)st->jobs_without_card);
 	if (st->lost)
-		fprintf(out, "\n# WARNING: %llu records lost; hint: if the ring buffer filled, "
-			     "--buffer-size 64M\n", (unsigned long long)st->lost);
+		fprintf(out,
+			"\n# WARNING: %llu records lost; hint: if the ring buffer filled, "
+			"--buffer-size 64M\n",
+			(unsigned long long)st->lost);
 }
 
 void report_free(struct report *r)

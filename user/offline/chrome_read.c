@@ -120,17 +120,20 @@ static void learn(struct first_read *r, const struct chrome_event *e)
 		r->fn(r->ctx, e);
 }
 
-static void not_json(struct chrome_trace *t, struct json_stream *s, const char *what, char *err,
-		     size_t errlen)
+static void not_json(struct chrome_trace *t, struct json_stream *s, const char *what, char *err, size_t errlen)
 {
 	if (s->error == EFBIG)
-		snprintf(err, errlen, "'%s' has a value of over %u MiB at byte %llu: not a trace this "
-			 "reads", t->path, JSTREAM_MAX_VALUE >> 20, (unsigned long long)jstream_offset(s));
+		snprintf(err, errlen,
+			 "'%s' has a value of over %u MiB at byte %llu: not a trace this "
+			 "reads",
+			 t->path, JSTREAM_MAX_VALUE >> 20, (unsigned long long)jstream_offset(s));
 	else if (s->error)
 		snprintf(err, errlen, "reading '%s' failed: %s", t->path, strerror(s->error));
 	else
-		snprintf(err, errlen, "'%s' is not JSON: %s at byte %llu; hint: was it cut short? export "
-			 "it again", t->path, what, (unsigned long long)jstream_offset(s));
+		snprintf(err, errlen,
+			 "'%s' is not JSON: %s at byte %llu; hint: was it cut short? export "
+			 "it again",
+			 t->path, what, (unsigned long long)jstream_offset(s));
 }
 
 /* The elements of the array whose '[' was just read past, each parsed;
@@ -155,8 +158,10 @@ static int each_element(struct chrome_trace *t, struct json_stream *s, struct js
 			return -1;
 		}
 		if (json_parse_again(doc, text, len)) {
-			snprintf(err, errlen, "'%s' is not JSON: in the event at byte %llu: %s; hint: was it "
-				 "cut short? export it again", t->path, (unsigned long long)at, doc->error);
+			snprintf(err, errlen,
+				 "'%s' is not JSON: in the event at byte %llu: %s; hint: was it "
+				 "cut short? export it again",
+				 t->path, (unsigned long long)at, doc->error);
 			return -1;
 		}
 		if (decode(&doc->root, &e))
@@ -238,7 +243,8 @@ static int first_read(struct chrome_trace *t, struct first_read *r, char *err, s
 						goto out;
 					}
 					if (json_parse_again(&doc, text, len)) {
-						snprintf(err, errlen, "'%s' is not JSON: in the value at byte %llu: "
+						snprintf(err, errlen,
+							 "'%s' is not JSON: in the value at byte %llu: "
 							 "%s; hint: was it cut short? export it again",
 							 t->path, (unsigned long long)at, doc.error);
 						goto out;
@@ -304,8 +310,10 @@ static int classify(struct chrome_trace *t, const struct first_read *r, char *er
 	if (!strcmp(str_of(other, "producer"), "spyre-bpftrace")) {
 		t->kind = CHROME_OURS;
 		if (read_our_clocks(t, other)) {
-			snprintf(err, errlen, "'%s' has no clock snapshots in otherData; hint: convert the "
-				 "capture again with this version, or merge the .sbt itself", t->path);
+			snprintf(err, errlen,
+				 "'%s' has no clock snapshots in otherData; hint: convert the "
+				 "capture again with this version, or merge the .sbt itself",
+				 t->path);
 			return -1;
 		}
 		return 0;
@@ -336,8 +344,7 @@ static int open_stream(struct chrome_trace *t, chrome_event_fn fn, void *ctx, ch
 	return -1;
 }
 
-int chrome_open(struct chrome_trace *t, const char *path, chrome_event_fn fn, void *ctx, char *err,
-		size_t errlen)
+int chrome_open(struct chrome_trace *t, const char *path, chrome_event_fn fn, void *ctx, char *err, size_t errlen)
 {
 	memset(t, 0, sizeof(*t));
 	t->path = path;
@@ -348,8 +355,8 @@ int chrome_open(struct chrome_trace *t, const char *path, chrome_event_fn fn, vo
 	return open_stream(t, fn, ctx, err, errlen);
 }
 
-int chrome_parse(struct chrome_trace *t, char *text, size_t len, const char *path, chrome_event_fn fn,
-		 void *ctx, char *err, size_t errlen)
+int chrome_parse(struct chrome_trace *t, char *text, size_t len, const char *path, chrome_event_fn fn, void *ctx,
+		 char *err, size_t errlen)
 {
 	memset(t, 0, sizeof(*t));
 	t->path = path;

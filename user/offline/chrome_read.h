@@ -67,12 +67,11 @@ typedef void (*chrome_event_fn)(void *ctx, const struct chrome_event *e);
  * fn is not NULL. 0, or -1 with err (and nothing to close): unreadable,
  * not JSON, or a trace whose clock cannot be tied to anything (say which,
  * and why). */
-int chrome_open(struct chrome_trace *t, const char *path, chrome_event_fn fn, void *ctx, char *err,
-		size_t errlen);
+int chrome_open(struct chrome_trace *t, const char *path, chrome_event_fn fn, void *ctx, char *err, size_t errlen);
 /* The same on text in memory (the trace takes it, malloc'd, and frees it
  * on chrome_close, or at once when this fails); path names it in errors. */
-int chrome_parse(struct chrome_trace *t, char *text, size_t len, const char *path, chrome_event_fn fn,
-		 void *ctx, char *err, size_t errlen);
+int chrome_parse(struct chrome_trace *t, char *text, size_t len, const char *path, chrome_event_fn fn, void *ctx,
+		 char *err, size_t errlen);
 /* The events again, in order, to fn. 0, or -1 with err (the file changed
  * since it was opened). */
 int chrome_each(struct chrome_trace *t, chrome_event_fn fn, void *ctx, char *err, size_t errlen);

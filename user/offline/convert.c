@@ -34,13 +34,12 @@ static error_t convert_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_END:
 		if (!o->in)
-			argp_error(state, "no capture file given; hint: %s IN.sbt%s",
-				   o->report ? "report" : "convert", o->report ? "" : " -o OUT.pftrace");
+			argp_error(state, "no capture file given; hint: %s IN.sbt%s", o->report ? "report" : "convert",
+				   o->report ? "" : " -o OUT.pftrace");
 		if (!o->report && !o->out)
 			argp_error(state, "no output; hint: -o OUT.pftrace or -o OUT.json");
 		break;
-	default:
-		return ARGP_ERR_UNKNOWN;
+	default: return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
 }
@@ -59,20 +58,26 @@ static int run(int argc, char **argv, bool report)
 		{ 0 }
 	};
 	static const struct argp_option report_options[] = { { 0 } };
-	static const struct argp convert_argp = {
-		convert_options, convert_parse, "IN.sbt",
-		"Convert a capture to a Perfetto or Chrome JSON trace.\n\nEXAMPLES:\n"
-		"  spyre-bpftrace convert run.sbt -o run.pftrace\n"
-		"  spyre-bpftrace convert run.sbt -o run.json",
-		NULL, NULL, NULL
-	};
+	static const struct argp convert_argp = { convert_options,
+						  convert_parse,
+						  "IN.sbt",
+						  "Convert a capture to a Perfetto or Chrome JSON trace.\n\nEXAMPLES:\n"
+						  "  spyre-bpftrace convert run.sbt -o run.pftrace\n"
+						  "  spyre-bpftrace convert run.sbt -o run.json",
+						  NULL,
+						  NULL,
+						  NULL };
 	static const struct argp report_argp = {
-		report_options, convert_parse, "IN.sbt",
+		report_options,
+		convert_parse,
+		"IN.sbt",
 		"Print the summary of a capture: per runtime function the calls and their times "
 		"(mean, p50, p99, max), per device engine the busy time, bytes and GB/s, "
 		"interrupts, ioctl errors, unfinished work and lost records.\n\nEXAMPLES:\n"
 		"  spyre-bpftrace report run.sbt",
-		NULL, NULL, NULL
+		NULL,
+		NULL,
+		NULL
 	};
 	struct convert_opts o = { .report = report };
 	enum out_format fmt = FMT_NONE;
@@ -113,8 +118,7 @@ static int run(int argc, char **argv, bool report)
 	if (report)
 		output_report(&out, stdout);
 	else if (!ret)
-		sbt_note("%s %s (%.1f KiB) from %s", output_format_name(fmt), o.out,
-			 (double)out.bytes / 1024.0, o.in);
+		sbt_note("%s %s (%.1f KiB) from %s", output_format_name(fmt), o.out, (double)out.bytes / 1024.0, o.in);
 	output_free(&out);
 	return ret;
 }

@@ -12,12 +12,11 @@
 #include "capture/meta.h"
 #include "commands.h"
 
-static const char dump_doc[] =
-	"Print a capture, one event per line, in the manner of perf script.\n"
-	"\n"
-	"EXAMPLES:\n"
-	"  spyre-bpftrace dump run.sbt\n"
-	"  spyre-bpftrace dump run.sbt | grep ioctl";
+static const char dump_doc[] = "Print a capture, one event per line, in the manner of perf script.\n"
+			       "\n"
+			       "EXAMPLES:\n"
+			       "  spyre-bpftrace dump run.sbt\n"
+			       "  spyre-bpftrace dump run.sbt | grep ioctl";
 
 struct dump_opts {
 	const char *file;
@@ -37,8 +36,7 @@ static error_t dump_parse(int key, char *arg, struct argp_state *state)
 		if (!o->file)
 			argp_error(state, "no capture file; hint: spyre-bpftrace dump FILE.sbt");
 		return 0;
-	default:
-		return ARGP_ERR_UNKNOWN;
+	default: return ARGP_ERR_UNKNOWN;
 	}
 }
 

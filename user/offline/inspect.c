@@ -24,8 +24,7 @@
 #include "offline/inspector.h"
 
 /* One top-level field of the file: a packet, or the end of the checks. */
-static bool top_field(struct inspector *in, uint32_t f, int t, const uint8_t *d, size_t len,
-		      size_t at)
+static bool top_field(struct inspector *in, uint32_t f, int t, const uint8_t *d, size_t len, size_t at)
 {
 	in->packet++;
 	if (f != 1 || t != PB_LEN) {
@@ -117,8 +116,8 @@ int inspect_fd(int fd, struct inspect_result *res)
 			continue;
 		}
 		if (hdr && plen > MAX_PACKET) {
-			violation(&in, "at byte %zu: a packet of %llu bytes (more than %u MiB)",
-				  total + off, (unsigned long long)plen, MAX_PACKET >> 20);
+			violation(&in, "at byte %zu: a packet of %llu bytes (more than %u MiB)", total + off,
+				  (unsigned long long)plen, MAX_PACKET >> 20);
 			break;
 		}
 		if (eof) {
@@ -202,13 +201,11 @@ int cmd_inspect(int argc, char **argv)
 	inspect_fd(fd, &res);
 	close(fd);
 	if (res.violations > MAX_SHOWN)
-		printf("  ... and %llu more violations\n",
-		       (unsigned long long)(res.violations - MAX_SHOWN));
+		printf("  ... and %llu more violations\n", (unsigned long long)(res.violations - MAX_SHOWN));
 	printf("  %llu packets, %llu tracks, %llu slices, %llu instants, %llu counter values, "
 	       "%llu flows, %llu clock snapshots, %llu lost-data marks\n",
-	       (unsigned long long)res.packets, (unsigned long long)res.tracks,
-	       (unsigned long long)res.slices, (unsigned long long)res.instants,
-	       (unsigned long long)res.counters, (unsigned long long)res.flows,
+	       (unsigned long long)res.packets, (unsigned long long)res.tracks, (unsigned long long)res.slices,
+	       (unsigned long long)res.instants, (unsigned long long)res.counters, (unsigned long long)res.flows,
 	       (unsigned long long)res.clock_snapshots, (unsigned long long)res.drop_marks);
 	if (res.dangling_flows)
 		printf("  note: %llu flows have one end; the trace marks lost data, which explains them\n",

@@ -73,8 +73,8 @@ static void walk_event(const void *item, void *ctx)
 		w->depth++;
 	} else if (e->type == 2) {
 		if (!w->depth)
-			violation(in, "track %s: slice end at %llu with no slice open",
-				  track_name(in, e->track), (unsigned long long)e->ts);
+			violation(in, "track %s: slice end at %llu with no slice open", track_name(in, e->track),
+				  (unsigned long long)e->ts);
 		else
 			w->depth--;
 	}
@@ -122,8 +122,8 @@ static void walk_pair(const void *item, void *ctx)
 		w->depth--;
 	if (w->depth && p->e > w->ends[w->depth - 1])
 		violation(w->in, "track %s: slice [%llu, %llu] partly overlaps one ending at %llu",
-			  track_name(w->in, p->track), (unsigned long long)p->b,
-			  (unsigned long long)p->e, (unsigned long long)w->ends[w->depth - 1]);
+			  track_name(w->in, p->track), (unsigned long long)p->b, (unsigned long long)p->e,
+			  (unsigned long long)w->ends[w->depth - 1]);
 	if (w->depth == w->cap) {
 		size_t cap = w->cap ? w->cap * 2 : 64;
 		uint64_t *grown = realloc(w->ends, cap * sizeof(*grown));

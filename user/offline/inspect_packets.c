@@ -52,8 +52,7 @@ static void add_ev(struct inspector *in, struct ev e)
 		struct pair p = { e.track, begin - 1, e.ts };
 
 		if (e.ts < begin - 1)
-			violation(in, "track %llu: a slice ends before it begins",
-				  (unsigned long long)e.track);
+			violation(in, "track %llu: a slice ends before it begins", (unsigned long long)e.track);
 		spill_add(&in->pairs, &p);
 	}
 	if (e.type == 1)
@@ -66,8 +65,8 @@ static void check_iid(struct inspector *in, int table, uint64_t iid, const char 
 	if (!iid)
 		violation(in, "packet %u: %s iid 0 (invalid)", in->packet, what);
 	else if (!in->cur || !hm_get(&in->cur->iids[table], iid))
-		violation(in, "packet %u: %s iid %llu used but not interned on this sequence", in->packet,
-			  what, (unsigned long long)iid);
+		violation(in, "packet %u: %s iid %llu used but not interned on this sequence", in->packet, what,
+			  (unsigned long long)iid);
 }
 
 /* InternedData: remember every iid defined. */
@@ -190,8 +189,8 @@ static void use_flow(struct inspector *in, uint64_t id, uint64_t ts, bool term)
 	}
 }
 
-static void read_track_event(struct inspector *in, const uint8_t *p, size_t n, uint64_t ts,
-			     uint64_t flags, uint64_t def_track)
+static void read_track_event(struct inspector *in, const uint8_t *p, size_t n, uint64_t ts, uint64_t flags,
+			     uint64_t def_track)
 {
 	struct pb_reader r = pb_reader_of(p, n), sub;
 	uint64_t v, type = 0, track = 0;
@@ -205,9 +204,15 @@ static void read_track_event(struct inspector *in, const uint8_t *p, size_t n, u
 		switch (f) {
 		case 9: type = v; break;
 		case 11: track = v; break;
-		case 10: check_iid(in, 1, v, "event name"); uses_iids = has_name = true; break;
+		case 10:
+			check_iid(in, 1, v, "event name");
+			uses_iids = has_name = true;
+			break;
 		case 23: has_name = true; break;
-		case 3: check_iid(in, 0, v, "category"); uses_iids = true; break;
+		case 3:
+			check_iid(in, 0, v, "category");
+			uses_iids = true;
+			break;
 		case 4:
 			sub = pb_reader_of(d, len);
 			while (pb_next(&sub, &sf, &st, &v, &d, &len) > 0)
@@ -216,7 +221,8 @@ static void read_track_event(struct inspector *in, const uint8_t *p, size_t n, u
 					uses_iids = true;
 				}
 			break;
-		case 47: case 48:
+		case 47:
+		case 48:
 			if (t != PB_FIXED64 && t != PB_VARINT)
 				violation(in, "packet %u: flow id of wire type %d", in->packet, t);
 			else
@@ -229,13 +235,11 @@ static void read_track_event(struct inspector *in, const uint8_t *p, size_t n, u
 		return;
 	}
 	if (uses_iids && !(flags & 2))
-		violation(in, "packet %u: uses interned data without SEQ_NEEDS_INCREMENTAL_STATE",
-			  in->packet);
+		violation(in, "packet %u: uses interned data without SEQ_NEEDS_INCREMENTAL_STATE", in->packet);
 	if (!track)
 		track = def_track;
 	if (!track) {
-		violation(in, "packet %u: track event without a track (no track_uuid, no default)",
-			  in->packet);
+		violation(in, "packet %u: track event without a track (no track_uuid, no default)", in->packet);
 		return;
 	}
 	if (!ts)
@@ -248,8 +252,7 @@ static void read_track_event(struct inspector *in, const uint8_t *p, size_t n, u
 	case 4: in->res->counters++; break;
 	case 2: break;
 	default:
-		violation(in, "packet %u: track event of unknown type %llu", in->packet,
-			  (unsigned long long)type);
+		violation(in, "packet %u: track event of unknown type %llu", in->packet, (unsigned long long)type);
 		return;
 	}
 	add_ev(in, (struct ev){ ts, track, in->packet, (uint8_t)type });
@@ -292,8 +295,7 @@ static void read_defaults(struct seq_state *q, const uint8_t *p, size_t n)
 
 /* The packet's time on BOOTTIME: its clock is its own field 58, else the
  * sequence default, else BOOTTIME; a sequence clock goes through its anchor. */
-static bool packet_time(struct inspector *in, struct seq_state *q, uint32_t clock, uint64_t ts,
-			uint64_t *boot)
+static bool packet_time(struct inspector *in, struct seq_state *q, uint32_t clock, uint64_t ts, uint64_t *boot)
 {
 	if (!clock)
 		clock = q && q->def_clock ? q->def_clock : 6;
@@ -302,8 +304,8 @@ static bool packet_time(struct inspector *in, struct seq_state *q, uint32_t cloc
 		return true;
 	}
 	if (!q || clock != q->own_clock || !q->anchored) {
-		violation(in, "packet %u: timestamp on clock %u, which this sequence never anchored",
-			  in->packet, clock);
+		violation(in, "packet %u: timestamp on clock %u, which this sequence never anchored", in->packet,
+			  clock);
 		return false;
 	}
 	if (q->incremental) {
@@ -358,8 +360,7 @@ static void read_clock(struct inspector *in, struct seq_state *q, const uint8_t 
 	}
 	if (has_own) {
 		if (!has_boot) {
-			violation(in, "packet %u: sequence clock snapshot without BOOTTIME to anchor it",
-				  in->packet);
+			violation(in, "packet %u: sequence clock snapshot without BOOTTIME to anchor it", in->packet);
 			return;
 		}
 		q->anchored = true;
@@ -385,21 +386,41 @@ void inspect_read_packet(struct inspector *in, const uint8_t *p, size_t n)
 		 * where a message belongs is no message (fuzzing found a stale
 		 * pointer read as one) */
 		if (t != PB_LEN && (f == 59 || f == 11 || f == 12 || f == 60 || f == 6)) {
-			violation(in, "packet %u: field %u of wire type %d where a message belongs",
-				  in->packet, f, t);
+			violation(in, "packet %u: field %u of wire type %d where a message belongs", in->packet, f, t);
 			continue;
 		}
 		switch (f) {
-		case 8: ts = v; has_ts = true; break;
+		case 8:
+			ts = v;
+			has_ts = true;
+			break;
 		case 58: clock_id = (uint32_t)v; break;
-		case 59: defs = d; defs_len = len; break;
+		case 59:
+			defs = d;
+			defs_len = len;
+			break;
 		case 10: seq = v; break;
 		case 13: flags = v; break;
-		case 11: te = d; te_len = len; break;
-		case 12: idata = d; id_len = len; break;
-		case 60: desc = d; desc_len = len; break;
-		case 6: clock = d; clock_len = len; break;
-		case 42: if (v) in->res->drop_marks++; break;
+		case 11:
+			te = d;
+			te_len = len;
+			break;
+		case 12:
+			idata = d;
+			id_len = len;
+			break;
+		case 60:
+			desc = d;
+			desc_len = len;
+			break;
+		case 6:
+			clock = d;
+			clock_len = len;
+			break;
+		case 42:
+			if (v)
+				in->res->drop_marks++;
+			break;
 		}
 	}
 	if (r.error) {
@@ -426,8 +447,7 @@ void inspect_read_packet(struct inspector *in, const uint8_t *p, size_t n)
 	}
 	if (idata) {
 		if (!q->cleared)
-			violation(in, "packet %u: interned data before incremental state was cleared",
-				  in->packet);
+			violation(in, "packet %u: interned data before incremental state was cleared", in->packet);
 		read_interned(in, idata, id_len);
 	}
 	if (desc)

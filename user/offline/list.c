@@ -19,14 +19,13 @@
 #include "probes/probes.h"
 #include "probes/retsites.h"
 
-static const char list_doc[] =
-	"List the runtime probes of libraries: each function the built-in table (and "
-	"--probe) picks, its role, where it is entered and where it returns, or why it is "
-	"refused.\n"
-	"\n"
-	"EXAMPLES:\n"
-	"  spyre-bpftrace list /opt/ibm/spyre/runtime/lib/libflex.so\n"
-	"  spyre-bpftrace list ./libx.so --probe ./libx.so:'ns::*'";
+static const char list_doc[] = "List the runtime probes of libraries: each function the built-in table (and "
+			       "--probe) picks, its role, where it is entered and where it returns, or why it is "
+			       "refused.\n"
+			       "\n"
+			       "EXAMPLES:\n"
+			       "  spyre-bpftrace list /opt/ibm/spyre/runtime/lib/libflex.so\n"
+			       "  spyre-bpftrace list ./libx.so --probe ./libx.so:'ns::*'";
 
 enum { OPT_PROBE = 1000 };
 
@@ -60,16 +59,14 @@ static error_t list_parse(int key, char *arg, struct argp_state *state)
 		if (!o->nlibs)
 			argp_error(state, "no library; hint: spyre-bpftrace list /path/libflex.so");
 		return 0;
-	default:
-		return ARGP_ERR_UNKNOWN;
+	default: return ARGP_ERR_UNKNOWN;
 	}
 }
 
 /* LIB+0xENTRY NAME role=ROLE ret=0x..,0x.. tail=0x.. indirect=0x.. | refused="why" */
 static void print_site(const struct probe_site *s)
 {
-	printf("%s+0x%llx %s role=%s", s->lib, (unsigned long long)s->offset, s->name,
-	       sbt_role_name(s->role));
+	printf("%s+0x%llx %s role=%s", s->lib, (unsigned long long)s->offset, s->name, sbt_role_name(s->role));
 	if (s->refused) {
 		printf(" refused=\"%s\"\n", s->refused);
 		return;
@@ -79,9 +76,11 @@ static void print_site(const struct probe_site *s)
 
 		for (int i = 0; i < s->nrets; i++)
 			if (s->rets[i].kind == k)
-				printf("%s0x%llx", shown++ ? "," : k == SBT_SITE_RET ? " ret="
-								  : k == SBT_SITE_TAIL ? " tail="
-								  : " indirect=",
+				printf("%s0x%llx",
+				       shown++		    ? ","
+				       : k == SBT_SITE_RET  ? " ret="
+				       : k == SBT_SITE_TAIL ? " tail="
+							    : " indirect=",
 				       (unsigned long long)s->rets[i].offset);
 	}
 	putchar('\n');
@@ -89,11 +88,9 @@ static void print_site(const struct probe_site *s)
 
 int cmd_list(int argc, char **argv)
 {
-	static const struct argp_option options[] = {
-		{ "probe", OPT_PROBE, "LIB:PATTERN[=ROLE]", 0,
-		  "Also list functions of LIB matching PATTERN (repeatable)", 0 },
-		{ 0 }
-	};
+	static const struct argp_option options[] = { { "probe", OPT_PROBE, "LIB:PATTERN[=ROLE]", 0,
+							"Also list functions of LIB matching PATTERN (repeatable)", 0 },
+						      { 0 } };
 	static const struct argp argp = { options, list_parse, "LIB...", list_doc, NULL, NULL, NULL };
 	struct list_opts o = { 0 };
 	struct probe_set ps = { 0 };

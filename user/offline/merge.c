@@ -55,12 +55,12 @@ static error_t merge_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_END:
 		if (o->n < 2)
-			argp_error(state, "merge needs two traces or more; hint: merge TORCH.json CAPTURE.sbt -o OUT.pftrace");
+			argp_error(state,
+				   "merge needs two traces or more; hint: merge TORCH.json CAPTURE.sbt -o OUT.pftrace");
 		if (!o->out)
 			argp_error(state, "no output; hint: -o OUT.pftrace or -o OUT.json");
 		break;
-	default:
-		return ARGP_ERR_UNKNOWN;
+	default: return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
 }
@@ -80,19 +80,21 @@ static void note_alignment(struct merger *m, const char *torch, int64_t base, in
 {
 	struct host *h = &m->hosts[0];
 	struct model_track t = { .kind = TRACK_GLOBAL, .name = "spyre-bpftrace merge", .engine = -1 };
-	struct model_event e = { .kind = EV_INSTANT, .name = "clocks aligned", .cat = "tracer",
-				 .depth = MODEL_DEPTH_INSTANTS };
+	struct model_event e = {
+		.kind = EV_INSTANT, .name = "clocks aligned", .cat = "tracer", .depth = MODEL_DEPTH_INSTANTS
+	};
 	uint32_t idx = store_track(&m->st, &t);
 
 	e.ts = first_op > 0 ? (uint64_t)first_op : 0;
 	e.args[e.nargs++] = (struct model_arg){ .name = "torch trace", .type = ARG_STR, .s = torch };
-	e.args[e.nargs++] = (struct model_arg){ .name = "rule", .type = ARG_STR,
-		.s = "BOOTTIME = ts_us * 1000 + baseTimeNanoseconds - (REALTIME - BOOTTIME)" };
+	e.args[e.nargs++] =
+		(struct model_arg){ .name = "rule",
+				    .type = ARG_STR,
+				    .s = "BOOTTIME = ts_us * 1000 + baseTimeNanoseconds - (REALTIME - BOOTTIME)" };
 	e.args[e.nargs++] = (struct model_arg){ .name = "baseTimeNanoseconds", .type = ARG_INT, .i = base };
-	e.args[e.nargs++] = (struct model_arg){ .name = "realtime_minus_boottime_ns", .type = ARG_INT,
-						.i = h->offset };
-	e.args[e.nargs++] = (struct model_arg){ .name = "spread_ns", .type = ARG_UINT,
-						.u = h->spread + (uint64_t)llabs(h->drift) };
+	e.args[e.nargs++] = (struct model_arg){ .name = "realtime_minus_boottime_ns", .type = ARG_INT, .i = h->offset };
+	e.args[e.nargs++] =
+		(struct model_arg){ .name = "spread_ns", .type = ARG_UINT, .u = h->spread + (uint64_t)llabs(h->drift) };
 	store_event(&m->st, idx, &e, FROM_TORCH - 1);
 }
 
@@ -103,7 +105,8 @@ static void say_store_error(const struct merger *m)
 		sbt_err("out of memory merging; hint: merge a shorter window");
 	else
 		sbt_err("merging needs room for the events' args in %s: %s; hint: set TMPDIR to a "
-			"directory with room", spill_tmpdir(), strerror(m->st.error));
+			"directory with room",
+			spill_tmpdir(), strerror(m->st.error));
 }
 
 int cmd_merge(int argc, char **argv)
@@ -114,7 +117,9 @@ int cmd_merge(int argc, char **argv)
 		{ 0 }
 	};
 	static const struct argp argp = {
-		options, merge_parse, "TORCH.json CAPTURE.sbt [MORE.sbt|OURS.json...]",
+		options,
+		merge_parse,
+		"TORCH.json CAPTURE.sbt [MORE.sbt|OURS.json...]",
 		"Merge a PyTorch profiler trace (torch.profiler, kineto) with captures into one "
 		"timeline: ops on the threads of the runtime calls they made, an arrow and its "
 		"External id from each op to each call inside it, and from the op that started a "
@@ -124,7 +129,9 @@ int cmd_merge(int argc, char **argv)
 		"  spyre-bpftrace merge torch.json run.sbt -o run.pftrace\n"
 		"  spyre-bpftrace merge torch.json run.sbt -o run.json\n"
 		"  spyre-bpftrace merge host1.sbt host2.sbt -o job.pftrace",
-		NULL, NULL, NULL
+		NULL,
+		NULL,
+		NULL
 	};
 	struct merge_opts o = { 0 };
 	struct merger *m = calloc(1, sizeof(*m));
@@ -172,7 +179,8 @@ int cmd_merge(int argc, char **argv)
 			}
 			if (in->t.kind == CHROME_KINETO) {
 				if (torch_path) {
-					sbt_err("two PyTorch traces ('%s', '%s'); hint: merge one at a time", torch_path, p);
+					sbt_err("two PyTorch traces ('%s', '%s'); hint: merge one at a time",
+						torch_path, p);
 					merge_input_free(in);
 					goto done;
 				}
@@ -201,13 +209,14 @@ int cmd_merge(int argc, char **argv)
 		}
 		if (!h->has_clock) {
 			sbt_err("'%s' has no clock snapshot: it cannot be aligned; hint: record it again "
-				"with this version", p);
+				"with this version",
+				p);
 			goto done;
 		}
 	}
 	if (!m->nhosts) {
-		sbt_err("no capture to merge '%s' with; hint: merge %s CAPTURE.sbt -o OUT.pftrace",
-			torch_path, torch_path);
+		sbt_err("no capture to merge '%s' with; hint: merge %s CAPTURE.sbt -o OUT.pftrace", torch_path,
+			torch_path);
 		goto done;
 	}
 	/* hosts after the first: their own pid, device and flow id ranges
@@ -280,20 +289,20 @@ int cmd_merge(int argc, char **argv)
 
 		sbt_note("clocks: %s's REALTIME put on %s's BOOTTIME with REALTIME - BOOTTIME = %lld ns "
 			 "(spread %llu ns, moved %lld ns over the capture)",
-			 torch_path, h->path, (long long)h->offset, (unsigned long long)h->spread,
-			 (long long)h->drift);
+			 torch_path, h->path, (long long)h->offset, (unsigned long long)h->spread, (long long)h->drift);
 		sbt_note("%llu ops; %llu of %llu runtime calls inside an op, linked; processes linked to "
 			 "the op that started them: %llu; flows of the PyTorch trace kept: %llu; ops on "
 			 "overlap tracks: %llu",
-			 (unsigned long long)m->ops, (unsigned long long)m->calls_linked,
-			 (unsigned long long)m->calls, (unsigned long long)m->spawns_linked,
-			 (unsigned long long)m->flows_paired, (unsigned long long)m->overflowed);
+			 (unsigned long long)m->ops, (unsigned long long)m->calls_linked, (unsigned long long)m->calls,
+			 (unsigned long long)m->spawns_linked, (unsigned long long)m->flows_paired,
+			 (unsigned long long)m->overflowed);
 		if (m->ops && !m->calls_linked && !m->spawns_linked && m->calls)
 			sbt_warn("no runtime call fell inside an op: is %s from the same run? (its pids "
-				 "must be the traced processes)", torch_path);
+				 "must be the traced processes)",
+				 torch_path);
 	}
-	sbt_note("%s %s (%.1f KiB) from %d input%s", output_format_name(fmt), o.out,
-		 (double)out.bytes / 1024.0, o.n, o.n > 1 ? "s" : "");
+	sbt_note("%s %s (%.1f KiB) from %d input%s", output_format_name(fmt), o.out, (double)out.bytes / 1024.0, o.n,
+		 o.n > 1 ? "s" : "");
 	output_free(&out);
 	ret = m->damaged; /* written from what could be read; said above */
 done:

@@ -158,8 +158,8 @@ void merge_note_our_facts(struct merger *m, const struct chrome_trace *t)
 		    !json_int(json_get(e, "ns_pid"), &ns_pid) || !json_int(json_get(e, "ns_tid"), &ns_tid) ||
 		    grow(m, (void **)&m->ns, &m->ns_cap, m->nns, sizeof(*m->ns)))
 			continue;
-		m->ns[m->nns++] = (struct nsmap){ (uint32_t)ns_pid, (uint32_t)ns_tid, (uint32_t)pid + add,
-						  (uint32_t)tid + add };
+		m->ns[m->nns++] =
+			(struct nsmap){ (uint32_t)ns_pid, (uint32_t)ns_tid, (uint32_t)pid + add, (uint32_t)tid + add };
 	}
 }
 
@@ -287,11 +287,16 @@ static uint32_t host_pid(const struct merger *m, int64_t ns_pid, int64_t ns_tid,
 	return (uint32_t)ns_pid;
 }
 
-uint32_t merge_make_track(struct merger *m, enum model_track_kind kind, uint32_t parent,
-			   uint32_t pid, uint32_t tid, const char *name, int rank)
+uint32_t merge_make_track(struct merger *m, enum model_track_kind kind, uint32_t parent, uint32_t pid, uint32_t tid,
+			  const char *name, int rank)
 {
-	struct model_track t = { .kind = kind, .parent = parent ? parent : 0, .pid = pid, .tid = tid,
-				 .name = name, .rank = rank, .engine = -1 };
+	struct model_track t = { .kind = kind,
+				 .parent = parent ? parent : 0,
+				 .pid = pid,
+				 .tid = tid,
+				 .name = name,
+				 .rank = rank,
+				 .engine = -1 };
 
 	return store_track(&m->st, &t);
 }
@@ -348,9 +353,11 @@ static uint32_t import_track(struct merger *m, const struct chrome_trace *t, con
 			pidx = merge_make_track(m, TRACK_GLOBAL, 0, 0, 0, pname ? pname : buf, 0) + 1;
 		else /* our cards keep their numbers; others' come after */
 			pidx = merge_make_track(m, ours ? TRACK_DEVICE : TRACK_GROUP, 0, 0, 0, pname ? pname : buf,
-					  ours && e->pid.is_num && e->pid.num > CHROME_DEVICE_PID_BASE
-						  ? (int)(e->pid.num - CHROME_DEVICE_PID_BASE) + m->hosts[m->cur].rank_add
-						  : 1000 + (int)(m->st.ntracks % 1000)) + 1;
+						ours && e->pid.is_num && e->pid.num > CHROME_DEVICE_PID_BASE
+							? (int)(e->pid.num - CHROME_DEVICE_PID_BASE) +
+								  m->hosts[m->cur].rank_add
+							: 1000 + (int)(m->st.ntracks % 1000)) +
+			       1;
 		remember(m, made, pk * 31 + 7, pidx - 1);
 	}
 	if (m->st.tracks[pidx - 1].kind == TRACK_GLOBAL) {
@@ -362,19 +369,17 @@ static uint32_t import_track(struct merger *m, const struct chrome_trace *t, con
 	else if (!tname)
 		snprintf(buf, sizeof(buf), "%s", e->tid.str[0] ? e->tid.str : "no tid");
 	idx = merge_make_track(m, TRACK_LANE, m->st.tracks[pidx - 1].id, 0, 0, tname ? tname : buf,
-			 (int)(e->tid.is_num ? e->tid.num % 100000 : 0));
+			       (int)(e->tid.is_num ? e->tid.num % 100000 : 0));
 	remember(m, made, tk, idx);
 	return idx;
 }
 
 /* A counter track under a process or device group, by name. */
-static uint32_t counter_track(struct merger *m, uint32_t parent, const char *name,
-			      struct hashmap *made)
+static uint32_t counter_track(struct merger *m, uint32_t parent, const char *name, struct hashmap *made)
 {
 	uint64_t k = (uint64_t)parent << 32 ^ (uint64_t)(uintptr_t)store_str(&m->st, name);
 	uint32_t idx = lookup(made, k);
-	struct model_track t = { .kind = TRACK_COUNTER, .parent = m->st.tracks[parent].id,
-				 .name = name, .engine = -1 };
+	struct model_track t = { .kind = TRACK_COUNTER, .parent = m->st.tracks[parent].id, .name = name, .engine = -1 };
 
 	if (idx)
 		return idx - 1;
@@ -385,8 +390,7 @@ static uint32_t counter_track(struct merger *m, uint32_t parent, const char *nam
 
 /* An imported event's args as model args: numbers as numbers, the rest
  * (arrays, objects, fractions) as their text; External id first. */
-static void import_args(const struct chrome_event *ce, struct model_event *e, char *texts,
-			size_t texts_len)
+static void import_args(const struct chrome_event *ce, struct model_event *e, char *texts, size_t texts_len)
 {
 	const struct json_value *a = ce->args;
 	size_t used = 0;
@@ -495,20 +499,21 @@ static void import_one(void *ctx, const struct chrome_event *ce)
 	case 'f':
 		if (!ce->has_id || grow(m, (void **)&fl->v, &fl->cap, fl->n, sizeof(*fl->v)))
 			return;
-		fl->v[fl->n++] = (struct flow_end){
-			MODEL_FLOW_ID(flow_kind(ce->cat), (uint64_t)ce->id),
-			import_track(m, t, n, ce, &im->made), e.ts, ce->ph == 's',
-			ce->ph == 's' || ce->bp_enclosing, im->from, UINT32_MAX };
+		fl->v[fl->n++] = (struct flow_end){ MODEL_FLOW_ID(flow_kind(ce->cat), (uint64_t)ce->id),
+						    import_track(m, t, n, ce, &im->made),
+						    e.ts,
+						    ce->ph == 's',
+						    ce->ph == 's' || ce->bp_enclosing,
+						    im->from,
+						    UINT32_MAX };
 		return;
-	default: /* M (names, read at open), B/E (kineto writes none), t */
-		return;
+	default: /* M (names, read at open), B/E (kineto writes none), t */ return;
 	}
 	import_args(ce, &e, im->texts, sizeof(im->texts));
 	store_event(&m->st, track, &e, im->from);
 }
 
-int merge_import_chrome(struct merger *m, struct chrome_input *in, int64_t ts_add, uint8_t from,
-			struct flows *fl)
+int merge_import_chrome(struct merger *m, struct chrome_input *in, int64_t ts_add, uint8_t from, struct flows *fl)
 {
 	struct import *im = calloc(1, sizeof(*im));
 	char err[512];

@@ -60,8 +60,7 @@ static uint32_t overflow_track(struct merger *m, uint32_t thread, int n, uint32_
  * slices that does not fit takes the op it crosses off the thread instead
  * (ours are exact). A call is linked to the innermost op open around it.
  */
-static void lay_out_thread(struct merger *m, uint32_t thread, struct slice_ref *s, size_t n,
-			   uint64_t *next_flow)
+static void lay_out_thread(struct merger *m, uint32_t thread, struct slice_ref *s, size_t n, uint64_t *next_flow)
 {
 	uint32_t cache[MAX_OVERFLOW] = { 0 };
 	/* both as big as they get: a thread's ops rarely overlap, or nest deep */
@@ -92,7 +91,8 @@ static void lay_out_thread(struct merger *m, uint32_t thread, struct slice_ref *
 				depth_imported = 0;
 				for (size_t k = 0; k < top; k++)
 					depth_imported += s[stack[k]].imported;
-				m->st.ev[x->ev].depth = (uint8_t)(OP_DEPTH + (depth_imported < 100 ? depth_imported : 100));
+				m->st.ev[x->ev].depth =
+					(uint8_t)(OP_DEPTH + (depth_imported < 100 ? depth_imported : 100));
 				if (level)
 					m->st.ev[x->ev].track = overflow_track(m, thread, level, cache);
 				stack[top++] = (uint32_t)i;
@@ -208,8 +208,7 @@ void merge_lay_out(struct merger *m, uint64_t *next_flow)
 	for (size_t i = 0; i < m->st.nev; i++) {
 		const struct store_event *e = &m->st.ev[i];
 
-		if (e->kind != EV_SLICE || m->st.tracks[e->track].kind != TRACK_THREAD ||
-		    !has_op[e->track])
+		if (e->kind != EV_SLICE || m->st.tracks[e->track].kind != TRACK_THREAD || !has_op[e->track])
 			continue;
 		all[at[e->track] + count[e->track]++] =
 			(struct slice_ref){ (uint32_t)i, e->ts, e->ts + e->dur, e->from == FROM_TORCH };
@@ -268,9 +267,9 @@ void merge_bind_flows(struct merger *m, struct flows *fl)
 	}
 	for (size_t i = 0; i < m->st.nev; i++)
 		if (m->st.ev[i].kind == EV_SLICE)
-			k[n++] = (struct slice_key){ (uint64_t)m->st.ev[i].from << 32 |
-							     home_track(m, m->st.ev[i].track),
-						     m->st.ev[i].ts, (uint32_t)i };
+			k[n++] =
+				(struct slice_key){ (uint64_t)m->st.ev[i].from << 32 | home_track(m, m->st.ev[i].track),
+						    m->st.ev[i].ts, (uint32_t)i };
 	qsort(k, n, sizeof(*k), by_key);
 	for (size_t f = 0; f < fl->n; f++) {
 		struct flow_end *x = &fl->v[f];

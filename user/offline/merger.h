@@ -21,7 +21,6 @@
 #define MAX_OVERFLOW 8
 #define FROM_TORCH 255
 
-
 /* A process a capture saw fork: the op its parent was in gets an arrow to
  * its first runtime call. */
 struct fork_rec {
@@ -128,8 +127,8 @@ static inline void remember(struct merger *m, struct hashmap *map, uint64_t key,
 
 /* merge_import.c */
 /* A track of the store, made for an imported one. Its index. */
-uint32_t merge_make_track(struct merger *m, enum model_track_kind kind, uint32_t parent, uint32_t pid,
-			  uint32_t tid, const char *name, int rank);
+uint32_t merge_make_track(struct merger *m, enum model_track_kind kind, uint32_t parent, uint32_t pid, uint32_t tid,
+			  const char *name, int rank);
 /* A capture's host name and first clock, from a first look. 0, or -1. */
 int merge_peek_capture(struct host *h, const char *path);
 /* A capture, through the correlator, into the store (host m->cur); a
@@ -143,8 +142,7 @@ void merge_gather_names(void *ctx, const struct chrome_event *e);
 void merge_input_free(struct chrome_input *in);
 /* A Chrome JSON trace's events, read again in its order, times moved by
  * ts_add; its flow ends into fl, bound later. 0, or -1 (said). */
-int merge_import_chrome(struct merger *m, struct chrome_input *in, int64_t ts_add, uint8_t from,
-			struct flows *fl);
+int merge_import_chrome(struct merger *m, struct chrome_input *in, int64_t ts_add, uint8_t from, struct flows *fl);
 
 /* merge_layout.c */
 /* Each thread with imported ops: ops nested around the calls, those that

@@ -252,8 +252,8 @@ void store_replay(struct trace_store *s, const struct model_sink *sinks, int nsi
 			e.nargs = 0;
 		}
 		if (se->ext_id != STORE_NO_EXT_ID && e.nargs < MODEL_MAX_ARGS)
-			e.args[e.nargs++] = (struct model_arg){ .name = "External id", .type = ARG_INT,
-								.i = se->ext_id };
+			e.args[e.nargs++] =
+				(struct model_arg){ .name = "External id", .type = ARG_INT, .i = se->ext_id };
 		e.nflows = se->nflows;
 		e.nterm = se->nterm;
 		if (se->nflows)

@@ -46,7 +46,7 @@ struct elf_file {
 		uint64_t block; /* UINT64_MAX: empty */
 		uint32_t len;
 		uint8_t data[NAME_BLOCK];
-	} *slots;
+	} * slots;
 	char name[ELF_MAX_NAME + 1];
 };
 
@@ -336,8 +336,7 @@ static bool sane_library(int fd, struct stat *st)
 	return !fstat(fd, st) && S_ISREG(st->st_mode) && (uint64_t)st->st_size <= ELF_MAX_FILE_BYTES;
 }
 
-uint8_t *elf_func_code(struct elf_file *e, uint64_t offset, uint64_t size, const char *what, char *why,
-		       size_t whylen)
+uint8_t *elf_func_code(struct elf_file *e, uint64_t offset, uint64_t size, const char *what, char *why, size_t whylen)
 {
 	uint8_t *code;
 
@@ -368,8 +367,8 @@ uint8_t *elf_func_code(struct elf_file *e, uint64_t offset, uint64_t size, const
 	return code;
 }
 
-int elf_for_each_function_fd(int fd, const char *name, elf_sym_cb cb, void *ctx,
-			     const struct elf_walk_opts *opts, char *err, size_t errlen)
+int elf_for_each_function_fd(int fd, const char *name, elf_sym_cb cb, void *ctx, const struct elf_walk_opts *opts,
+			     char *err, size_t errlen)
 {
 	struct elf_file *e;
 	struct stat st;
@@ -446,8 +445,8 @@ refuse:
 	return -EPERM;
 }
 
-int elf_for_each_function(const char *path, elf_sym_cb cb, void *ctx, const struct elf_walk_opts *opts,
-			  char *err, size_t errlen)
+int elf_for_each_function(const char *path, elf_sym_cb cb, void *ctx, const struct elf_walk_opts *opts, char *err,
+			  size_t errlen)
 {
 	int fd = elf_open_library(path, err, errlen), ret;
 

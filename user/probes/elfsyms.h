@@ -57,12 +57,12 @@ struct elf_walk_opts {
  * reported twice. Only a regular file of at most ELF_MAX_FILE_BYTES is
  * read (-EPERM else), through no symlink once its path is resolved.
  * opts may be NULL. 0, -EINTR when told to stop, or -errno with err filled. */
-int elf_for_each_function(const char *path, elf_sym_cb cb, void *ctx, const struct elf_walk_opts *opts,
-			  char *err, size_t errlen);
+int elf_for_each_function(const char *path, elf_sym_cb cb, void *ctx, const struct elf_walk_opts *opts, char *err,
+			  size_t errlen);
 /* The same on a file already open (the caller's: left open), checked the
  * same way; name says which in err. */
-int elf_for_each_function_fd(int fd, const char *name, elf_sym_cb cb, void *ctx,
-			     const struct elf_walk_opts *opts, char *err, size_t errlen);
+int elf_for_each_function_fd(int fd, const char *name, elf_sym_cb cb, void *ctx, const struct elf_walk_opts *opts,
+			     char *err, size_t errlen);
 /* size bytes at offset of the file being walked (what: a function's
  * "body", or its "cold part"): malloc'd, or NULL with the reason in why (over
  * ELF_MAX_FUNC_BYTES, past the file's end, the file's ELF_MAX_CODE_BYTES

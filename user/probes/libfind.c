@@ -30,8 +30,7 @@ static bool stop_reading(void *ctx)
 	return stop_now(ctx);
 }
 
-void lib_search_init(struct lib_search *s, const struct lib_wants *w, uint64_t deadline_ns,
-		     const atomic_bool *cancel)
+void lib_search_init(struct lib_search *s, const struct lib_wants *w, uint64_t deadline_ns, const atomic_bool *cancel)
 {
 	*s = (struct lib_search){ .w = *w, .deadline_ns = deadline_ns, .cancel = cancel };
 	/* the attacher applies its cap when it takes what was found */
@@ -103,7 +102,7 @@ static int take(struct lib_search *s, const char *shown, int fd, const char *why
 		      : probe_set_scan_lib(&s->found, w->specs, w->nspecs, shown, err, sizeof(err));
 	if (ret == -EINTR) {
 		sbt_info(1, "  library    -> %s: reading stopped (%s); read again when next found\n", shown,
-			 w->stop && *w->stop ? "stopping"
+			 w->stop && *w->stop		       ? "stopping"
 			 : s->cancel && atomic_load(s->cancel) ? "no longer wanted"
 							       : "out of time");
 		return 0;
@@ -219,8 +218,8 @@ int lib_search_mapped(struct lib_search *s, pid_t pid)
 			continue;
 		/* each is found again in the maps to be opened: a few, not thousands */
 		if (++taken > LIBS_MAX_MAPPED) {
-			sbt_info(1, "  skipped    -> PID %d: over %d mapped runtime libraries: the rest not read\n", pid,
-				 LIBS_MAX_MAPPED);
+			sbt_info(1, "  skipped    -> PID %d: over %d mapped runtime libraries: the rest not read\n",
+				 pid, LIBS_MAX_MAPPED);
 			break;
 		}
 		fd = proc_open_mapped(pid, maps[i]);
@@ -268,8 +267,10 @@ int lib_search_all(struct lib_search *s, pid_t pid, char *const *command)
 					      &r);
 		}
 		if (cut)
-			sbt_info(1, "  skipped    -> PID %d's LD_LIBRARY_PATH: past %d directories or %d entries of "
-				 "one: not looked at\n", pid, LIBS_MAX_DIRS, LIBS_MAX_DIR_ENTRIES);
+			sbt_info(1,
+				 "  skipped    -> PID %d's LD_LIBRARY_PATH: past %d directories or %d entries of "
+				 "one: not looked at\n",
+				 pid, LIBS_MAX_DIRS, LIBS_MAX_DIR_ENTRIES);
 	}
 	libs_in_ldcache(found_cb, s);
 	libs_in_install_tree(found_cb, s);

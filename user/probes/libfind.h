@@ -45,8 +45,7 @@ struct lib_search {
 	void *on_library_ctx;
 };
 
-void lib_search_init(struct lib_search *s, const struct lib_wants *w, uint64_t deadline_ns,
-		     const atomic_bool *cancel);
+void lib_search_init(struct lib_search *s, const struct lib_wants *w, uint64_t deadline_ns, const atomic_bool *cancel);
 void lib_search_free(struct lib_search *s);
 /* What found holds, moved into *to (an empty set), found left empty. */
 void lib_search_hand_over(struct lib_search *s, struct probe_set *to);

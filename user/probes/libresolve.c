@@ -145,11 +145,13 @@ static void walk_dir(const char *dir, int depth, const char *why, lib_found_cb c
 	closedir(d);
 }
 
-int libs_in_dirs_of(pid_t pid, const char *list, const char *why, lib_found_cb cb, bool (*stop)(void *ctx),
-		    void *ctx)
+int libs_in_dirs_of(pid_t pid, const char *list, const char *why, lib_found_cb cb, bool (*stop)(void *ctx), void *ctx)
 {
 	char *copy = strdup(list ? list : ""), *save = NULL, path[4096];
-	struct { dev_t dev; ino_t ino; } seen[LIBS_MAX_DIRS];
+	struct {
+		dev_t dev;
+		ino_t ino;
+	} seen[LIBS_MAX_DIRS];
 	int nseen = 0, cut = 0, dirs = 0;
 
 	for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir && !stop(ctx);
@@ -197,8 +199,7 @@ void libs_in_dirs(const char *list, int depth, const char *why, lib_found_cb cb,
 {
 	char *copy = strdup(list ? list : ""), *save = NULL;
 
-	for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir;
-	     dir = strtok_r(NULL, ":", &save))
+	for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir; dir = strtok_r(NULL, ":", &save))
 		if (dir[0] == '/')
 			walk_dir(dir, depth, why, cb, ctx);
 	free(copy);
@@ -321,8 +322,7 @@ bool sbt_which(const char *cmd, char *path, size_t len)
 		return !access(cmd, X_OK);
 	}
 	copy = strdup(env ? env : "/usr/local/bin:/usr/bin:/bin");
-	for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir && !found;
-	     dir = strtok_r(NULL, ":", &save)) {
+	for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir && !found; dir = strtok_r(NULL, ":", &save)) {
 		snprintf(path, len, "%s/%s", dir, cmd);
 		found = !access(path, X_OK);
 	}
@@ -369,11 +369,10 @@ static bool python_of(const char *cmd, char *interp, size_t len)
 
 void libs_in_python_env(char *const argv[], lib_found_cb cb, void *ctx)
 {
-	static const char code[] =
-		"import site, sys\n"
-		"d = list(getattr(site, 'getsitepackages', lambda: [])())\n"
-		"d.append(site.getusersitepackages())\n"
-		"print('\\n'.join(d + sys.path))\n";
+	static const char code[] = "import site, sys\n"
+				   "d = list(getattr(site, 'getsitepackages', lambda: [])())\n"
+				   "d.append(site.getusersitepackages())\n"
+				   "print('\\n'.join(d + sys.path))\n";
 	char interp[512], line[4096];
 	char *py[] = { interp, "-c", (char *)code, NULL };
 	pid_t pid = -1;

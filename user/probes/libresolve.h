@@ -39,8 +39,7 @@ void libs_in_dirs(const char *list, int depth, const char *why, lib_found_cb cb,
  * were cut by a cap (0: all read). */
 #define LIBS_MAX_DIRS 64
 #define LIBS_MAX_DIR_ENTRIES 65536
-int libs_in_dirs_of(pid_t pid, const char *list, const char *why, lib_found_cb cb, bool (*stop)(void *ctx),
-		    void *ctx);
+int libs_in_dirs_of(pid_t pid, const char *list, const char *why, lib_found_cb cb, bool (*stop)(void *ctx), void *ctx);
 /* The ld.so cache (ldconfig -p). */
 void libs_in_ldcache(lib_found_cb cb, void *ctx);
 /* The Spyre install tree. */

@@ -34,10 +34,8 @@ const struct probe_spec sbt_builtin_probes[] = {
 	{ "libflex.so", "flex::RuntimeStream::synchronize", SBT_ROLE_WAIT, -1, true },
 	{ "libflex.so", "flex::FlexAllocator::allocate", SBT_ROLE_ALLOC, 1, true },
 	{ "libflex.so", "flex::FlexAllocator::deallocate", SBT_ROLE_FREE, -1, true },
-	{ "libsenlib*.so", "senlib::ControlBlockInterface::QueueControlBlocksSBF",
-	  SBT_ROLE_SUBMIT, -1, true },
-	{ "libsenlib*.so", "senlib::ResponseBlockInterface::ReceiveResponsesSBF",
-	  SBT_ROLE_COMPLETE, -1, true },
+	{ "libsenlib*.so", "senlib::ControlBlockInterface::QueueControlBlocksSBF", SBT_ROLE_SUBMIT, -1, true },
+	{ "libsenlib*.so", "senlib::ResponseBlockInterface::ReceiveResponsesSBF", SBT_ROLE_COMPLETE, -1, true },
 	{ "libsenlib*.so", "senlib::PfIommuMapper::Map", SBT_ROLE_MAP, 2, true },
 	{ "libsenlib*.so", "senlib::PfIommuMapper::Unmap", SBT_ROLE_UNMAP, 2, true },
 };
@@ -53,8 +51,7 @@ int probe_spec_parse(const char *arg, struct probe_spec *out, char *err, size_t 
 	while (colon && colon[1] == ':')
 		colon = strchr(colon + 2, ':');
 	if (!colon || colon == arg || !colon[1]) {
-		snprintf(err, errlen,
-			 "--probe '%s': expected LIB:PATTERN, e.g. libflex.so:'flex::*'", arg);
+		snprintf(err, errlen, "--probe '%s': expected LIB:PATTERN, e.g. libflex.so:'flex::*'", arg);
 		return -1;
 	}
 	eq = strrchr(colon + 1, '=');
@@ -62,7 +59,8 @@ int probe_spec_parse(const char *arg, struct probe_spec *out, char *err, size_t 
 		role = sbt_role_from_name(eq + 1);
 		if (role <= SBT_ROLE_NONE) {
 			snprintf(err, errlen,
-				 "--probe: unknown role '%s'; roles: copy-in copy-out compute launch wait alloc free submit complete map unmap user",
+				 "--probe: unknown role '%s'; roles: copy-in copy-out compute launch wait alloc free "
+				 "submit complete map unmap user",
 				 eq + 1);
 			return -1;
 		}
@@ -242,8 +240,7 @@ static bool site_exists(const struct probe_set *ps, const char *attach, uint64_t
 
 /* The role a function gets: the spec's, unless the spec named no role and
  * a spec that does (a built-in one) matches the same function too. */
-static const struct probe_spec *role_source(const struct scan_ctx *c, const struct probe_spec *s,
-					    const char *plain)
+static const struct probe_spec *role_source(const struct scan_ctx *c, const struct probe_spec *s, const char *plain)
 {
 	if (s->role_set)
 		return s;
@@ -259,8 +256,7 @@ static const struct probe_spec *role_source(const struct scan_ctx *c, const stru
 
 /* A function probed at its n return sites, or refused (n < 0: why), or
  * refused past the set's cap of uprobes. 0, or -ENOMEM. */
-static int settle(struct probe_set *ps, struct probe_site *site, const struct ret_site *rets, int n,
-		  const char *reason)
+static int settle(struct probe_set *ps, struct probe_site *site, const struct ret_site *rets, int n, const char *reason)
 {
 	char why[160];
 
@@ -281,8 +277,7 @@ static int settle(struct probe_set *ps, struct probe_site *site, const struct re
 }
 
 /* Where the function returns, or why it cannot be probed. */
-static int find_returns(const struct scan_ctx *c, struct probe_site *site,
-			const struct elf_func *f)
+static int find_returns(const struct scan_ctx *c, struct probe_site *site, const struct elf_func *f)
 {
 	struct probe_set *ps = c->ps;
 	struct ret_site rets[RETSITES_MAX];
@@ -295,8 +290,9 @@ static int find_returns(const struct scan_ctx *c, struct probe_site *site,
 	if (!hot.code && hot.size && !(hot.code = elf_func_code(f->file, f->offset, f->size, "body", why, sizeof(why))))
 		goto decided;
 	if (part) {
-		cold = (struct elf_func){ part->name, part->offset, part->size, NULL, f->machine, f->big_endian,
-					  f->file };
+		cold =
+			(struct elf_func){ part->name, part->offset,  part->size, NULL,
+					   f->machine, f->big_endian, f->file };
 		if (!(cold.code = elf_func_code(f->file, part->offset, part->size, "cold part", why, sizeof(why))))
 			goto decided;
 	}
@@ -339,8 +335,7 @@ static struct probe_site *new_site(struct probe_set *ps, int *err)
 	return &ps->sites[ps->n];
 }
 
-static int add_site(struct scan_ctx *c, const struct probe_spec *s, const struct elf_func *f,
-		    const char *name)
+static int add_site(struct scan_ctx *c, const struct probe_spec *s, const struct elf_func *f, const char *name)
 {
 	const struct probe_spec *r = role_source(c, s, name);
 	struct probe_set *ps = c->ps;
@@ -349,9 +344,12 @@ static int add_site(struct scan_ctx *c, const struct probe_spec *s, const struct
 
 	if (!(site = new_site(ps, &err)))
 		return err;
-	*site = (struct probe_site){ .id = (uint32_t)ps->n, .role = r->role,
-				     .bytes_arg = r->bytes_arg, .pattern = s->pattern,
-				     .offset = f->offset, .size = f->size };
+	*site = (struct probe_site){ .id = (uint32_t)ps->n,
+				     .role = r->role,
+				     .bytes_arg = r->bytes_arg,
+				     .pattern = s->pattern,
+				     .offset = f->offset,
+				     .size = f->size };
 	site->lib = strdup(c->lib);
 	site->attach = c->attach;
 	site->name = strdup(name);
@@ -434,8 +432,8 @@ static struct probe_lib *add_lib(struct probe_set *ps, const char *libpath, int 
 }
 
 /* The library read here, in this process: what the sandboxed reader does. */
-static int scan_here(struct probe_set *ps, const struct probe_spec *specs, size_t nspecs,
-		     const struct probe_lib *l, char *note, size_t notelen, char *err, size_t errlen)
+static int scan_here(struct probe_set *ps, const struct probe_spec *specs, size_t nspecs, const struct probe_lib *l,
+		     char *note, size_t notelen, char *err, size_t errlen)
 {
 	struct scan_ctx c = { ps, specs, nspecs, l->path, l->attach, 0, 0 };
 	struct elf_walk_opts o = { ps->stop, ps->stop_ctx, c.note, sizeof(c.note) };
@@ -497,8 +495,12 @@ static int add_found(void *ctx, const struct site_found *f)
 	r = role_source(c, s, f->name);
 	if (!(site = new_site(c->ps, &err)))
 		return err;
-	*site = (struct probe_site){ .id = (uint32_t)c->ps->n, .role = r->role, .bytes_arg = r->bytes_arg,
-				     .pattern = s->pattern, .offset = f->offset, .size = f->size };
+	*site = (struct probe_site){ .id = (uint32_t)c->ps->n,
+				     .role = r->role,
+				     .bytes_arg = r->bytes_arg,
+				     .pattern = s->pattern,
+				     .offset = f->offset,
+				     .size = f->size };
 	site->lib = strdup(c->lib);
 	site->attach = c->attach;
 	site->name = strdup(f->name);
@@ -518,8 +520,8 @@ static int add_found(void *ctx, const struct site_found *f)
 /* A library is read and decoded in a sandboxed child: a crafted file that
  * crashes the reader, exhausts it or makes it lie costs that library, said
  * in err, never the tracer. */
-static int scan(struct probe_set *ps, const struct probe_spec *specs, size_t nspecs,
-		const struct probe_lib *l, char *err, size_t errlen)
+static int scan(struct probe_set *ps, const struct probe_spec *specs, size_t nspecs, const struct probe_lib *l,
+		char *err, size_t errlen)
 {
 	struct scan_ctx c = { ps, specs, nspecs, l->path, l->attach, 0, 0 };
 	struct reader_job j = { specs, nspecs, l->path };
@@ -558,8 +560,8 @@ static void lib_free(struct probe_lib *l);
 
 /* A read that was stopped leaves nothing: not its library (to be read
  * again when next found), not the functions it had found. */
-static int scan_or_forget(struct probe_set *ps, const struct probe_spec *specs, size_t nspecs,
-			  struct probe_lib *l, char *err, size_t errlen)
+static int scan_or_forget(struct probe_set *ps, const struct probe_spec *specs, size_t nspecs, struct probe_lib *l,
+			  char *err, size_t errlen)
 {
 	size_t n = ps->n, uprobes = ps->uprobes;
 	int ret = scan(ps, specs, nspecs, l, err, errlen);
@@ -573,16 +575,16 @@ static int scan_or_forget(struct probe_set *ps, const struct probe_spec *specs, 
 	return ret;
 }
 
-int probe_set_scan_lib(struct probe_set *ps, const struct probe_spec *specs,
-		       size_t nspecs, const char *libpath, char *err, size_t errlen)
+int probe_set_scan_lib(struct probe_set *ps, const struct probe_spec *specs, size_t nspecs, const char *libpath,
+		       char *err, size_t errlen)
 {
 	struct probe_lib *l = add_lib(ps, libpath, -1);
 
 	return l ? scan_or_forget(ps, specs, nspecs, l, err, errlen) : -ENOMEM;
 }
 
-int probe_set_scan_lib_fd(struct probe_set *ps, const struct probe_spec *specs, size_t nspecs,
-			  const char *libpath, int fd, char *err, size_t errlen)
+int probe_set_scan_lib_fd(struct probe_set *ps, const struct probe_spec *specs, size_t nspecs, const char *libpath,
+			  int fd, char *err, size_t errlen)
 {
 	struct probe_lib *l = add_lib(ps, libpath, fd);
 
@@ -605,8 +607,7 @@ static bool has_same_file(const struct probe_set *dst, const struct probe_lib *l
 
 		if (d->stale)
 			continue;
-		if (l->ino ? d->dev == l->dev && d->ino == l->ino
-			   : d->fd < 0 && l->fd < 0 && !strcmp(d->path, l->path))
+		if (l->ino ? d->dev == l->dev && d->ino == l->ino : d->fd < 0 && l->fd < 0 && !strcmp(d->path, l->path))
 			return true;
 	}
 	return false;

@@ -71,7 +71,6 @@ struct probe_set {
 	void *stop_ctx;
 };
 
-
 /* Parse --probe LIB:PATTERN[=ROLE] into a spec that owns a copy of the
  * text (free with probe_spec_free). 0, or -1 with err filled. */
 int probe_spec_parse(const char *arg, struct probe_spec *out, char *err, size_t errlen);
@@ -92,13 +91,13 @@ bool probe_lib_unchanged(const struct probe_lib *l);
  * new functions, with their return sites or the reason they are refused.
  * Returns how many were added (refused ones too), or -errno with err
  * filled. */
-int probe_set_scan_lib(struct probe_set *ps, const struct probe_spec *specs,
-		       size_t nspecs, const char *libpath, char *err, size_t errlen);
+int probe_set_scan_lib(struct probe_set *ps, const struct probe_spec *specs, size_t nspecs, const char *libpath,
+		       char *err, size_t errlen);
 /* The same for a file open as fd (the set keeps it, until freed, even on
  * failure), found as libpath: read from the fd, attached through
  * /proc/self/fd/N, whose target the kernel opens. */
-int probe_set_scan_lib_fd(struct probe_set *ps, const struct probe_spec *specs, size_t nspecs,
-			  const char *libpath, int fd, char *err, size_t errlen);
+int probe_set_scan_lib_fd(struct probe_set *ps, const struct probe_spec *specs, size_t nspecs, const char *libpath,
+			  int fd, char *err, size_t errlen);
 /* What src found moved into dst: its libraries (less one dst has read
  * meanwhile, by file) with their functions, numbered on in dst, and one
  * past dst's uprobe cap refused. src is left empty. Returns the functions

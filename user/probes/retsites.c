@@ -15,8 +15,8 @@
 /* Functions that return twice or never return to their caller's frame the
  * usual way: a probe pair cannot describe them. */
 static const char *const returns_twice[] = {
-	"setjmp", "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp", "savectx",
-	"getcontext", "swapcontext", "vfork", "__vfork",
+	"setjmp",  "_setjmp",	 "__setjmp",	"sigsetjmp", "__sigsetjmp",
+	"savectx", "getcontext", "swapcontext", "vfork",     "__vfork",
 };
 
 static bool name_returns_twice(const char *name)
@@ -67,24 +67,27 @@ static bool x86_switches_stack(const cs_insn *in)
 		return false;
 	switch (in->id) {
 	case X86_INS_MOV:
-		return x->op_count < 2 || x->operands[1].type != X86_OP_REG ||
-		       x->operands[1].reg != X86_REG_RBP;
+		return x->op_count < 2 || x->operands[1].type != X86_OP_REG || x->operands[1].reg != X86_REG_RBP;
 	case X86_INS_LEA:
-		return x->op_count < 2 || (x->operands[1].mem.base != X86_REG_RSP &&
-					   x->operands[1].mem.base != X86_REG_RBP);
+		return x->op_count < 2 ||
+		       (x->operands[1].mem.base != X86_REG_RSP && x->operands[1].mem.base != X86_REG_RBP);
 	case X86_INS_POP:
 	case X86_INS_XCHG:
-	case X86_INS_CMOVA: case X86_INS_CMOVAE: case X86_INS_CMOVB: case X86_INS_CMOVBE:
-	case X86_INS_CMOVE: case X86_INS_CMOVG: case X86_INS_CMOVGE: case X86_INS_CMOVL:
-	case X86_INS_CMOVLE: case X86_INS_CMOVNE:
-		return true;
-	default:
-		return false;
+	case X86_INS_CMOVA:
+	case X86_INS_CMOVAE:
+	case X86_INS_CMOVB:
+	case X86_INS_CMOVBE:
+	case X86_INS_CMOVE:
+	case X86_INS_CMOVG:
+	case X86_INS_CMOVGE:
+	case X86_INS_CMOVL:
+	case X86_INS_CMOVLE:
+	case X86_INS_CMOVNE: return true;
+	default: return false;
 	}
 }
 
-__attribute__((format(printf, 3, 4))) static int refuse(char *why, size_t len,
-							  const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int refuse(char *why, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -94,8 +97,7 @@ __attribute__((format(printf, 3, 4))) static int refuse(char *why, size_t len,
 	return -1;
 }
 
-static int add(struct ret_site *out, int n, int max, uint64_t off, int kind, int reg, char *why,
-	       size_t len)
+static int add(struct ret_site *out, int n, int max, uint64_t off, int kind, int reg, char *why, size_t len)
 {
 	if (n >= max)
 		return refuse(why, len, "more than %d return sites", max);
@@ -116,8 +118,7 @@ static bool inside(const struct body *b, uint64_t t)
 	uint64_t entry = b->entry ? b->start : b->other_start;
 
 	/* a jump to the function's own entry re-enters it: a tail call */
-	return t != entry && ((t >= b->start && t < b->end) ||
-			      (t >= b->other_start && t < b->other_end));
+	return t != entry && ((t >= b->start && t < b->end) || (t >= b->other_start && t < b->other_end));
 }
 
 static bool in_group(const cs_insn *in, int group)
@@ -129,24 +130,25 @@ static bool in_group(const cs_insn *in, int group)
 }
 
 /* One instruction: -1 refused, else the new count of sites. */
-static int x86_classify(const cs_insn *in, const struct body *b, struct ret_site *out, int n,
-			int max, char *why, size_t len)
+static int x86_classify(const cs_insn *in, const struct body *b, struct ret_site *out, int n, int max, char *why,
+			size_t len)
 {
 	const cs_x86 *x = &in->detail->x86;
 	const cs_x86_op *op = x->op_count ? &x->operands[0] : NULL;
 	unsigned long at = (unsigned long)(in->address - b->start);
 
 	if (x86_switches_stack(in))
-		return refuse(why, len, "switches stacks (%s %s at +0x%lx)", in->mnemonic,
-			      in->op_str, at);
+		return refuse(why, len, "switches stacks (%s %s at +0x%lx)", in->mnemonic, in->op_str, at);
 	switch (in->id) {
 	case X86_INS_RET:
 		if (b->entry && in->address == b->start)
 			return refuse(why, len, "its body is a bare return");
 		return add(out, n, max, in->address, SBT_SITE_RET, 0, why, len);
-	case X86_INS_RETF: case X86_INS_RETFQ: case X86_INS_IRET: case X86_INS_IRETQ:
-	case X86_INS_LJMP:
-		return refuse(why, len, "far return or jump at +0x%lx", at);
+	case X86_INS_RETF:
+	case X86_INS_RETFQ:
+	case X86_INS_IRET:
+	case X86_INS_IRETQ:
+	case X86_INS_LJMP: return refuse(why, len, "far return or jump at +0x%lx", at);
 	case X86_INS_JMP:
 		if (op && op->type == X86_OP_IMM) {
 			if (inside(b, (uint64_t)op->imm))
@@ -165,8 +167,7 @@ static int x86_classify(const cs_insn *in, const struct body *b, struct ret_site
 		if (op && op->type == X86_OP_MEM && op->mem.index != X86_REG_INVALID)
 			return n;
 		return add(out, n, max, in->address, SBT_SITE_TAIL, 0, why, len);
-	default:
-		break;
+	default: break;
 	}
 	if (in_group(in, X86_GRP_JUMP)) {
 		/* conditional: leaves the body only when taken, which a probe
@@ -202,8 +203,8 @@ static bool branch_target(const cs_insn *in, int machine, uint64_t *t)
  * stays; a conditional return (beqlr, ...) or a conditional branch out
  * cannot be told taken from not by a probe; bctr may be a jump table or a
  * tail call through a pointer, which the decoder cannot tell apart. */
-static int ppc_classify(const cs_insn *in, const struct body *b, struct ret_site *out, int n,
-			int max, char *why, size_t len)
+static int ppc_classify(const cs_insn *in, const struct body *b, struct ret_site *out, int n, int max, char *why,
+			size_t len)
 {
 	const char *m = in->mnemonic;
 	size_t ml = strlen(m);
@@ -249,8 +250,7 @@ static bool sysz_compare_and(const char *m, char how)
  * a condition). */
 static bool sysz_relative_branch(const char *m)
 {
-	return m[0] == 'j' || !strncmp(m, "brc", 3) || !strncmp(m, "brx", 3) ||
-	       sysz_compare_and(m, 'j');
+	return m[0] == 'j' || !strncmp(m, "brc", 3) || !strncmp(m, "brx", 3) || sysz_compare_and(m, 'j');
 }
 
 /* Z: branches to a register or an address in memory (br, b<cond>r, bc,
@@ -264,16 +264,16 @@ static bool sysz_register_branch(const char *m)
  * branch out on a condition cannot be told taken from not; any other
  * branch through a register (a table, a pointer, a conditional return)
  * cannot be followed. */
-static int sysz_classify(const cs_insn *in, const struct body *b, struct ret_site *out, int n,
-			 int max, char *why, size_t len)
+static int sysz_classify(const cs_insn *in, const struct body *b, struct ret_site *out, int n, int max, char *why,
+			 size_t len)
 {
 	const cs_sysz *z = &in->detail->sysz;
 	const char *m = in->mnemonic;
 	unsigned long at = (unsigned long)(in->address - b->start);
 	uint64_t t;
 
-	if (in->id == SYSZ_INS_BRASL || in->id == SYSZ_INS_BRAS || in->id == SYSZ_INS_BASR ||
-	    !strcmp(m, "bas") || !strcmp(m, "balr") || !strcmp(m, "bal"))
+	if (in->id == SYSZ_INS_BRASL || in->id == SYSZ_INS_BRAS || in->id == SYSZ_INS_BASR || !strcmp(m, "bas") ||
+	    !strcmp(m, "balr") || !strcmp(m, "bal"))
 		return n; /* calls */
 	if (in->id == SYSZ_INS_BR && z->op_count == 1 && z->operands[0].type == SYSZ_OP_REG &&
 	    z->operands[0].reg == SYSZ_REG_14) {
@@ -281,13 +281,11 @@ static int sysz_classify(const cs_insn *in, const struct body *b, struct ret_sit
 			return refuse(why, len, "its body is a bare return");
 		return add(out, n, max, in->address, SBT_SITE_RET, 0, why, len);
 	}
-	if (in->id == SYSZ_INS_BCR && z->op_count && z->operands[0].type == SYSZ_OP_IMM &&
-	    z->operands[0].imm == 0)
+	if (in->id == SYSZ_INS_BCR && z->op_count && z->operands[0].type == SYSZ_OP_IMM && z->operands[0].imm == 0)
 		return n; /* nopr: never taken */
 	if (sysz_relative_branch(m)) {
 		if (!branch_target(in, EM_S390, &t))
-			return refuse(why, len, "jump it cannot follow (%s %s at +0x%lx)", m,
-				      in->op_str, at);
+			return refuse(why, len, "jump it cannot follow (%s %s at +0x%lx)", m, in->op_str, at);
 		if (inside(b, t))
 			return n;
 		if (in->id == SYSZ_INS_J || in->id == SYSZ_INS_JG)
@@ -295,13 +293,12 @@ static int sysz_classify(const cs_insn *in, const struct body *b, struct ret_sit
 		return refuse(why, len, "leaves by a conditional jump at +0x%lx", at);
 	}
 	if (sysz_register_branch(m))
-		return refuse(why, len, "branch through a register (%s %s at +0x%lx)", m, in->op_str,
-			      at);
+		return refuse(why, len, "branch through a register (%s %s at +0x%lx)", m, in->op_str, at);
 	return n;
 }
 
-static int classify(int machine, const cs_insn *in, const struct body *b, struct ret_site *out,
-		    int n, int max, char *why, size_t len)
+static int classify(int machine, const cs_insn *in, const struct body *b, struct ret_site *out, int n, int max,
+		    char *why, size_t len)
 {
 	switch (machine) {
 	case EM_PPC64: return ppc_classify(in, b, out, n, max, why, len);
@@ -311,8 +308,8 @@ static int classify(int machine, const cs_insn *in, const struct body *b, struct
 }
 
 /* Decode one part; -1 refused, else the count of sites in out. */
-static int decode(csh cs, int machine, const uint8_t *code, const struct body *b,
-		  struct ret_site *out, int n, int max, char *why, size_t whylen)
+static int decode(csh cs, int machine, const uint8_t *code, const struct body *b, struct ret_site *out, int n, int max,
+		  char *why, size_t whylen)
 {
 	const uint8_t *start = code;
 	cs_insn *in = cs_malloc(cs);
@@ -341,9 +338,8 @@ static int decode(csh cs, int machine, const uint8_t *code, const struct body *b
 	    !memcmp(start + (next - b->start), "\0\0\0\0", 4))
 		next = b->end;
 	if (n >= 0 && next != b->end)
-		return refuse(why, whylen, "cannot decode its %s at +0x%lx of 0x%lx",
-			      b->entry ? "body" : "cold part", (unsigned long)(next - b->start),
-			      (unsigned long)(b->end - b->start));
+		return refuse(why, whylen, "cannot decode its %s at +0x%lx of 0x%lx", b->entry ? "body" : "cold part",
+			      (unsigned long)(next - b->start), (unsigned long)(b->end - b->start));
 	return n;
 }
 
@@ -352,18 +348,15 @@ static int open_decoder(const struct elf_func *f, csh *cs)
 {
 	switch (f->machine) {
 	case EM_PPC64:
-		return cs_open(CS_ARCH_PPC, CS_MODE_64 | (f->big_endian ? CS_MODE_BIG_ENDIAN
-									: CS_MODE_LITTLE_ENDIAN),
+		return cs_open(CS_ARCH_PPC, CS_MODE_64 | (f->big_endian ? CS_MODE_BIG_ENDIAN : CS_MODE_LITTLE_ENDIAN),
 			       cs) != CS_ERR_OK;
-	case EM_S390:
-		return cs_open(CS_ARCH_SYSZ, CS_MODE_BIG_ENDIAN, cs) != CS_ERR_OK;
-	default:
-		return cs_open(CS_ARCH_X86, CS_MODE_64, cs) != CS_ERR_OK;
+	case EM_S390: return cs_open(CS_ARCH_SYSZ, CS_MODE_BIG_ENDIAN, cs) != CS_ERR_OK;
+	default: return cs_open(CS_ARCH_X86, CS_MODE_64, cs) != CS_ERR_OK;
 	}
 }
 
-int retsites_find(const struct elf_func *f, const struct elf_func *cold, const char *name,
-		  struct ret_site *out, int max, char *why, size_t whylen)
+int retsites_find(const struct elf_func *f, const struct elf_func *cold, const char *name, struct ret_site *out,
+		  int max, char *why, size_t whylen)
 {
 	struct body hot = { f->offset, f->offset + f->size, 0, 0, true }, part;
 	csh cs;
@@ -372,15 +365,15 @@ int retsites_find(const struct elf_func *f, const struct elf_func *cold, const c
 	if (name_returns_twice(name))
 		return refuse(why, whylen, "returns twice, like setjmp");
 	if (f->machine != EM_X86_64 && f->machine != EM_PPC64 && f->machine != EM_S390)
-		return refuse(why, whylen,
-			      "return sites are decoded on x86-64, ppc64 and s390x only (ELF machine %d)",
+		return refuse(why, whylen, "return sites are decoded on x86-64, ppc64 and s390x only (ELF machine %d)",
 			      f->machine);
 	/* Decoded, but not probed: under QEMU's TCG, the only s390x here, the
 	 * kernel resumed a uprobe'd `br %r14` at the next instruction and the
 	 * process died. Until proven on a real Z, returns are not probed there
 	 * unless asked for (docs/power-and-z.md). */
 	if (f->machine == EM_S390 && !getenv("SBT_S390_RETURN_PROBES"))
-		return refuse(why, whylen, "return probes are not enabled on s390x yet (not proven "
+		return refuse(why, whylen,
+			      "return probes are not enabled on s390x yet (not proven "
 			      "safe; SBT_S390_RETURN_PROBES=1 to try)");
 	if (!f->size || !f->code || (cold && !cold->code))
 		return refuse(why, whylen, "its symbol gives no size");

@@ -29,7 +29,7 @@ struct ret_site {
  * decoded, leaves by a conditional jump, or has more than max sites.
  * `name` is the demangled name.
  */
-int retsites_find(const struct elf_func *f, const struct elf_func *cold, const char *name,
-		  struct ret_site *out, int max, char *why, size_t whylen);
+int retsites_find(const struct elf_func *f, const struct elf_func *cold, const char *name, struct ret_site *out,
+		  int max, char *why, size_t whylen);
 
 #endif

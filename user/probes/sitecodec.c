@@ -72,8 +72,8 @@ static size_t clip(const char *s, size_t max)
 int sitecodec_write(int fd, int ret, const char *err, const char *note, const struct probe_set *ps,
 		    const struct probe_spec *specs, size_t nspecs)
 {
-	struct head h = { MAGIC, ret, (uint32_t)clip(err, SITECODEC_MAX_TEXT),
-			  (uint32_t)clip(note, SITECODEC_MAX_TEXT), 0 };
+	struct head h = { MAGIC, ret, (uint32_t)clip(err, SITECODEC_MAX_TEXT), (uint32_t)clip(note, SITECODEC_MAX_TEXT),
+			  0 };
 	struct out o = { 0 };
 	size_t at = 0;
 
@@ -83,10 +83,14 @@ int sitecodec_write(int fd, int ret, const char *err, const char *note, const st
 	put(&o, note, h.note_len);
 	for (size_t i = 0; i < h.nsites; i++) {
 		const struct probe_site *s = &ps->sites[i];
-		struct site_head sh = { (uint32_t)nspecs, s->refused ? -1 : s->nrets, s->offset, s->size,
+		struct site_head sh = { (uint32_t)nspecs,
+					s->refused ? -1 : s->nrets,
+					s->offset,
+					s->size,
 					(uint32_t)clip(s->name, SITECODEC_MAX_STRING),
 					(uint32_t)clip(s->symbol, SITECODEC_MAX_STRING),
-					(uint32_t)clip(s->refused, SITECODEC_MAX_TEXT), 0 };
+					(uint32_t)clip(s->refused, SITECODEC_MAX_TEXT),
+					0 };
 
 		for (size_t k = 0; k < nspecs; k++)
 			if (specs[k].pattern == s->pattern)
@@ -157,9 +161,9 @@ static int bad(char *err, size_t errlen, const char *what)
 	return -EPROTO;
 }
 
-int sitecodec_read(const uint8_t *buf, size_t len, size_t nspecs, uint64_t file_size, int *child_ret,
-		   char *child_err, size_t child_errlen, char *note, size_t notelen,
-		   int (*fn)(void *ctx, const struct site_found *s), void *ctx, char *err, size_t errlen)
+int sitecodec_read(const uint8_t *buf, size_t len, size_t nspecs, uint64_t file_size, int *child_ret, char *child_err,
+		   size_t child_errlen, char *note, size_t notelen, int (*fn)(void *ctx, const struct site_found *s),
+		   void *ctx, char *err, size_t errlen)
 {
 	char text[SITECODEC_MAX_TEXT + 1], refused[SITECODEC_MAX_TEXT + 1];
 	char name[SITECODEC_MAX_STRING + 1], symbol[SITECODEC_MAX_STRING + 1];
@@ -185,8 +189,8 @@ int sitecodec_read(const uint8_t *buf, size_t len, size_t nspecs, uint64_t file_
 
 		if (!take(&in, &sh, sizeof(sh)))
 			return bad(err, errlen, "a function cut short");
-		if (sh.spec >= nspecs || sh.offset >= file_size || sh.size > file_size - sh.offset ||
-		    sh.nrets < -1 || sh.nrets > RETSITES_MAX || !sh.name_len || !sh.symbol_len)
+		if (sh.spec >= nspecs || sh.offset >= file_size || sh.size > file_size - sh.offset || sh.nrets < -1 ||
+		    sh.nrets > RETSITES_MAX || !sh.name_len || !sh.symbol_len)
 			return bad(err, errlen, "a function's place or counts are out of range");
 		if (!take_string(&in, sh.name_len, SITECODEC_MAX_STRING, false, name) ||
 		    !take_string(&in, sh.symbol_len, SITECODEC_MAX_STRING, false, symbol) ||
@@ -199,12 +203,15 @@ int sitecodec_read(const uint8_t *buf, size_t len, size_t nspecs, uint64_t file_
 
 			if (!take(&in, &w, sizeof(w)))
 				return bad(err, errlen, "a function's return sites cut short");
-			if (w.offset >= file_size || w.kind < SBT_SITE_RET || w.kind > SBT_SITE_INDIRECT || w.reg > SBT_REG_R15)
+			if (w.offset >= file_size || w.kind < SBT_SITE_RET || w.kind > SBT_SITE_INDIRECT ||
+			    w.reg > SBT_REG_R15)
 				return bad(err, errlen, "a return site out of range");
 			rets[k] = (struct ret_site){ w.offset, w.kind, w.reg };
 		}
-		f = (struct site_found){ sh.spec, sh.offset, sh.size, name, symbol, sh.nrets < 0 ? refused : NULL,
-					 rets, sh.nrets < 0 ? 0 : sh.nrets };
+		f = (struct site_found){ sh.spec, sh.offset,
+					 sh.size, name,
+					 symbol,  sh.nrets < 0 ? refused : NULL,
+					 rets,	  sh.nrets < 0 ? 0 : sh.nrets };
 		if ((ret = fn(ctx, &f)))
 			return ret;
 	}

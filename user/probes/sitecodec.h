@@ -38,8 +38,8 @@ int sitecodec_write(int fd, int ret, const char *err, const char *note, const st
  * file's size; the child's ret, err and note copied out, fn called for
  * each site (a non-zero return stops and is returned). 0, or -EPROTO with
  * err saying what was wrong. */
-int sitecodec_read(const uint8_t *buf, size_t len, size_t nspecs, uint64_t file_size, int *child_ret,
-		   char *child_err, size_t child_errlen, char *note, size_t notelen,
-		   int (*fn)(void *ctx, const struct site_found *s), void *ctx, char *err, size_t errlen);
+int sitecodec_read(const uint8_t *buf, size_t len, size_t nspecs, uint64_t file_size, int *child_ret, char *child_err,
+		   size_t child_errlen, char *note, size_t notelen, int (*fn)(void *ctx, const struct site_found *s),
+		   void *ctx, char *err, size_t errlen);
 
 #endif

@@ -13,47 +13,57 @@
 
 const char *argp_program_version = "spyre-bpftrace " SBT_VERSION;
 
-static const char doc[] =
-	"Trace a Spyre AI accelerator job from the kernel: runtime calls (uprobes), "
-	"VFIO ioctls, IOMMU DMA mappings and interrupts, with no change to the app.\n"
-	"\n"
-	"USAGE: spyre-bpftrace [record] {-p PID | -c CMD} [OPTIONS]\n"
-	"       spyre-bpftrace convert IN.sbt -o OUT.pftrace|OUT.json\n"
-	"       spyre-bpftrace report IN.sbt\n"
-	"       spyre-bpftrace inspect TRACE.pftrace\n"
-	"       spyre-bpftrace dump IN.sbt\n"
-	"       spyre-bpftrace list LIB...\n"
-	"       spyre-bpftrace merge TORCH.json CAPTURE.sbt [MORE...] -o OUT.pftrace|OUT.json\n"
-	"       spyre-bpftrace daemon [--listen ADDR:PORT]\n"
-	"       spyre-bpftrace ctl status | record --seconds N [-o FILE]\n"
-	"\n"
-	"EXAMPLES:\n"
-	"  spyre-bpftrace -p 1234              # trace PID 1234 until Ctrl-C, into\n"
-	"                                      # spyre-bpftrace-1234.pftrace\n"
-	"  spyre-bpftrace -c './serve -m x'    # run and trace a command\n"
-	"  spyre-bpftrace -p 1234 -d 10 -o run.json  # ten seconds, Chrome JSON\n"
-	"  spyre-bpftrace -p 1234 -o run.sbt   # a raw capture, to convert later\n"
-	"  spyre-bpftrace -p 1234 -v           # print the attach plan too\n"
-	"  spyre-bpftrace -c ./app --probe libflex.so:'flex::Runtime*'\n"
-	"  spyre-bpftrace -c 'python3 train.py' -v  # which runtime libraries, why,\n"
-	"                                      # and each function's return sites\n"
-	"  spyre-bpftrace -c ./app --vfio-path '/tmp/mock/*'\n"
-	"  spyre-bpftrace -p 1234 --device 0000:3b:00.0  # one card only\n"
-	"  spyre-bpftrace convert run.sbt -o run.pftrace\n"
-	"  spyre-bpftrace report run.sbt       # the summary of a capture\n"
-	"  spyre-bpftrace inspect run.pftrace  # check a Perfetto trace\n"
-	"  spyre-bpftrace dump run.sbt         # one event per line\n"
-	"  spyre-bpftrace list ./libflex.so    # what a library's probes would be\n"
-	"  spyre-bpftrace merge torch.json run.sbt -o run.pftrace  # with a PyTorch\n"
-	"                                      # profiler trace, one timeline\n"
-	"  spyre-bpftrace daemon               # always on: Prometheus metrics on\n"
-	"                                      # 127.0.0.1:9464/metrics\n"
-	"\v"
-	"Needs root (or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN) and a kernel with BTF. "
-	"See spyre-bpftrace(1) and docs/usage.md.";
+static const char doc[] = "Trace a Spyre AI accelerator job from the kernel: runtime calls (uprobes), "
+			  "VFIO ioctls, IOMMU DMA mappings and interrupts, with no change to the app.\n"
+			  "\n"
+			  "USAGE: spyre-bpftrace [record] {-p PID | -c CMD} [OPTIONS]\n"
+			  "       spyre-bpftrace convert IN.sbt -o OUT.pftrace|OUT.json\n"
+			  "       spyre-bpftrace report IN.sbt\n"
+			  "       spyre-bpftrace inspect TRACE.pftrace\n"
+			  "       spyre-bpftrace dump IN.sbt\n"
+			  "       spyre-bpftrace list LIB...\n"
+			  "       spyre-bpftrace merge TORCH.json CAPTURE.sbt [MORE...] -o OUT.pftrace|OUT.json\n"
+			  "       spyre-bpftrace daemon [--listen ADDR:PORT]\n"
+			  "       spyre-bpftrace ctl status | record --seconds N [-o FILE]\n"
+			  "\n"
+			  "EXAMPLES:\n"
+			  "  spyre-bpftrace -p 1234              # trace PID 1234 until Ctrl-C, into\n"
+			  "                                      # spyre-bpftrace-1234.pftrace\n"
+			  "  spyre-bpftrace -c './serve -m x'    # run and trace a command\n"
+			  "  spyre-bpftrace -p 1234 -d 10 -o run.json  # ten seconds, Chrome JSON\n"
+			  "  spyre-bpftrace -p 1234 -o run.sbt   # a raw capture, to convert later\n"
+			  "  spyre-bpftrace -p 1234 -v           # print the attach plan too\n"
+			  "  spyre-bpftrace -c ./app --probe libflex.so:'flex::Runtime*'\n"
+			  "  spyre-bpftrace -c 'python3 train.py' -v  # which runtime libraries, why,\n"
+			  "                                      # and each function's return sites\n"
+			  "  spyre-bpftrace -c ./app --vfio-path '/tmp/mock/*'\n"
+			  "  spyre-bpftrace -p 1234 --device 0000:3b:00.0  # one card only\n"
+			  "  spyre-bpftrace convert run.sbt -o run.pftrace\n"
+			  "  spyre-bpftrace report run.sbt       # the summary of a capture\n"
+			  "  spyre-bpftrace inspect run.pftrace  # check a Perfetto trace\n"
+			  "  spyre-bpftrace dump run.sbt         # one event per line\n"
+			  "  spyre-bpftrace list ./libflex.so    # what a library's probes would be\n"
+			  "  spyre-bpftrace merge torch.json run.sbt -o run.pftrace  # with a PyTorch\n"
+			  "                                      # profiler trace, one timeline\n"
+			  "  spyre-bpftrace daemon               # always on: Prometheus metrics on\n"
+			  "                                      # 127.0.0.1:9464/metrics\n"
+			  "\v"
+			  "Needs root (or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN) and a kernel with BTF. "
+			  "See spyre-bpftrace(1) and docs/usage.md.";
 
-enum { OPT_PROBE = 1000, OPT_VFIO_PATH, OPT_IRQ, OPT_BUFFER, OPT_FORMAT, OPT_DEVICE, OPT_DRIVER,
-       OPT_MAX_PROBES, OPT_KEEP_COMMAND, OPT_NO_WAKE_HOOK, OPT_WAKE_HOOK };
+enum {
+	OPT_PROBE = 1000,
+	OPT_VFIO_PATH,
+	OPT_IRQ,
+	OPT_BUFFER,
+	OPT_FORMAT,
+	OPT_DEVICE,
+	OPT_DRIVER,
+	OPT_MAX_PROBES,
+	OPT_KEEP_COMMAND,
+	OPT_NO_WAKE_HOOK,
+	OPT_WAKE_HOOK
+};
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process (repeatable; a thread id means its process)", 0 },
@@ -62,41 +72,51 @@ static const struct argp_option options[] = {
 	{ "no-wake-hook", OPT_NO_WAKE_HOOK, NULL, 0,
 	  "Do not look for the thread a card's interrupt woke (--wake-hook none): a process that "
 	  "drives several cards then has its jobs on a card only where a launch's buffer was "
-	  "mapped in one card's container", 0 },
+	  "mapped in one card's container",
+	  0 },
 	{ "wake-hook", OPT_WAKE_HOOK, "HOOK", 0,
 	  "How the thread a card's interrupt woke is found: auto (the eventfd's waiters, read at "
 	  "the interrupt, and at eventfd_write where fentry or a kprobe can hook it: no other "
 	  "wake-up pays), sched_waking (a program on every wake-up of the host: also a thread "
-	  "passing the news on where eventfd_write cannot be hooked) or none", 0 },
+	  "passing the news on where eventfd_write cannot be hooked) or none",
+	  0 },
 	{ "keep-command", OPT_KEEP_COMMAND, NULL, 0,
 	  "When tracing ends before the -c command (-d, Ctrl-C, the tracer killed), leave it "
-	  "running untraced (default: it gets SIGTERM, and SIGKILL 5 s later)", 0 },
+	  "running untraced (default: it gets SIGTERM, and SIGKILL 5 s later)",
+	  0 },
 	{ "output", 'o', "FILE", 0,
 	  "Output: .pftrace (Perfetto), .json (Chrome JSON) or .sbt (raw capture); default "
-	  "spyre-bpftrace-PID.pftrace or spyre-bpftrace-COMMAND.pftrace", 0 },
+	  "spyre-bpftrace-PID.pftrace or spyre-bpftrace-COMMAND.pftrace",
+	  0 },
 	{ "format", OPT_FORMAT, "FMT", 0, "perfetto, json or sbt, whatever -o's extension", 0 },
 	{ "probe", OPT_PROBE, "LIB:PATTERN[=ROLE]", 0,
 	  "Also probe functions of LIB (path or library name) whose demangled name "
-	  "matches the glob PATTERN (repeatable)", 0 },
+	  "matches the glob PATTERN (repeatable)",
+	  0 },
 	{ "vfio-path", OPT_VFIO_PATH, "GLOB", 0,
 	  "Count files matching GLOB (one '*') as accelerator files, besides /dev/vfio "
-	  "(repeatable)", 0 },
+	  "(repeatable)",
+	  0 },
 	{ "irq", OPT_IRQ, "N", 0, "Also trace interrupt number N (repeatable)", 0 },
 	{ "device", OPT_DEVICE, "BDF|VID:DID|all", 0,
 	  "Keep driver-level events and interrupts of this card only: a PCI address "
 	  "(0000:01:00.0) or vendor:device ids (repeatable; default Spyre's 1014:06a7 and "
-	  "1014:06a8; 'all' for every device)", 0 },
+	  "1014:06a8; 'all' for every device)",
+	  0 },
 	{ "driver-probes", OPT_DRIVER, "MODE", 0,
 	  "How to attach to vfio's functions: auto (fentry, else kprobes; the default), "
-	  "fentry, kprobe or off", 0 },
+	  "fentry, kprobe or off",
+	  0 },
 	{ "max-probes", OPT_MAX_PROBES, "N", 0,
 	  "At most N uprobes (entries and return sites) per traced process; functions past "
-	  "it are refused (default 4096)", 0 },
-	{ "buffer-size", OPT_BUFFER, "SIZE", 0,
-	  "Ring buffer size, e.g. 64M (default 8M; rounded up to a power of two)", 0 },
+	  "it are refused (default 4096)",
+	  0 },
+	{ "buffer-size", OPT_BUFFER, "SIZE", 0, "Ring buffer size, e.g. 64M (default 8M; rounded up to a power of two)",
+	  0 },
 	{ "verbose", 'v', NULL, 0,
 	  "Print the attach plan, each runtime library and why, each function's return sites "
-	  "or why it was refused, and libbpf warnings (-vv: debug)", 0 },
+	  "or why it was refused, and libbpf warnings (-vv: debug)",
+	  0 },
 	{ "quiet", 'q', NULL, 0, "No live status line and no summary", 0 },
 	{ 0 }
 };
@@ -108,9 +128,8 @@ struct parse_ctx {
 	bool every_device; /* --device all */
 };
 
-__attribute__((format(printf, 3, 4))) static error_t fail(struct argp_state *state,
-							  struct parse_ctx *c, const char *fmt,
-							  ...)
+__attribute__((format(printf, 3, 4))) static error_t fail(struct argp_state *state, struct parse_ctx *c,
+							  const char *fmt, ...)
 {
 	va_list ap;
 
@@ -137,13 +156,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			return fail(state, c, "invalid PID '%s'; hint: -p takes a process id (see pgrep)", arg);
 		o->npids++;
 		break;
-	case 'c':
-		o->command = arg;
-		break;
+	case 'c': o->command = arg; break;
 	case 'd':
 		if (arg_parse_seconds(arg, &o->duration))
-			return fail(state, c, "invalid duration '%s'; hint: seconds > 0 and up to a year "
-					      "(31536000), e.g. -d 10 or -d 0.5", arg);
+			return fail(state, c,
+				    "invalid duration '%s'; hint: seconds > 0 and up to a year "
+				    "(31536000), e.g. -d 10 or -d 0.5",
+				    arg);
 		break;
 	case 'o':
 		if (!*arg)
@@ -166,7 +185,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (arg_split_glob(arg, SBT_FD_PATTERN_LEN - 1, &pl, &sl, &star))
 			return fail(state, c,
 				    "--vfio-path '%s': use an absolute path with at most one '*' "
-				    "(no '?' or '['), at most 63 characters each side", arg);
+				    "(no '?' or '['), at most 63 characters each side",
+				    arg);
 		o->vfio_paths[o->nvfio_paths++] = arg;
 		break;
 	case OPT_IRQ: {
@@ -192,17 +212,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_DRIVER:
 		if ((o->driver_mode = driver_mode_parse(arg)) < 0)
-			return fail(state, c, "unknown --driver-probes '%s'; hint: auto, fentry, kprobe or off",
-				    arg);
+			return fail(state, c, "unknown --driver-probes '%s'; hint: auto, fentry, kprobe or off", arg);
 		break;
 	case OPT_BUFFER:
-		if (arg_parse_size(arg, &o->buffer_size) || o->buffer_size < 4096 ||
-		    o->buffer_size > (1ul << 30))
+		if (arg_parse_size(arg, &o->buffer_size) || o->buffer_size < 4096 || o->buffer_size > (1ul << 30))
 			return fail(state, c, "invalid --buffer-size '%s'; hint: 4K to 1G, e.g. 64M", arg);
 		break;
-	case OPT_NO_WAKE_HOOK:
-		o->no_wake_hook = true;
-		break;
+	case OPT_NO_WAKE_HOOK: o->no_wake_hook = true; break;
 	case OPT_WAKE_HOOK:
 		if (!strcmp(arg, "none"))
 			o->no_wake_hook = true;
@@ -211,9 +227,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		else if (strcmp(arg, "auto"))
 			return fail(state, c, "unknown --wake-hook '%s'; hint: auto, sched_waking or none", arg);
 		break;
-	case OPT_KEEP_COMMAND:
-		o->keep_command = true;
-		break;
+	case OPT_KEEP_COMMAND: o->keep_command = true; break;
 	case OPT_MAX_PROBES: {
 		char *end;
 		unsigned long v;
@@ -225,15 +239,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->max_probes = v;
 		break;
 	}
-	case 'v':
-		o->verbose++;
-		break;
-	case 'q':
-		o->quiet = true;
-		break;
+	case 'v': o->verbose++; break;
+	case 'q': o->quiet = true; break;
 	case ARGP_KEY_ARG:
-		return fail(state, c, "unexpected argument '%s'; hint: quote the command: -c '%s ...'",
-			    arg, arg);
+		return fail(state, c, "unexpected argument '%s'; hint: quote the command: -c '%s ...'", arg, arg);
 	case ARGP_KEY_END:
 		if (!o->npids && !o->command)
 			return fail(state, c, "nothing to trace; hint: give -p PID or -c CMD (see --help)");
@@ -242,8 +251,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (devfilter_finish(&o->devices, c->every_device, msg, sizeof(msg)))
 			return fail(state, c, "%s", msg);
 		break;
-	default:
-		return ARGP_ERR_UNKNOWN;
+	default: return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
 }
@@ -255,8 +263,7 @@ void cli_free_record(struct record_opts *o)
 	o->nprobes = 0;
 }
 
-int cli_parse_record(int argc, char **argv, struct record_opts *o, unsigned int argp_flags,
-		     char *err, size_t errlen)
+int cli_parse_record(int argc, char **argv, struct record_opts *o, unsigned int argp_flags, char *err, size_t errlen)
 {
 	static const struct argp argp = { options, parse_opt, NULL, doc, NULL, NULL, NULL };
 	struct parse_ctx c = { o, err, errlen, false };

@@ -249,8 +249,8 @@ static void show_status(struct recording *r, bool final)
 		return;
 	}
 	fprintf(stderr, "\r\033[K[spyre-bpftrace] %6.1f s  %llu events  %llu lost  (Ctrl-C to stop)",
-		(double)(sbt_now_boottime() - r->start_ts) / 1e9,
-		(unsigned long long)r->records, (unsigned long long)r->lost_total);
+		(double)(sbt_now_boottime() - r->start_ts) / 1e9, (unsigned long long)r->records,
+		(unsigned long long)r->lost_total);
 }
 
 /* Libraries a traced process mapped without our seeing the open (through
@@ -321,9 +321,10 @@ static const char *run_loop(struct recording *r)
 static void print_late(const char *what, const struct late *l, const char *since)
 {
 	if (l->n)
-		fprintf(stderr, "\n  %u %s: runtime probes in place at most %.1f ms after %s; calls "
-				"made before that are not in the trace\n", l->n, what,
-			(double)l->max_ns / 1e6, since);
+		fprintf(stderr,
+			"\n  %u %s: runtime probes in place at most %.1f ms after %s; calls "
+			"made before that are not in the trace\n",
+			l->n, what, (double)l->max_ns / 1e6, since);
 }
 
 static void summary(struct recording *r, const char *why)
@@ -331,21 +332,24 @@ static void summary(struct recording *r, const char *why)
 	uint64_t untraced = attach_read_untraced_runs(&r->at);
 	uint64_t peak = attach_read_ring_peak(&r->at), size = attach_ring_size(&r->at);
 
-	fprintf(stderr, "spyre-bpftrace: %s; %llu events, %s %s (%.1f KiB)\n", why,
-		(unsigned long long)r->records, output_format_name(r->out.fmt), r->out_path,
-		(double)output_bytes(&r->out) / 1024.0);
+	fprintf(stderr, "spyre-bpftrace: %s; %llu events, %s %s (%.1f KiB)\n", why, (unsigned long long)r->records,
+		output_format_name(r->out.fmt), r->out_path, (double)output_bytes(&r->out) / 1024.0);
 	output_report(&r->out, stderr);
 	/* before it loses records, a ring buffer runs near full */
 	if (peak * 2 >= size || r->lost_total > r->missed_total) {
 		double unit = size >= (1 << 20) ? 1 << 20 : 1 << 10;
 
-		fprintf(stderr, "\n  the ring buffer was at most %.0f%% full (%.1f of %.0f %s); hint: a larger "
-				"--buffer-size\n", 100.0 * (double)peak / (double)size, (double)peak / unit,
-			(double)size / unit, size >= (1 << 20) ? "MiB" : "KiB");
+		fprintf(stderr,
+			"\n  the ring buffer was at most %.0f%% full (%.1f of %.0f %s); hint: a larger "
+			"--buffer-size\n",
+			100.0 * (double)peak / (double)size, (double)peak / unit, (double)size / unit,
+			size >= (1 << 20) ? "MiB" : "KiB");
 	}
 	if (r->missed_total)
-		fprintf(stderr, "\n  %llu of the lost events were probe runs the kernel skipped: a BPF program "
-				"was already running on that CPU\n", (unsigned long long)r->missed_total);
+		fprintf(stderr,
+			"\n  %llu of the lost events were probe runs the kernel skipped: a BPF program "
+			"was already running on that CPU\n",
+			(unsigned long long)r->missed_total);
 	print_late("child processes followed", &r->forks, "their fork");
 	print_late("runtime libraries found when opened", &r->libs, "the open");
 	if (r->at.refused)
@@ -430,8 +434,8 @@ static int attach_runtime_probes(struct recording *r)
 	for (int i = 0; i < o->npids && !r->at.interrupted; i++)
 		if ((err = attach_find_libraries(&r->at, o->pids[i], NULL)) < 0 && err != -EINTR)
 			return err;
-	if (r->wl.pid > 0 && !r->at.interrupted &&
-	    (err = attach_find_libraries(&r->at, r->wl.pid, r->wl.argv)) < 0 && err != -EINTR)
+	if (r->wl.pid > 0 && !r->at.interrupted && (err = attach_find_libraries(&r->at, r->wl.pid, r->wl.argv)) < 0 &&
+	    err != -EINTR)
 		return err;
 	if (!r->at.interrupted)
 		attach_warn_unmatched(&r->at, o->command != NULL);
@@ -446,7 +450,8 @@ static int attach_runtime_probes(struct recording *r)
 		/* a framework may dlopen() it later: BPF sees the open */
 		sbt_warn("no Spyre runtime library found yet for '%s' (looked for libflex.so, "
 			 "libsenlib*.so and --probe libraries); watching for one to be loaded; "
-			 "-v lists where it looked", o->command);
+			 "-v lists where it looked",
+			 o->command);
 		return 0;
 	}
 	sbt_err("no Spyre runtime library in the maps or the library path of PID %d (looked for "
@@ -475,10 +480,9 @@ static int setup(struct recording *r)
 		return err;
 	/* vfio is loaded but some of its functions got no probe: say so, the
 	 * syscall paths carry on without their detail */
-	if (!o->verbose && r->at.drv.nnone && o->driver_mode != DRIVER_OFF &&
-	    !access("/sys/module/vfio", F_OK))
-		sbt_warn("%d of %d vfio functions have no driver-level probe here; -v says why",
-			 r->at.drv.nnone, r->at.drv.nnone + r->at.drv.nfentry + r->at.drv.nkprobe);
+	if (!o->verbose && r->at.drv.nnone && o->driver_mode != DRIVER_OFF && !access("/sys/module/vfio", F_OK))
+		sbt_warn("%d of %d vfio functions have no driver-level probe here; -v says why", r->at.drv.nnone,
+			 r->at.drv.nnone + r->at.drv.nfentry + r->at.drv.nkprobe);
 	if ((err = attach_load(&r->at)))
 		return err;
 	for (int i = 0; i < o->npids; i++)
@@ -505,9 +509,8 @@ static int setup(struct recording *r)
 		return err;
 	if (!r->wl.pid)
 		metaw_thread_names(&r->mw, r->tgids, r->ntgids); /* a -c child is named when it execs */
-	sbt_info(1, "  runtime: %zu functions, %zu uprobes on %d process%s\n",
-		 attach_nfunctions(&r->at), attach_nuprobes(&r->at), r->ntgids,
-		 r->ntgids == 1 ? "" : "es");
+	sbt_info(1, "  runtime: %zu functions, %zu uprobes on %d process%s\n", attach_nfunctions(&r->at),
+		 attach_nuprobes(&r->at), r->ntgids, r->ntgids == 1 ? "" : "es");
 	if (o->verbose) /* last: once it shows, every probe is in place */
 		plan_print(&r->at.plan, stderr);
 	r->rb = ring_buffer__new(bpf_map__fd(r->at.skel->maps.events), on_record, r, NULL);
@@ -547,8 +550,9 @@ static void default_output(const struct record_opts *o, char *buf, size_t len)
 		snprintf(name, sizeof(name), "%.*s", (int)(n - (size_t)(cmd - o->command)), cmd);
 	}
 	snprintf(buf, len, "spyre-bpftrace-%s.%s", name,
-		 o->format && !strcmp(o->format, "json") ? "json"
-		 : o->format && !strcmp(o->format, "sbt") ? "sbt" : "pftrace");
+		 o->format && !strcmp(o->format, "json")  ? "json"
+		 : o->format && !strcmp(o->format, "sbt") ? "sbt"
+							  : "pftrace");
 }
 
 int cmd_record(int argc, char **argv)
@@ -611,8 +615,7 @@ int cmd_record(int argc, char **argv)
 	}
 	finish(&r, why);
 	if (r.out.error)
-		sbt_err("writing '%s' failed: %s; the file holds what came before", r.out_path,
-			strerror(r.out.error));
+		sbt_err("writing '%s' failed: %s; the file holds what came before", r.out_path, strerror(r.out.error));
 	ret = r.out.error || !strcmp(why, "error") ? 1 : 0;
 	cleanup(&r);
 	cli_free_record(&o);

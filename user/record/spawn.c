@@ -29,8 +29,8 @@ int workload_spawn(struct workload *w, const char *command)
 	}
 	ret = wordexp(command, we, WRDE_NOCMD);
 	if (ret || !we->we_wordc) {
-		sbt_err("cannot parse command '%s'%s; hint: quote it as one argument: -c './app --flag'",
-			command, ret == WRDE_CMDSUB ? " (no $(...) or `...`)" : "");
+		sbt_err("cannot parse command '%s'%s; hint: quote it as one argument: -c './app --flag'", command,
+			ret == WRDE_CMDSUB ? " (no $(...) or `...`)" : "");
 		if (!ret)
 			wordfree(we);
 		free(we);
@@ -70,8 +70,7 @@ int workload_spawn(struct workload *w, const char *command)
 		if (read(pfd[0], &c, 1) != 1)
 			_exit(127);
 		execvp(w->argv[0], w->argv);
-		fprintf(stderr, "spyre-bpftrace: cannot run '%s': %s\n", w->argv[0],
-			strerror(errno));
+		fprintf(stderr, "spyre-bpftrace: cannot run '%s': %s\n", w->argv[0], strerror(errno));
 		_exit(127);
 	}
 	close(pfd[0]);
@@ -111,7 +110,8 @@ static void end_or_kill(struct workload *w)
 		usleep(20 * 1000);
 	}
 	sbt_warn("the command (PID %d) did not end %d s after SIGTERM: killed (SIGKILL); hint: "
-		 "--keep-command leaves it running", w->pid, TERM_GRACE_MS / 1000);
+		 "--keep-command leaves it running",
+		 w->pid, TERM_GRACE_MS / 1000);
 	kill(w->pid, SIGKILL);
 	workload_reap(w, true);
 }
