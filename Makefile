@@ -79,7 +79,7 @@ SAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize
 .DELETE_ON_ERROR:
 PREFIX     ?= /usr/local
 
-.PHONY: all deps cross test unit unit-asan e2e bench bench-check demo clean format vmlinux sim install fuzz valgrind test-torch
+.PHONY: all deps cross test unit unit-asan e2e bench bench-check demo clean format format-check vmlinux sim install fuzz valgrind test-torch
 all: $(TOOL) sim
 
 # The Debian packages: checked by the commands that set up a fresh machine
@@ -165,6 +165,7 @@ PAR = $$(case " $$MAKEFLAGS " in *" -j"*) ;; *) echo -j$$(nproc 2>/dev/null || e
 # the unit tests run once everything is built
 test:
 	@scripts/deps.sh
+	@$(MAKE) --no-print-directory format-check
 	@$(MAKE) --no-print-directory $(PAR) all
 	@$(MAKE) --no-print-directory $(PAR) unit-asan
 	@$(MAKE) --no-print-directory $(PAR) cross
@@ -269,8 +270,19 @@ install: $(TOOL)
 -include $(wildcard $(addsuffix /*.d,$(OUT)/obj $(OUT)/obj-san $(OUT)/obj-fuzz) \
 		    $(addsuffix /*/*.d,$(OUT)/obj $(OUT)/obj-san $(OUT)/obj-fuzz))
 
+# the C the project writes, in the style of .clang-format
+FORMATTED = bpf/*.c bpf/*.h user/*.c user/*.h user/*/*.c user/*/*.h tests/sim/*.c tests/unit/*.c
+
 format:
-	clang-format -i bpf/*.c bpf/*.h user/*.c user/*.h user/*/*.c user/*/*.h tests/sim/*.c tests/unit/*.c
+	clang-format -i $(FORMATTED)
+
+# make format-check (a tier of make test): a file not as `make format`
+# would leave it fails, with the lines that differ
+format-check:
+	@command -v clang-format >/dev/null || { echo "format-check: clang-format is not installed; hint: make deps"; exit 1; }
+	@clang-format --dry-run --Werror $(FORMATTED) 2>&1 | head -40; \
+	if clang-format --dry-run --Werror $(FORMATTED) >/dev/null 2>&1; then echo "format-check: every file as make format leaves it"; \
+	else echo "format-check: files differ from .clang-format's style; hint: make format"; exit 1; fi
 
 clean:
 	rm -rf $(OUT)
