@@ -142,6 +142,9 @@ def open_loop():
     return loop(OPEN_LOOP)
 
 
+STATS = "/proc/sys/kernel/bpf_stats_enabled"
+
+
 def metrics():
     with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/metrics", timeout=5) as r:
         body = r.read().decode()
@@ -276,6 +279,14 @@ def main():
         return 1
     tmp = tempfile.mkdtemp(prefix="sbt-bench-daemon-")
     atexit.register(shutil.rmtree, tmp, True)  # whichever way the bench ends
+    # the daemon keeps the kernel's BPF statistics off (ctl cost turns them
+    # on for a while): the bench counts its programs' run time throughout,
+    # so it turns them on for its run, and back as they were
+    with open(STATS) as f:
+        was = f.read().strip()
+    with open(STATS, "w") as f:
+        f.write("1")
+    atexit.register(lambda: open(STATS, "w").write(was))
     os.makedirs(os.path.join(tmp, "mock"))
     costs = [ioctl_cost(tmp) for _ in range(args.runs if args.only else 1)]
     steady = [steady_cost(tmp, args.rate, 10) for _ in range(3 if args.only else 1)]

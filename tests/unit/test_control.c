@@ -36,6 +36,9 @@ static void requests(void **state)
 	assert_int_equal(r.to, 2000);
 	assert_string_equal(r.path, "/x/a b.json"); /* the whole rest of the line */
 	assert_int_equal(parse("snapshot 1764710000000000000 1764710060000000000 -"), 0);
+	assert_int_equal(parse("cost 5.000"), 0);
+	assert_int_equal(r.verb, CONTROL_COST);
+	assert_true(r.seconds == 5);
 }
 
 static void refusals(void **state)
@@ -58,6 +61,11 @@ static void refusals(void **state)
 		{ "snapshot 1 2", "error: unknown request; hint:" },
 		{ "snapshot 99999999999999999999999 1 -", "error: unknown request; hint:" },
 		{ "snapshot 1 2 /a\x7f", "error: unknown request; hint:" },
+		{ "cost 61", "error: a cost measure is 0.1 to 60 s; hint:" },
+		{ "cost 0", "error: a cost measure is 0.1 to 60 s; hint:" },
+		{ "cost", "error: unknown request; hint:" },
+		{ "cost 5 /x", "error: unknown request; hint:" },
+		{ "cost -1", "error: unknown request; hint:" },
 	};
 
 	(void)state;

@@ -135,6 +135,18 @@ static int number(const char *s, bool integer, double *d, unsigned long long *u,
 	return 0;
 }
 
+/* A number that ends the line. */
+static int number_last(const char *s, double *d)
+{
+	char *end;
+
+	if (!(s[0] >= '0' && s[0] <= '9'))
+		return -1;
+	errno = 0;
+	*d = strtod(s, &end);
+	return errno || end == s || *end ? -1 : 0;
+}
+
 int control_parse_request(const char *line, struct control_request *r, char *err, size_t errlen)
 {
 	unsigned long long from = 0, to = 0;
@@ -166,7 +178,16 @@ int control_parse_request(const char *line, struct control_request *r, char *err
 			 "--recorder-seconds only\n");
 		return -1;
 	}
-	snprintf(err, errlen, "error: unknown request; hint: status, record SECONDS PATH, snapshot FROM TO PATH\n");
+	if (!strncmp(line, "cost ", 5) && !number_last(line + 5, &r->seconds)) {
+		r->verb = CONTROL_COST;
+		if (r->seconds >= 0.1 && r->seconds <= CONTROL_MAX_COST_SECONDS)
+			return 0;
+		snprintf(err, errlen, "error: a cost measure is 0.1 to %d s; hint: ctl cost --seconds 5\n",
+			 CONTROL_MAX_COST_SECONDS);
+		return -1;
+	}
+	snprintf(err, errlen,
+		 "error: unknown request; hint: status, record SECONDS PATH, snapshot FROM TO PATH, cost SECONDS\n");
 	return -1;
 }
 
@@ -253,7 +274,8 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 	case 'o': o->out = arg; break;
 	case OPT_SECONDS:
 		if (arg_parse_seconds(arg, &o->seconds) || o->seconds > CONTROL_MAX_WINDOW_SECONDS)
-			argp_error(state, "invalid --seconds '%s'; hint: 0.1 to %d", arg, CONTROL_MAX_WINDOW_SECONDS);
+			argp_error(state, "invalid --seconds '%s'; hint: 0.1 to %d (cost: to %d)", arg,
+				   CONTROL_MAX_WINDOW_SECONDS, CONTROL_MAX_COST_SECONDS);
 		break;
 	case OPT_LAST:
 		if (arg_parse_duration(arg, &o->last))
@@ -270,8 +292,8 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_ARG:
 		if (o->what)
 			argp_error(state, "one request at a time");
-		if (strcmp(arg, "status") && strcmp(arg, "record") && strcmp(arg, "snapshot"))
-			argp_error(state, "unknown request '%s'; hint: status, record or snapshot", arg);
+		if (strcmp(arg, "status") && strcmp(arg, "record") && strcmp(arg, "snapshot") && strcmp(arg, "cost"))
+			argp_error(state, "unknown request '%s'; hint: status, record, snapshot or cost", arg);
 		o->what = arg;
 		break;
 	case ARGP_KEY_END:
@@ -279,6 +301,13 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "no request; hint: ctl status, ctl record --seconds 10");
 		if (!strcmp(o->what, "record") && !o->seconds)
 			argp_error(state, "record needs --seconds N");
+		if (!strcmp(o->what, "cost") && !o->seconds)
+			o->seconds = 5;
+		if (!strcmp(o->what, "cost") && o->seconds > CONTROL_MAX_COST_SECONDS)
+			argp_error(state, "cost measures at most %d s; hint: ctl cost --seconds 10",
+				   CONTROL_MAX_COST_SECONDS);
+		if (strcmp(o->what, "record") && strcmp(o->what, "snapshot") && o->out)
+			argp_error(state, "-o is for record and snapshot");
 		if (!strcmp(o->what, "snapshot") && !o->last == !(o->from && o->to))
 			argp_error(state, "snapshot needs --last DURATION, or --from T0 and --to T1");
 		if (o->from && o->to && o->from > o->to)
@@ -309,7 +338,7 @@ int cmd_ctl(int argc, char **argv)
 	static const struct argp_option options[] = {
 		{ "runtime-dir", OPT_RUNTIME_DIR, "DIR", 0,
 		  "the daemon's runtime directory (default " CONTROL_DEFAULT_DIR ")", 0 },
-		{ "seconds", OPT_SECONDS, "N", 0, "record: how long the window is", 0 },
+		{ "seconds", OPT_SECONDS, "N", 0, "record: how long the window is; cost: how long to measure (5)", 0 },
 		{ "output", 'o', "FILE", 0,
 		  "the trace (.pftrace, .json or .sbt; default: in the daemon's spool, STATE_DIR/snapshots)", 0 },
 		{ "last", OPT_LAST, "DURATION", 0, "snapshot: the last DURATION (30s, 2m)", 0 },
@@ -321,14 +350,18 @@ int cmd_ctl(int argc, char **argv)
 	static const struct argp argp = {
 		options,
 		ctl_parse,
-		"status | record --seconds N [-o FILE] | snapshot --last D | --from T0 --to T1 [-o FILE]",
+		"status | record --seconds N [-o FILE] | snapshot --last D | --from T0 --to T1 [-o FILE] | "
+		"cost [--seconds N]",
 		"Talk to a running spyre-bpftrace daemon: its status; a detailed window "
 		"recorded now (runtime calls by uprobes, ioctls, DMA, interrupts, device jobs) of "
 		"the processes that hold a Spyre card; or a snapshot of its flight recorder (the "
 		"kernel events of the last minutes), each returned as a trace (with a manifest for "
 		"a snapshot). The same absolute --from/--to asked of every host of a job gives "
-		"traces that merge into one.\n\nEXAMPLES:\n"
+		"traces that merge into one. cost: what the daemon's BPF programs cost, measured now "
+		"by the kernel (its statistics on for those seconds only: every BPF program of the "
+		"host pays meanwhile).\n\nEXAMPLES:\n"
 		"  spyre-bpftrace ctl status\n"
+		"  spyre-bpftrace ctl cost --seconds 10\n"
 		"  spyre-bpftrace ctl record --seconds 10 -o /var/lib/spyre-bpftrace/window.pftrace\n"
 		"  spyre-bpftrace ctl snapshot --last 30s -o /var/lib/spyre-bpftrace/last.pftrace\n"
 		"  spyre-bpftrace ctl snapshot --from 2026-12-02T21:30:00 --to 2026-12-02T21:31:00",
@@ -344,11 +377,13 @@ int cmd_ctl(int argc, char **argv)
 	int fd, werr = 0;
 
 	argp_parse(&argp, argc, argv, 0, NULL, &o);
-	if (strcmp(o.what, "status") && out_path(&o, path, sizeof(path))) {
+	bool file = !strcmp(o.what, "record") || !strcmp(o.what, "snapshot");
+
+	if (file && out_path(&o, path, sizeof(path))) {
 		sbt_err("cannot name the output file; hint: give -o /ABSOLUTE/PATH");
 		return 2;
 	}
-	if (strcmp(o.what, "status") && has_control_char(path)) {
+	if (file && has_control_char(path)) {
 		sbt_err("-o '%s' has a control character; hint: name the file without one", o.out);
 		return 2;
 	}
@@ -364,6 +399,8 @@ int cmd_ctl(int argc, char **argv)
 		}
 		snprintf(req, sizeof(req), "snapshot %llu %llu %s\n", (unsigned long long)o.from,
 			 (unsigned long long)o.to, path);
+	} else if (!strcmp(o.what, "cost")) {
+		snprintf(req, sizeof(req), "cost %.3f\n", o.seconds);
 	} else {
 		snprintf(req, sizeof(req), "status\n");
 	}

@@ -8,6 +8,7 @@
  *   status                     -> "ok" and status lines
  *   record SECONDS ABSPATH|-   -> "ok PATH" once the window is written
  *   snapshot FROM TO ABSPATH|- -> "ok PATH" (REALTIME ns; the flight recorder's window)
+ *   cost SECONDS               -> "ok" and a table once measured (its BPF's runs and run time)
  *
  * "-" for the path: a file in the daemon's spool, named in the answer. The
  * path is the rest of the line, spaces and all; no control characters.
@@ -25,12 +26,13 @@
 #define CONTROL_LINE 4096
 #define CONTROL_MAX_WINDOW_SECONDS 3600 /* record */
 #define CONTROL_MAX_SNAPSHOT_SECONDS 86400 /* snapshot: far more than a recorder holds */
+#define CONTROL_MAX_COST_SECONDS 60 /* cost: every BPF program of the host pays meanwhile */
 
-enum control_verb { CONTROL_STATUS, CONTROL_RECORD, CONTROL_SNAPSHOT };
+enum control_verb { CONTROL_STATUS, CONTROL_RECORD, CONTROL_SNAPSHOT, CONTROL_COST };
 
 struct control_request {
 	enum control_verb verb;
-	double seconds; /* record */
+	double seconds; /* record, cost */
 	uint64_t from, to; /* snapshot: REALTIME ns */
 	char path[CONTROL_LINE]; /* absolute; "" for the spool */
 };

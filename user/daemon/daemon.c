@@ -39,6 +39,7 @@
 #include "commands.h"
 #include "daemon/cardscan.h"
 #include "daemon/control.h"
+#include "daemon/cost.h"
 #include "daemon/daemon_state.h"
 #include "daemon/control_server.h"
 #include "daemon/counters.h"
@@ -69,27 +70,13 @@ static void on_signal(int sig)
 		daemon_stop_sig = sig;
 }
 
-/* The kernel's time in each of our programs, when it keeps count (needs
- * the stats on: bpf_enable_stats, held for the daemon's life). */
+/* The kernel's count of each of our programs' runs and run time: it
+ * moves only while the statistics are on (cost.h: ctl cost, or the sysctl
+ * someone else set), which the metrics say. Under d->lock. */
 static void bpf_run_time(struct daemon *d)
 {
-	struct bpf_program *p;
-
-	d->self.bpf_stats = d->stats_fd >= 0;
-	d->self.nprogs = 0;
-	bpf_object__for_each_program(p, d->at.skel->obj)
-	{
-		struct bpf_prog_info info = { 0 };
-		uint32_t len = sizeof(info);
-		int fd = bpf_program__fd(p), i = d->self.nprogs;
-
-		if (fd < 0 || i == METRICS_PROGS || bpf_obj_get_info_by_fd(fd, &info, &len))
-			continue;
-		snprintf(d->self.progs[i].name, sizeof(d->self.progs[i].name), "%s", bpf_program__name(p));
-		d->self.progs[i].seconds = (double)info.run_time_ns / 1e9;
-		d->self.progs[i].runs = info.run_cnt;
-		d->self.nprogs++;
-	}
+	d->self.bpf_stats = d->cost.stats_fd >= 0 || cost_sysctl_on();
+	d->self.nprogs = cost_read(d->at.skel->obj, d->self.progs, METRICS_PROGS);
 }
 
 static char *page(void *ctx, const char *url, unsigned *status, const char **type, size_t *len)
@@ -273,7 +260,6 @@ static int start(struct daemon *d)
 	look_around(d, "starting");
 	if ((ret = attach_kernel(&d->at)))
 		return ret;
-	d->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	if (d->o->recorder_seconds > 0 && spool_open(d->o->state_dir, d->spool, sizeof(d->spool), err, sizeof(err))) {
 		sbt_err("%s", err);
 		return -EIO;
@@ -345,7 +331,7 @@ static void setup(struct daemon *d, struct daemon_opts *o)
 	struct timespec now;
 
 	d->o = o;
-	d->stats_fd = -1;
+	cost_init(&d->cost);
 	d->control_fd = -1;
 	d->control_lock = -1;
 	d->ctl.wake_fd = -1;
@@ -430,6 +416,8 @@ static void run(struct daemon *d)
 			check_triggers(d, t);
 			next_check = t + TRIGGER_CHECK_SECONDS * NS;
 		}
+		if (cost_due(&d->cost, t))
+			end_cost(d, t);
 		/* a signal ends it early */
 		if (poll(p, d->dr.rb ? 4 : 1, 250) > 0) {
 			if (p[3].revents & POLLIN)
@@ -452,6 +440,9 @@ static void run(struct daemon *d)
 	if (d->fired.waiting) /* a ctl record's took the last room */
 		snapshot_dropped(d, (enum snap_reason)(SNAP_ERRORS + d->fired.kind),
 				 "the daemon stops with five waiting to be written");
+	if (d->cost.client >= 0) { /* a ctl cost cut short: what it measured */
+		end_cost(d, sbt_now_boottime());
+	}
 	if (d->waiter.client >= 0) { /* a ctl record whose window never opened */
 		control_reply(d->waiter.client, "error: the daemon is stopping; its window did not open\n");
 		d->waiter.client = -1;
@@ -482,8 +473,6 @@ static bool stop(struct daemon *d)
 	recorder_free(&d->rec);
 	newcomers_free(&d->news);
 	http_stop(d->http);
-	if (d->stats_fd >= 0)
-		close(d->stats_fd);
 	t3 = sbt_now_boottime();
 	cardscan_stop(&d->scan);
 	if (!discovery_stop(&d->disc, 2 * NS))

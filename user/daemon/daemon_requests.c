@@ -55,7 +55,8 @@ static void status(struct daemon *d, int cfd)
 		 "window %s\nnext sample %s\nflight recorder %llu records kept, %zu MiB, %llu evicted to make room "
 		 "(the heaviest user's oldest)\n"
 		 "snapshots written %llu, failed %llu, being written %d, cut to fit %llu%s\nspool %s, %.1f of %lu MiB\n"
-		 "triggers fired: errors %llu, slow_ioctl %llu, lost %llu (held back as too soon: %llu)\n",
+		 "triggers fired: errors %llu, slow_ioctl %llu, lost %llu (held back as too soon: %llu)\n"
+		 "bpf cost %s\n",
 		 SBT_VERSION, d->counters.ncards - 1, n,
 		 !strcmp(d->at.ioctl_hook, "tracepoint") ? "tracepoint (syscalls:sys_*_ioctl)" : d->at.ioctl_hook,
 		 !d->at.wake_hook ? "none"
@@ -71,7 +72,10 @@ static void status(struct daemon *d, int cfd)
 		 d->fired.waiting ? "; a trigger's waits for room" : "", d->dr.rb ? d->spool : "none",
 		 (double)d->self.spool_bytes / (1 << 20), d->o->spool_mib,
 		 (unsigned long long)d->trig.fired[TRIG_ERRORS], (unsigned long long)d->trig.fired[TRIG_SLOW],
-		 (unsigned long long)d->trig.fired[TRIG_LOST], (unsigned long long)held);
+		 (unsigned long long)d->trig.fired[TRIG_LOST], (unsigned long long)held,
+		 d->cost.stats_fd >= 0 ? "being measured (ctl cost)"
+		 : d->cost.last[0]     ? d->cost.last
+				       : "not measured (the kernel's statistics are off; hint: ctl cost --seconds 5)");
 	pthread_mutex_unlock(&d->lock);
 	control_reply(cfd, msg);
 }
@@ -108,6 +112,39 @@ static void request_window(struct daemon *d, int cfd, double secs, const char *p
 	d->waiter.note = note;
 }
 
+/* ctl cost: the kernel's statistics on for secs (every BPF program of the
+ * host pays meanwhile), the answer at their end (end_cost). */
+static void begin_cost(struct daemon *d, int cfd, double secs)
+{
+	char msg[160];
+	int err;
+
+	pthread_mutex_lock(&d->lock); /* the scrapes read it */
+	err = cost_begin(&d->cost, d->at.skel->obj, secs, cfd, sbt_now_boottime());
+	pthread_mutex_unlock(&d->lock);
+	if (!err) {
+		sbt_note("ctl cost: the kernel's BPF statistics on for %.1f s", secs);
+		return;
+	}
+	snprintf(msg, sizeof(msg), "error: %s; hint: %s\n",
+		 err == -EBUSY ? "a cost measure is under way" : "the kernel would not count BPF run time",
+		 err == -EBUSY ? "wait for it" : strerror(-err));
+	control_reply(cfd, msg);
+}
+
+void end_cost(struct daemon *d, uint64_t now)
+{
+	char msg[CONTROL_LINE];
+	int cfd = d->cost.client;
+
+	pthread_mutex_lock(&d->lock);
+	cost_end(&d->cost, d->at.skel->obj, now, msg, sizeof(msg));
+	pthread_mutex_unlock(&d->lock);
+	sbt_note("ctl cost: the kernel's BPF statistics off again: %s", d->cost.last);
+	if (cfd >= 0)
+		control_reply(cfd, msg);
+}
+
 /* One request from the control socket, read whole by its thread. */
 static void serve_request(struct daemon *d, int cfd, const char *line)
 {
@@ -129,6 +166,7 @@ static void serve_request(struct daemon *d, int cfd, const char *line)
 	switch (r->verb) {
 	case CONTROL_STATUS: status(d, cfd); break;
 	case CONTROL_RECORD: request_window(d, cfd, r->seconds, r->path[0] ? r->path : NULL, note); break;
+	case CONTROL_COST: begin_cost(d, cfd, r->seconds); break;
 	case CONTROL_SNAPSHOT:
 		off = daemon_realtime_offset();
 		if (r->to < off)

@@ -22,6 +22,7 @@
 #include "daemon/cardscan.h"
 #include "daemon/control.h"
 #include "daemon/control_server.h"
+#include "daemon/cost.h"
 #include "daemon/counters.h"
 #include "daemon/devstats.h"
 #include "daemon/discovery.h"
@@ -51,7 +52,7 @@ struct daemon {
 	struct daemon_counts *counts; /* for the triggers */
 	struct http_server *http;
 	pthread_mutex_t lock; /* the counters' cards and maps, between scrapes and reloads */
-	int stats_fd; /* keeps the kernel's BPF run-time statistics on; -1 */
+	struct cost_measure cost; /* ctl cost's, while one runs (under lock) */
 	int control_fd; /* the control socket; -1 */
 	int control_lock; /* its directory's lock, held while the daemon runs; -1 */
 	struct control_server ctl; /* its clients, read on a thread of their own */
@@ -116,5 +117,7 @@ void check_triggers(struct daemon *d, uint64_t now);
 
 /* daemon_requests.c: what ctl asks over the control socket */
 void serve_control(struct daemon *d);
+/* ctl cost's measure ends: its answer given, the statistics off again */
+void end_cost(struct daemon *d, uint64_t now);
 
 #endif

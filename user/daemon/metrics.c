@@ -222,17 +222,20 @@ static void self_metrics(struct page *p, const struct metrics_self *s)
 	     "The most of the ring buffer in use that a record found since the start: near its size, records are "
 	     "lost.");
 	put(p, "spyre_bpftrace_ring_buffer_peak_bytes %llu\n", (unsigned long long)s->ring_peak_bytes);
-	if (s->bpf_stats) {
-		head(p, "spyre_bpftrace_bpf_run_seconds_total", "counter",
-		     "Time the kernel spent in the daemon's BPF programs, by program.");
-		for (int i = 0; i < s->nprogs; i++)
-			put(p, "spyre_bpftrace_bpf_run_seconds_total{program=\"%s\"} %.9f\n", s->progs[i].name,
-			    s->progs[i].seconds);
-		head(p, "spyre_bpftrace_bpf_runs_total", "counter", "Runs of the daemon's BPF programs, by program.");
-		for (int i = 0; i < s->nprogs; i++)
-			put(p, "spyre_bpftrace_bpf_runs_total{program=\"%s\"} %llu\n", s->progs[i].name,
-			    (unsigned long long)s->progs[i].runs);
-	}
+	head(p, "spyre_bpftrace_bpf_stats_enabled", "gauge",
+	     "1 while the kernel counts BPF programs' runs and run time (ctl cost, or kernel.bpf_stats_enabled); "
+	     "0: the two counters below stand still.");
+	put(p, "spyre_bpftrace_bpf_stats_enabled %d\n", s->bpf_stats ? 1 : 0);
+	head(p, "spyre_bpftrace_bpf_run_seconds_total", "counter",
+	     "Time the kernel spent in the daemon's BPF programs while it counted, by program.");
+	for (int i = 0; i < s->nprogs; i++)
+		put(p, "spyre_bpftrace_bpf_run_seconds_total{program=\"%s\"} %.9f\n", s->progs[i].name,
+		    s->progs[i].seconds);
+	head(p, "spyre_bpftrace_bpf_runs_total", "counter",
+	     "Runs of the daemon's BPF programs while the kernel counted, by program.");
+	for (int i = 0; i < s->nprogs; i++)
+		put(p, "spyre_bpftrace_bpf_runs_total{program=\"%s\"} %llu\n", s->progs[i].name,
+		    (unsigned long long)s->progs[i].runs);
 	head(p, "spyre_bpftrace_snapshots_total", "counter",
 	     "Snapshots of the flight recorder written, by why (asked, a window asked, a trigger).");
 	for (int r = 0; r < SNAP_N; r++)

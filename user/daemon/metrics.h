@@ -19,15 +19,19 @@
 
 #define METRICS_PROGS 16
 
+/* A loaded program's runs and run time as the kernel counted them (only
+ * while its statistics are on: cost.h) */
+struct metrics_prog {
+	char name[64]; /* the program's own name: the kernel's is cut at 15 */
+	double seconds;
+	uint64_t runs;
+};
+
 struct metrics_self {
 	uint64_t lost_records;
 	uint64_t ring_bytes, ring_peak_bytes; /* the kernel's ring buffer: size, most in use */
-	bool bpf_stats; /* the kernel keeps the programs' run time */
-	struct {
-		char name[64]; /* the program's own name: the kernel's is cut at 15 */
-		double seconds;
-		uint64_t runs;
-	} progs[METRICS_PROGS]; /* the daemon's loaded programs */
+	bool bpf_stats; /* the kernel counts the programs' runs now (ctl cost, or the sysctl) */
+	struct metrics_prog progs[METRICS_PROGS]; /* the daemon's loaded programs */
 	int nprogs;
 	uint64_t scrapes;
 	double start_time; /* seconds since the epoch */
