@@ -36,6 +36,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from kernel_count import bpf_stats
 import urllib.request
 
 from kernel_count import proc_cpu
@@ -140,9 +142,6 @@ def loop(code, n=200000):
 
 def open_loop():
     return loop(OPEN_LOOP)
-
-
-STATS = "/proc/sys/kernel/bpf_stats_enabled"
 
 
 def metrics():
@@ -282,11 +281,9 @@ def main():
     # the daemon keeps the kernel's BPF statistics off (ctl cost turns them
     # on for a while): the bench counts its programs' run time throughout,
     # so it turns them on for its run, and back as they were
-    with open(STATS) as f:
-        was = f.read().strip()
-    with open(STATS, "w") as f:
-        f.write("1")
-    atexit.register(lambda: open(STATS, "w").write(was))
+    stats = bpf_stats()
+    stats.__enter__()
+    atexit.register(stats.__exit__, None, None, None)
     os.makedirs(os.path.join(tmp, "mock"))
     costs = [ioctl_cost(tmp) for _ in range(args.runs if args.only else 1)]
     steady = [steady_cost(tmp, args.rate, 10) for _ in range(3 if args.only else 1)]
