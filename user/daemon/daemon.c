@@ -12,6 +12,10 @@
  * `ctl` asks. Runs until SIGTERM; SIGHUP looks again for cards bound to
  * vfio-pci and processes with VFIO files open; under systemd it says when
  * it is ready and pings the watchdog (Type=notify, WatchdogSec).
+ *
+ * This file sets it up, runs its main loop and stops it; what the loop
+ * does is in daemon_windows.c, daemon_snapshots.c and daemon_requests.c,
+ * over the state of daemon_state.h.
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -39,10 +43,10 @@
 #include "commands.h"
 #include "daemon/cardscan.h"
 #include "daemon/control.h"
-#include "daemon/cost.h"
-#include "daemon/daemon_state.h"
 #include "daemon/control_server.h"
+#include "daemon/cost.h"
 #include "daemon/counters.h"
+#include "daemon/daemon_state.h"
 #include "daemon/devstats.h"
 #include "daemon/discovery.h"
 #include "daemon/drainer.h"
