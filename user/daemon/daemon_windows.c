@@ -168,7 +168,7 @@ void hear_news(struct daemon *d)
 			if (e->kind == NEWS_JOINED)
 				window_join(&d->win, &d->at, &d->disc, &d->mw, e->pid, e->how, e->seen);
 			else if (e->kind == NEWS_CARD)
-				window_cards(&d->win, &d->mw, &e->pid, 1);
+				window_cards(&d->win, &e->pid, 1);
 			else
 				metaw_group_fd(&d->mw, e->pid, e->fd);
 		}
@@ -240,7 +240,7 @@ void tend_window(struct daemon *d, uint64_t now)
 		} else {
 			for (int i = 0; i < n; i++)
 				window_join(&d->win, &d->at, &d->disc, &d->mw, pids[i], JOIN_CARD, now);
-			window_cards(&d->win, &d->mw, pids, n);
+			window_cards(&d->win, pids, n);
 		}
 	} else {
 		learn_libraries(d, pids, n, now);

@@ -143,7 +143,7 @@ static void admit(struct detail_window *w, struct attacher *a, struct discovery 
 		w->turned_away++;
 		return;
 	}
-	if (how != JOIN_FIRST_CALL && w->scan && !cardscan_ask(w->scan, pid, w->serial)) {
+	if (how != JOIN_FIRST_CALL && !cardscan_ask(w->scan, pid, w->serial)) {
 		w->waiting[w->nwaiting++] = (struct window_wait){ pid, how, seen };
 		return;
 	}
@@ -206,7 +206,7 @@ void window_scanned(struct detail_window *w, struct attacher *a, struct discover
 		return; /* an earlier window's */
 	if (c->capped)
 		sbt_info(1, "window: PID %d: over %zu open files: the first %zu looked at for its cards\n", c->pid,
-			 (size_t)PROC_FD_SCAN_MAX, (size_t)PROC_FD_SCAN_MAX);
+			 w->scan->fd_max, w->scan->fd_max);
 	for (int i = 0; i < w->nwaiting; i++) {
 		struct window_wait e = w->waiting[i];
 
@@ -246,21 +246,14 @@ void window_searched(struct detail_window *w, const struct discovery_job *j, int
 	}
 }
 
-void window_cards(struct detail_window *w, struct meta_writer *mw, const pid_t *pids, int n)
+void window_cards(struct detail_window *w, const pid_t *pids, int n)
 {
 	for (int i = 0; i < w->nprocs; i++) {
 		struct window_proc *p = &w->procs[i];
 
-		for (int k = 0; k < n && !p->carded && !p->carding; k++) {
-			if (pids[k] != p->pid)
-				continue;
-			if (!w->scan) {
-				metaw_groups_of(mw, p->pid);
-				p->carded = true;
-			} else if (!cardscan_ask(w->scan, p->pid, w->serial)) {
+		for (int k = 0; k < n && !p->carded && !p->carding; k++)
+			if (pids[k] == p->pid && !cardscan_ask(w->scan, p->pid, w->serial))
 				p->carding = true; /* else asked again at the next tick */
-			}
-		}
 	}
 }
 

@@ -62,7 +62,7 @@ struct window_past {
 };
 
 struct detail_window {
-	struct cardscan *scan; /* reads card holders' cards (NULL: on the spot) */
+	struct cardscan *scan; /* reads card holders' cards: set before a window opens */
 	bool open;
 	uint64_t serial; /* windows opened so far: which one a search answers */
 	enum window_reason reason;
@@ -118,7 +118,7 @@ void window_scanned(struct detail_window *w, struct attacher *a, struct discover
 /* These processes hold a card now: those of them in the window whose
  * cards are not described yet (they joined before taking one) have them
  * read (by w->scan). */
-void window_cards(struct detail_window *w, struct meta_writer *mw, const pid_t *pids, int n);
+void window_cards(struct detail_window *w, const pid_t *pids, int n);
 bool window_has(const struct detail_window *w, pid_t pid);
 /* The open window lasts at least until then. */
 void window_extend(struct detail_window *w, uint64_t until);
