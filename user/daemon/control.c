@@ -117,7 +117,8 @@ static int request_path(const char *s, char *path, size_t len)
 	return snprintf(path, len, "%s", s) >= (int)len ? -1 : 0;
 }
 
-/* A number and the one space after it; the rest of the line in *rest. */
+/* A number and the one space after it, the rest of the line in *rest;
+ * with rest NULL, a number that ends the line. */
 static int number(const char *s, bool integer, double *d, unsigned long long *u, const char **rest)
 {
 	char *end;
@@ -129,22 +130,11 @@ static int number(const char *s, bool integer, double *d, unsigned long long *u,
 		*u = strtoull(s, &end, 10);
 	else
 		*d = strtod(s, &end);
-	if (errno || end == s || *end != ' ')
+	if (errno || end == s || *end != (rest ? ' ' : '\0'))
 		return -1;
-	*rest = end + 1;
+	if (rest)
+		*rest = end + 1;
 	return 0;
-}
-
-/* A number that ends the line. */
-static int number_last(const char *s, double *d)
-{
-	char *end;
-
-	if (!(s[0] >= '0' && s[0] <= '9'))
-		return -1;
-	errno = 0;
-	*d = strtod(s, &end);
-	return errno || end == s || *end ? -1 : 0;
 }
 
 int control_parse_request(const char *line, struct control_request *r, char *err, size_t errlen)
@@ -178,7 +168,7 @@ int control_parse_request(const char *line, struct control_request *r, char *err
 			 "--recorder-seconds only\n");
 		return -1;
 	}
-	if (!strncmp(line, "cost ", 5) && !number_last(line + 5, &r->seconds)) {
+	if (!strncmp(line, "cost ", 5) && !number(line + 5, false, &r->seconds, NULL, NULL)) {
 		r->verb = CONTROL_COST;
 		if (r->seconds >= 0.1 && r->seconds <= CONTROL_MAX_COST_SECONDS)
 			return 0;
