@@ -280,9 +280,9 @@ format:
 # would leave it fails, with the lines that differ
 format-check:
 	@command -v clang-format >/dev/null || { echo "format-check: clang-format is not installed; hint: make deps"; exit 1; }
-	@clang-format --dry-run --Werror $(FORMATTED) 2>&1 | head -40; \
-	if clang-format --dry-run --Werror $(FORMATTED) >/dev/null 2>&1; then echo "format-check: every file as make format leaves it"; \
-	else echo "format-check: files differ from .clang-format's style; hint: make format"; exit 1; fi
+	@if out=$$(clang-format --dry-run --Werror $(FORMATTED) 2>&1); then \
+		echo "format-check: every file as make format leaves it"; \
+	else echo "$$out" | head -40; echo "format-check: files differ from .clang-format's style; hint: make format"; exit 1; fi
 
 clean:
 	rm -rf $(OUT)

@@ -11,28 +11,14 @@ Usage: bench/check.py
 """
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUILD = os.environ.get("SBT_BUILD", os.path.join(ROOT, "build"))
-TOOL = os.path.join(BUILD, "spyre-bpftrace")
-GEN = os.path.join(BUILD, "bench", "gen-capture")
+from convert import GEN, ROOT, convert_instructions
+
 SLACK = 0.05
-
-
-def count(cap, records, out):
-    """Instructions per record of `convert cap -o out`, by callgrind."""
-    cg = out + ".callgrind"
-    r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}", TOOL, "convert", cap,
-                        "-o", out], capture_output=True, text=True)
-    m = re.search(r"Collected : (\d+)", r.stderr)
-    if r.returncode or not m:
-        sys.exit(f"bench-check: callgrind of convert to {out} failed:\n{r.stderr[-2000:]}")
-    return int(m.group(1)) / records
 
 
 def main():
@@ -47,7 +33,7 @@ def main():
         records = int(out.stdout.split()[0])
         bad = 0
         for name, ext in (("perfetto", ".pftrace"), ("chrome_json", ".json")):
-            got, want = count(cap, records, os.path.join(tmp, "out" + ext)), budget[name]
+            got, want = convert_instructions(cap, records, os.path.join(tmp, "out" + ext)), budget[name]
             verdict = "ok"
             if got > want * (1 + SLACK):
                 verdict = f"FAIL: over its budget by {100 * (got / want - 1):.1f}% (more than {SLACK:.0%})"

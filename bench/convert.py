@@ -46,19 +46,26 @@ def instructions_per_record(tmp):
     records = int(out.stdout.split()[0])
     got = {}
     for ext in (".pftrace", ".json"):
-        cg = os.path.join(tmp, "callgrind.out")
-        r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}", TOOL, "convert", cap,
-                            "-o", os.path.join(tmp, "cg" + ext)], capture_output=True, text=True)
-        m = re.search(r"Collected : (\d+)", r.stderr)
-        if r.returncode or not m:
-            sys.exit(f"bench: callgrind of convert to {ext} failed:\n{r.stderr[-2000:]}")
-        got[ext] = int(m.group(1)) / records
+        got[ext] = convert_instructions(cap, records, os.path.join(tmp, "cg" + ext))
         print(f"  {ext[1:]:8} {got[ext]:7.0f} instructions/record, whole convert process "
               f"(callgrind, {records} records; goal <= {GOALS[ext]})")
-        for p in (cg, os.path.join(tmp, "cg" + ext)):
-            os.unlink(p)
     os.unlink(cap)
     return got
+
+
+def convert_instructions(cap, records, out):
+    """Instructions per record of the whole `convert cap -o out` process,
+    by valgrind's callgrind (out's extension picks the writer); out and
+    callgrind's file are removed after."""
+    cg = out + ".callgrind"
+    r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}", TOOL, "convert", cap,
+                        "-o", out], capture_output=True, text=True)
+    m = re.search(r"Collected : (\d+)", r.stderr)
+    if r.returncode or not m:
+        sys.exit(f"bench: callgrind of convert to {out} failed:\n{r.stderr[-2000:]}")
+    for p in (cg, out):
+        os.unlink(p)
+    return int(m.group(1)) / records
 
 
 def main():

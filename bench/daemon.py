@@ -281,9 +281,12 @@ def main():
     # the daemon keeps the kernel's BPF statistics off (ctl cost turns them
     # on for a while): the bench counts its programs' run time throughout,
     # so it turns them on for its run, and back as they were
-    stats = bpf_stats()
-    stats.__enter__()
-    atexit.register(stats.__exit__, None, None, None)
+    with bpf_stats():
+        return measure(args, tmp)
+
+
+def measure(args, tmp):
+    """Every figure of the bench, printed; 0."""
     os.makedirs(os.path.join(tmp, "mock"))
     costs = [ioctl_cost(tmp) for _ in range(args.runs if args.only else 1)]
     steady = [steady_cost(tmp, args.rate, 10) for _ in range(3 if args.only else 1)]
