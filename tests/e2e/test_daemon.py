@@ -1902,10 +1902,15 @@ def daemon_many_holders_many_files(tmp):
         assert main <= 32 * 8, by_tid
         assert reader >= 32 * min(nfds, 1024), (by_tid, names)
     finally:
-        for p in (counter, holders):
-            if p is not None and p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL) if p is holders else p.kill()
-                p.wait()
+        if counter is not None and counter.poll() is None:
+            counter.kill()
+            counter.wait()
+        if holders is not None:  # and its 31 children, in its session
+            try:
+                os.killpg(holders.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            holders.wait()
         daemon.kill()
         daemon.wait()
 
