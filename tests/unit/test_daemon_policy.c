@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "base/json.h"
 #include "daemon/kubelet.h"
 #include "daemon/spool.h"
 #include "daemon/triggers.h"
@@ -91,20 +92,44 @@ static void test_sampling_once_per_period(void **state)
 
 static void test_window_json_weights(void **state)
 {
-	struct detail_window w = { .seed = 1 };
-	char out[512];
+	struct detail_window *w = calloc(1, sizeof(*w));
+	struct json_doc d;
+	char *out;
 
 	(void)state;
-	window_sampling(&w, 5, 300, 0);
-	w.past[0] = (struct window_past){ 10 * SEC, 15 * SEC, WIN_SAMPLE, 2 };
-	w.past[1] = (struct window_past){ 100 * SEC, 104 * SEC, WIN_REQUEST, 1 };
-	w.npast = 2;
-	window_json(&w, 0, 50 * SEC, out, sizeof(out));
+	w->seed = 1;
+	window_sampling(w, 5, 300, 0);
+	w->past[0] = (struct window_past){ 10 * SEC, 15 * SEC, WIN_SAMPLE, 2 };
+	w->past[1] = (struct window_past){ 100 * SEC, 104 * SEC, WIN_REQUEST, 1 };
+	w->npast = 2;
+	out = window_json(w, 0, 50 * SEC);
 	assert_non_null(strstr(out, "\"reason\": \"sample\""));
 	assert_non_null(strstr(out, "\"sampling_weight\": 60"));
 	assert_null(strstr(out, "request")); /* outside the snapshot */
-	window_json(&w, 0, 200 * SEC, out, 40); /* no room: still JSON */
-	assert_string_equal(out, "[]");
+	free(out);
+
+	/* the most a manifest can hold: every window of the history full, each
+	 * process with the longest numbers, and the open one */
+	for (int i = 0; i < WINDOW_HISTORY; i++) {
+		struct window_past *p = &w->past[i];
+
+		*p = (struct window_past){ UINT64_MAX - 1, UINT64_MAX, WIN_SAMPLE, INT32_MAX, INT32_MAX };
+		for (int k = 0; k < WINDOW_PAST_PROCS; k++)
+			p->detail[k] =
+				(struct window_proc){ INT32_MAX, JOIN_FIRST_CALL, UINT64_MAX, UINT64_MAX, 0, true };
+	}
+	w->npast = WINDOW_HISTORY;
+	w->open = true;
+	w->from = 0;
+	w->nprocs = WINDOW_PAST_PROCS;
+	memcpy(w->procs, w->past[0].detail, sizeof(w->past[0].detail));
+	out = window_json(w, 0, UINT64_MAX);
+	assert_int_equal(json_parse(&d, out, strlen(out)), 0);
+	assert_int_equal(d.root.n, WINDOW_HISTORY + 1); /* all there, not cut to [] */
+	assert_int_equal(json_get(&d.root.items[0], "traced")->n, WINDOW_PAST_PROCS);
+	json_free(&d);
+	free(out);
+	free(w);
 }
 
 static void put(const char *dir, const char *name, size_t bytes, int age)

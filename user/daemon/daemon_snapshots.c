@@ -121,7 +121,6 @@ int submit_snapshot(struct daemon *d, uint64_t from, uint64_t to, const char *pa
 	};
 	struct snapshot_job *j;
 	struct snapshot_leave_out leave[SNAPSHOT_LEAVE_OUT];
-	char *windows;
 	int nleave, ret = -ENOMEM;
 
 	if (!d->dr.rb) {
@@ -135,10 +134,7 @@ int submit_snapshot(struct daemon *d, uint64_t from, uint64_t to, const char *pa
 	nleave = window_leave_out(&d->win, from, to, leave, SNAPSHOT_LEAVE_OUT);
 	j = snapshot_collect(&d->rec, &w, &d->at.probes, leave, nleave);
 	pthread_mutex_unlock(&d->rec_lock);
-	if (j && (windows = malloc(window_json_room()))) {
-		window_json(&d->win, from, to, windows, window_json_room());
-		j->windows = strdup(windows);
-		free(windows);
+	if (j && (j->windows = window_json(&d->win, from, to))) {
 		j->reason = why;
 		j->client = client;
 		j->spooled = !path;

@@ -16,6 +16,7 @@
 
 #include "attach/metawrite.h"
 #include "base/clock.h"
+#include "base/json_write.h"
 #include "base/outfile.h"
 #include "base/procfs.h"
 #include "base/vec.h"
@@ -120,62 +121,105 @@ static void note_proc(struct procs *p, const struct sbt_hdr *h)
 	p->described[i] |= h->type == SBT_META_PROC;
 }
 
+/* A span of time, realtime and boottime, as an object left open (for more). */
+static void span(struct json_writer *jw, uint64_t from_real, uint64_t to_real, uint64_t from_boot, uint64_t to_boot)
+{
+	jw_object(jw);
+	jw_key_uint(jw, "from_realtime_ns", from_real);
+	jw_key_uint(jw, "to_realtime_ns", to_real);
+	jw_key_uint(jw, "from_boottime_ns", from_boot);
+	jw_key_uint(jw, "to_boottime_ns", to_boot);
+}
+
 static int write_manifest(const struct snapshot_job *j, const struct sbt_meta_clock *clock, const struct procs *p,
 			  char *err, size_t errlen)
 {
 	const struct snapshot_window *w = &j->w;
 	char path[PATH_MAX + 32], host[64] = "", name[16];
 	struct outfile of;
+	struct json_writer jw;
+	int werr;
 	FILE *m;
 
 	snprintf(path, sizeof(path), "%s.manifest.json", j->path);
 	if (!(m = outfile_create(&of, path, err, errlen)))
 		return -1;
 	gethostname(host, sizeof(host) - 1);
-	fprintf(m, "{\n  \"producer\": \"spyre-bpftrace daemon\",\n  \"version\": \"%s\",\n", SBT_VERSION);
-	fprintf(m, "  \"host\": \"%s\",\n  \"trace\": \"%s\",\n  \"reason\": \"%s\",\n", host, j->path,
-		snapshot_reason_name(j->reason));
-	fprintf(m,
-		"  \"window\": {\"from_realtime_ns\": %llu, \"to_realtime_ns\": %llu, "
-		"\"from_boottime_ns\": %llu, \"to_boottime_ns\": %llu},\n",
-		(unsigned long long)w->from_realtime, (unsigned long long)w->to_realtime,
-		(unsigned long long)w->from_boot, (unsigned long long)w->to_boot);
-	fprintf(m, "  \"recorder_oldest_boottime_ns\": %llu,\n", (unsigned long long)w->oldest_boot);
-	fprintf(m, "  \"records\": %llu,\n  \"lost_records\": %llu,\n  \"dropped_by_recorder\": %llu,\n",
-		(unsigned long long)j->records, (unsigned long long)w->lost, (unsigned long long)w->evicted);
-	fprintf(m, "  \"dropped_by_recorder_by_uid\": {");
+	if (jw_open(&jw, m, 0, true)) {
+		snprintf(err, errlen, "out of memory");
+		fclose(m);
+		outfile_release(&of);
+		return -1;
+	}
+	jw_object(&jw);
+	jw_key_string(&jw, "producer", "spyre-bpftrace daemon");
+	jw_key_string(&jw, "version", SBT_VERSION);
+	jw_key_string(&jw, "host", host);
+	jw_key_string(&jw, "trace", j->path);
+	jw_key_string(&jw, "reason", snapshot_reason_name(j->reason));
+	jw_key(&jw, "window");
+	span(&jw, w->from_realtime, w->to_realtime, w->from_boot, w->to_boot);
+	jw_end(&jw);
+	jw_key_uint(&jw, "recorder_oldest_boottime_ns", w->oldest_boot);
+	jw_key_uint(&jw, "records", j->records);
+	jw_key_uint(&jw, "lost_records", w->lost);
+	jw_key_uint(&jw, "dropped_by_recorder", w->evicted);
+	jw_key(&jw, "dropped_by_recorder_by_uid");
+	jw_object(&jw);
 	for (int i = 0; i < w->nevicted_uids; i++)
-		fprintf(m, "%s\"%s\": %llu", i ? ", " : "", recorder_uid_name(w->evicted_by_uid[i].uid, name),
-			(unsigned long long)w->evicted_by_uid[i].records);
-	fprintf(m, "},\n  \"dropped_by_recorder_complete\": %s,\n", w->evicted_sure ? "true" : "false");
-	fprintf(m, "  \"records_in_window\": %llu,\n  \"cut_to_fit\": %s,\n", (unsigned long long)j->window_records,
-		j->cut ? "true" : "false");
-	if (j->cut)
-		fprintf(m,
-			"  \"kept\": {\"from_realtime_ns\": %llu, \"to_realtime_ns\": %llu, "
-			"\"from_boottime_ns\": %llu, \"to_boottime_ns\": %llu, \"max_bytes\": %llu},\n",
-			(unsigned long long)(j->kept_from_boot + (w->from_realtime - w->from_boot)),
-			(unsigned long long)w->to_realtime, (unsigned long long)j->kept_from_boot,
-			(unsigned long long)w->to_boot, (unsigned long long)j->max_bytes);
-	fprintf(m, "  \"sampling\": \"kernel events of every process with a card (VFIO ioctls, "
-		   "interrupts) throughout; runtime calls only in the detail windows below, a "
-		   "sampled window's calls standing for sampling_weight times as many\",\n");
-	fprintf(m, "  \"detail_windows\": %s,\n", j->windows ? j->windows : "[]");
-	fprintf(m,
-		"  \"left_out\": {\"why\": \"called the runtime in a detail window but held no card in it\", "
-		"\"records\": %llu, \"processes\": [",
-		(unsigned long long)j->left_out);
+		jw_key_uint(&jw, recorder_uid_name(w->evicted_by_uid[i].uid, name), w->evicted_by_uid[i].records);
+	jw_end(&jw);
+	jw_key_bool(&jw, "dropped_by_recorder_complete", w->evicted_sure);
+	jw_key_uint(&jw, "records_in_window", j->window_records);
+	jw_key_bool(&jw, "cut_to_fit", j->cut);
+	if (j->cut) {
+		jw_key(&jw, "kept");
+		span(&jw, j->kept_from_boot + (w->from_realtime - w->from_boot), w->to_realtime, j->kept_from_boot,
+		     w->to_boot);
+		jw_key_uint(&jw, "max_bytes", j->max_bytes);
+		jw_end(&jw);
+	}
+	jw_key_string(&jw, "sampling",
+		      "kernel events of every process with a card (VFIO ioctls, interrupts) throughout; runtime calls "
+		      "only in the detail windows below, a sampled window's calls standing for sampling_weight times "
+		      "as many");
+	jw_key(&jw, "detail_windows");
+	if (j->windows)
+		jw_raw(&jw, j->windows, strlen(j->windows));
+	else
+		jw_raw(&jw, "[]", 2);
+	jw_key(&jw, "left_out");
+	jw_object(&jw);
+	jw_key_string(&jw, "why", "called the runtime in a detail window but held no card in it");
+	jw_key_uint(&jw, "records", j->left_out);
+	jw_key(&jw, "processes");
+	jw_array(&jw);
 	for (int i = 0; i < j->nleave_out; i++)
-		fprintf(m, "%s%u", i ? ", " : "", j->leave_out[i].pid);
-	fprintf(m, "]},\n");
-	fprintf(m, "  \"processes\": [");
+		jw_uint(&jw, j->leave_out[i].pid);
+	jw_end(&jw);
+	jw_end(&jw);
+	jw_key(&jw, "processes");
+	jw_array(&jw);
 	for (int i = 0; i < p->n; i++)
-		fprintf(m, "%s%u", i ? ", " : "", p->pid[i]);
-	fprintf(m,
-		"],\n  \"clock_snapshot\": {\"boottime_ns\": %llu, \"monotonic_ns\": %llu, "
-		"\"realtime_ns\": %llu, \"spread_ns\": %llu}\n}\n",
-		(unsigned long long)clock->boottime, (unsigned long long)clock->monotonic,
-		(unsigned long long)clock->realtime, (unsigned long long)clock->spread_ns);
+		jw_uint(&jw, p->pid[i]);
+	jw_end(&jw);
+	jw_key(&jw, "clock_snapshot");
+	jw_object(&jw);
+	jw_key_uint(&jw, "boottime_ns", clock->boottime);
+	jw_key_uint(&jw, "monotonic_ns", clock->monotonic);
+	jw_key_uint(&jw, "realtime_ns", clock->realtime);
+	jw_key_uint(&jw, "spread_ns", clock->spread_ns);
+	jw_end(&jw);
+	jw_end(&jw);
+	JW_PUT(&jw, "\n");
+	werr = jw_flush(&jw);
+	jw_free(&jw);
+	if (werr) {
+		snprintf(err, errlen, "writing '%s' failed: %s", path, strerror(-werr));
+		fclose(m);
+		outfile_release(&of);
+		return -1;
+	}
 	if (fclose(m) || outfile_commit(&of)) {
 		snprintf(err, errlen, "writing '%s' failed: %s", path, strerror(errno));
 		outfile_release(&of);

@@ -7,6 +7,7 @@
 #include "attach/attach.h"
 #include "attach/metawrite.h"
 #include "base/clock.h"
+#include "base/json_write.h"
 #include "base/log.h"
 #include "base/procfs.h"
 #include "daemon/cardscan.h"
@@ -308,38 +309,37 @@ static uint64_t may_miss_ns(const struct window_past *p, const struct window_pro
 	return from - since;
 }
 
-static size_t put(size_t len, size_t at, int n)
-{
-	return n < 0 || at + (size_t)n >= len ? len : at + (size_t)n;
-}
-
-static size_t past_json(char *out, size_t len, size_t at, const struct detail_window *w, const struct window_past *p,
-			bool open)
+static void past_json(struct json_writer *out, const struct detail_window *w, const struct window_past *p, bool open)
 {
 	double weight = p->reason == WIN_SAMPLE && w->sample_ns ? (double)w->period_ns / (double)w->sample_ns : 1;
 	int shown = p->procs < WINDOW_PAST_PROCS ? p->procs : WINDOW_PAST_PROCS;
 
-	if (at >= len)
-		return at;
-	at = put(len, at,
-		 snprintf(out + at, len - at,
-			  "%s{\"from_boottime_ns\": %llu, \"to_boottime_ns\": %llu, \"reason\": \"%s\", "
-			  "\"processes\": %d, \"joined\": %d, \"sampling_weight\": %g%s, \"traced\": [",
-			  at > 1 ? ", " : "", (unsigned long long)p->from, (unsigned long long)p->to,
-			  window_reason_name(p->reason), p->procs, p->joined, weight, open ? ", \"open\": true" : ""));
-	for (int i = 0; i < shown && at < len; i++) {
+	jw_object(out);
+	jw_key_uint(out, "from_boottime_ns", p->from);
+	jw_key_uint(out, "to_boottime_ns", p->to);
+	jw_key_string(out, "reason", window_reason_name(p->reason));
+	jw_key_uint(out, "processes", (uint64_t)p->procs);
+	jw_key_uint(out, "joined", (uint64_t)p->joined);
+	jw_key(out, "sampling_weight");
+	jw_double(out, weight);
+	if (open)
+		jw_key_bool(out, "open", true);
+	jw_key(out, "traced");
+	jw_array(out);
+	for (int i = 0; i < shown; i++) {
 		const struct window_proc *q = &p->detail[i];
 
-		at = put(len, at,
-			 snprintf(out + at, len - at,
-				  "%s{\"pid\": %d, \"joined\": \"%s\", \"seen_boottime_ns\": %llu, "
-				  "\"traced_from_boottime_ns\": %llu, \"calls_may_be_missing_ns\": %llu, "
-				  "\"held_card\": %s}",
-				  i ? ", " : "", q->pid, window_join_name(q->how), (unsigned long long)q->seen,
-				  (unsigned long long)q->traced_from, (unsigned long long)may_miss_ns(p, q),
-				  q->carded ? "true" : "false"));
+		jw_object(out);
+		jw_key_uint(out, "pid", (uint64_t)q->pid);
+		jw_key_string(out, "joined", window_join_name(q->how));
+		jw_key_uint(out, "seen_boottime_ns", q->seen);
+		jw_key_uint(out, "traced_from_boottime_ns", q->traced_from);
+		jw_key_uint(out, "calls_may_be_missing_ns", may_miss_ns(p, q));
+		jw_key_bool(out, "held_card", q->carded);
+		jw_end(out);
 	}
-	return at < len ? put(len, at, snprintf(out + at, len - at, "]}")) : len;
+	jw_end(out);
+	jw_end(out);
 }
 
 int window_leave_out(const struct detail_window *w, uint64_t from, uint64_t to, struct snapshot_leave_out *out, int max)
@@ -360,22 +360,23 @@ int window_leave_out(const struct detail_window *w, uint64_t from, uint64_t to, 
 	return n;
 }
 
-size_t window_json_room(void)
-{
-	/* a window's head, and each process described */
-	return (size_t)(WINDOW_HISTORY + 1) * (256 + WINDOW_PAST_PROCS * 192) + 16;
-}
+/* The most window_json writes: a window's head, and each process described. */
+#define WINDOW_JSON_MAX ((size_t)(WINDOW_HISTORY + 1) * (256 + WINDOW_PAST_PROCS * 192) + 16)
 
-void window_json(const struct detail_window *w, uint64_t from, uint64_t to, char *out, size_t len)
+char *window_json(const struct detail_window *w, uint64_t from, uint64_t to)
 {
 	uint64_t first = w->npast > WINDOW_HISTORY ? w->npast - WINDOW_HISTORY : 0;
-	size_t at = (size_t)snprintf(out, len, "[");
+	struct json_writer out;
+	char *text;
 
+	if (jw_open(&out, NULL, WINDOW_JSON_MAX, true))
+		return NULL;
+	jw_array(&out);
 	for (uint64_t i = first; i < w->npast; i++) {
 		const struct window_past *p = &w->past[i % WINDOW_HISTORY];
 
 		if (p->to >= from && p->from <= to)
-			at = past_json(out, len, at, w, p, false);
+			past_json(&out, w, p, false);
 	}
 	if (w->open && w->from <= to) {
 		struct window_past now; /* the open one, as it stands */
@@ -383,10 +384,11 @@ void window_json(const struct detail_window *w, uint64_t from, uint64_t to, char
 		now = (struct window_past){ w->from, w->until, w->reason, w->nprocs, w->joined, { { 0 } } };
 		memcpy(now.detail, w->procs,
 		       (size_t)(w->nprocs < WINDOW_PAST_PROCS ? w->nprocs : WINDOW_PAST_PROCS) * sizeof(now.detail[0]));
-		at = past_json(out, len, at, w, &now, true);
+		past_json(&out, w, &now, true);
 	}
-	if (at + 2 <= len)
-		snprintf(out + at, len - at, "]");
-	else if (len >= 3) /* too many for the room: still valid JSON */
-		snprintf(out, len, "[]");
+	jw_end(&out);
+	/* too many for the room (not expected): still valid JSON */
+	text = strdup(jw_text(&out) ? jw_text(&out) : "[]");
+	jw_free(&out);
+	return text;
 }

@@ -130,8 +130,8 @@ void window_close(struct detail_window *w, struct attacher *a, struct discovery 
 		  uint64_t now);
 /* The windows that overlap [from, to], as a JSON array (for a manifest),
  * the open one too; each with its processes, how each joined and from
- * when its calls are all there. */
-void window_json(const struct detail_window *w, uint64_t from, uint64_t to, char *out, size_t len);
+ * when its calls are all there. Allocated (free it), NULL out of memory. */
+char *window_json(const struct detail_window *w, uint64_t from, uint64_t to);
 /* The processes to leave out of a snapshot of [from, to]: of the closed
  * windows in it, those that joined by a runtime call and held no card in
  * the window (a tool that loads the runtime, say), each over its window.
@@ -139,7 +139,5 @@ void window_json(const struct detail_window *w, uint64_t from, uint64_t to, char
 struct snapshot_leave_out;
 int window_leave_out(const struct detail_window *w, uint64_t from, uint64_t to, struct snapshot_leave_out *out,
 		     int max);
-/* Room window_json may need. */
-size_t window_json_room(void);
 
 #endif

@@ -12,7 +12,7 @@
 
 #include "base/fibhash.h"
 #include "base/hashmap.h"
-#include "base/utf8.h"
+#include "base/json_write.h"
 #include "base/vec.h"
 #include "model/chrome_json.h"
 
@@ -40,13 +40,11 @@ struct name_json {
 
 #define PLACE_CACHE 256
 
-#define JSON_BUF (1u << 20)
-#define JSON_START (16u << 10)
-
 #define MAX_CARDS 64
 #define MAX_CLOCKS 2 /* the first and the latest */
 
 struct chrome_writer {
+	struct json_writer jw; /* jw.error: the first error, write or memory */
 	FILE *f;
 	bool first;
 	struct hashmap places; /* track id -> placement */
@@ -65,215 +63,12 @@ struct chrome_writer {
 	int nclocks;
 	struct model_task_ids *tasks; /* for otherData: starts and namespace ids */
 	size_t ntasks, tasks_cap;
-	uint64_t bytes; /* written to the file */
 	/* the last "ts" in whole seconds and its digits: a trace's times share
 	 * them for a second at a time, so only the rest is written anew */
 	uint64_t ts_sec;
 	char ts_sec_digits[16];
 	size_t ts_sec_len; /* 0: none yet */
-	int error;
-	char *buf; /* what is not written yet */
-	size_t len, cap; /* cap grows to JSON_BUF: a small trace needs no megabyte */
 };
-
-/* The text is built in a buffer of our own and written a megabyte at a
- * time: printf's format parsing cost 20 times the rest of the conversion. */
-static void flush_buf(struct chrome_writer *w)
-{
-	if (w->len && !w->error && fwrite(w->buf, 1, w->len, w->f) != w->len)
-		w->error = errno ? errno : EIO;
-	w->bytes += w->len;
-	w->len = 0;
-}
-
-/* Room for n more bytes in the buffer: grown (to JSON_BUF) or written
- * out. false when n does not fit even then. */
-static bool room_slow(struct chrome_writer *w, size_t n)
-{
-	if (w->len + n > w->cap && w->cap < JSON_BUF) {
-		size_t cap = w->cap * 2 > w->len + n ? w->cap * 2 : w->len + n;
-		char *grown = realloc(w->buf, cap < JSON_BUF ? cap : JSON_BUF);
-
-		if (grown) {
-			w->buf = grown;
-			w->cap = cap < JSON_BUF ? cap : JSON_BUF;
-		}
-	}
-	if (w->len + n > w->cap)
-		flush_buf(w);
-	return w->len + n <= w->cap;
-}
-
-static void put_slow(struct chrome_writer *w, const char *s, size_t n)
-{
-	if (!room_slow(w, n)) { /* a huge string (or no buffer): straight through */
-		if (!w->error && fwrite(s, 1, n, w->f) != n)
-			w->error = errno ? errno : EIO;
-		w->bytes += n;
-		return;
-	}
-	memcpy(w->buf + w->len, s, n);
-	w->len += n;
-}
-
-/* Inline, so that a literal's copy is a few moves, not a call. */
-static inline __attribute__((always_inline)) void put(struct chrome_writer *w, const char *s, size_t n)
-{
-	if (__builtin_expect(w->len + n <= w->cap, 1)) {
-		memcpy(w->buf + w->len, s, n);
-		w->len += n;
-		return;
-	}
-	put_slow(w, s, n);
-}
-
-#define PUT(w, lit) put(w, "" lit, sizeof(lit) - 1) /* literals only */
-
-static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324"
-				     "25262728293031323334353637383940414243444546474849"
-				     "50515253545556575859606162636465666768697071727374"
-				     "75767778798081828384858687888990919293949596979899";
-
-/* v's decimal digits, written backwards to end at end; returns where
- * they start. Two digits a step from a table, in 32-bit arithmetic (which
- * divides cheaper) once eight digits at a time have made v small. */
-static inline char *digits_before(char *end, uint64_t v)
-{
-	uint32_t u;
-
-	while (v > UINT32_MAX) {
-		uint32_t lo = (uint32_t)(v % 100000000);
-
-		v /= 100000000;
-		for (int i = 0; i < 4; i++, lo /= 100) {
-			end -= 2;
-			memcpy(end, digit_pairs + 2 * (lo % 100), 2);
-		}
-	}
-	for (u = (uint32_t)v; u >= 100; u /= 100) {
-		end -= 2;
-		memcpy(end, digit_pairs + 2 * (u % 100), 2);
-	}
-	if (u >= 10) {
-		end -= 2;
-		memcpy(end, digit_pairs + 2 * u, 2);
-	} else {
-		*--end = (char)('0' + u);
-	}
-	return end;
-}
-
-/* The most a number takes here: 20 digits, or a time in microseconds with
- * its three decimals (17 + 4). */
-#define NUM_ROOM 24
-
-/* The n bytes at from (n at most NUM_ROOM, from inside a scratch array
- * with NUM_ROOM bytes readable from it) to the buffer: one fixed-size
- * copy, whatever n is. */
-static inline void put_num(struct chrome_writer *w, const char *from, size_t n)
-{
-	if (__builtin_expect(w->len + NUM_ROOM <= w->cap, 1) || room_slow(w, NUM_ROOM)) {
-		memcpy(w->buf + w->len, from, NUM_ROOM);
-		w->len += n;
-	} else { /* no buffer at all */
-		put_slow(w, from, n);
-	}
-}
-
-static void put_u64(struct chrome_writer *w, uint64_t v)
-{
-	char d[2 * NUM_ROOM], *end = d + NUM_ROOM, *p = digits_before(end, v);
-
-	put_num(w, p, (size_t)(end - p));
-}
-
-static void put_i64(struct chrome_writer *w, int64_t v)
-{
-	if (v < 0) {
-		PUT(w, "-");
-		put_u64(w, -(uint64_t)v);
-	} else {
-		put_u64(w, (uint64_t)v);
-	}
-}
-
-/* Bytes a JSON string takes as they are: printable ASCII but '"' and '\\'. */
-static const bool plain_byte[256] = {
-	[0x20 ... 0x21] = true, [0x23 ... 0x5b] = true, [0x5d ... 0x7e] = true, /* not '"' (0x22), '\\' (0x5c) */
-};
-
-/* As much of the JSON string body of s as fits in room bytes at dst, whole
- * characters only: runs of plain ASCII copied whole, other characters one
- * by one (invalid UTF-8 becomes U+FFFD). Returns the bytes written; *s
- * moves past what was taken. */
-static size_t escape_into(char *dst, size_t room, const char **sp)
-{
-	const char *s = *sp;
-	char *d = dst, *end = dst + room;
-
-	while (*s) {
-		unsigned char c = (unsigned char)*s;
-
-		if (plain_byte[c]) {
-			if (d == end)
-				break;
-			*d++ = *s++;
-			continue;
-		}
-		if (c >= 0x80) {
-			size_t n = utf8_char_len(s);
-
-			if ((size_t)(end - d) < (n ? n : 6))
-				break;
-			if (n) {
-				memcpy(d, s, n);
-				d += n;
-			} else {
-				memcpy(d, "\\ufffd", 6);
-				d += 6;
-			}
-			s += n ? n : 1;
-		} else if (c == '"' || c == '\\') {
-			if (end - d < 2)
-				break;
-			*d++ = '\\';
-			*d++ = *s++;
-		} else {
-			if (end - d < 6)
-				break;
-			memcpy(d, "\\u00", 4);
-			d[4] = "0123456789abcdef"[c >> 4];
-			d[5] = "0123456789abcdef"[c & 15];
-			d += 6;
-			s++;
-		}
-	}
-	*sp = s;
-	return (size_t)(d - dst);
-}
-
-#define STR_CHUNK 256
-
-/* A JSON string, escaped straight into the buffer a chunk at a time. */
-static void str(struct chrome_writer *w, const char *s)
-{
-	PUT(w, "\"");
-	while (s && *s) {
-		char chunk[STR_CHUNK];
-		const char *from = s;
-
-		if (w->len + STR_CHUNK <= w->cap || room_slow(w, STR_CHUNK)) {
-			w->len += escape_into(w->buf + w->len, STR_CHUNK, &s);
-		} else { /* no buffer: through a chunk of our own */
-			size_t n = escape_into(chunk, sizeof(chunk), &s);
-
-			put_slow(w, chunk, n);
-		}
-		if (s == from) /* cannot happen: a chunk takes any one character */
-			break;
-	}
-	PUT(w, "\"");
-}
 
 /* What a category is written as: runtime calls under the name the Spyre
  * tools (and kineto) give them. */
@@ -286,7 +81,7 @@ static const char *cat_shown(const char *cat)
 static void fill_name(struct name_json *e, const char *key, bool is_cat)
 {
 	const char *rest = is_cat ? cat_shown(key) : key;
-	size_t n = escape_into(e->json + 1, NAME_ROOM - 2, &rest);
+	size_t n = jw_escape_into(e->json + 1, NAME_ROOM - 2, &rest);
 
 	e->key = key;
 	e->json[0] = '"';
@@ -328,38 +123,6 @@ static inline __attribute__((always_inline)) struct name_json *name_entry(struct
 	return name_probe(table, bits, slot, key, is_cat);
 }
 
-/* A name's JSON from the cache; one too long for the room is written
- * anew each time. */
-static inline __attribute__((always_inline)) struct name_json *cached_str(struct chrome_writer *w, const char *key)
-{
-	struct name_json *e = name_entry(w->names, NAME_CACHE_BITS, key, false);
-
-	if (e->len)
-		put(w, e->json, e->len);
-	else
-		str(w, key);
-	return e;
-}
-
-/* str() of an event's or an argument's name (model.h: at a fixed address). */
-static inline void name(struct chrome_writer *w, const char *s)
-{
-	if (!s) {
-		PUT(w, "\"\"");
-		return;
-	}
-	cached_str(w, s);
-}
-
-static void begin_event(struct chrome_writer *w)
-{
-	if (w->first)
-		PUT(w, "\n");
-	else
-		PUT(w, ",\n");
-	w->first = false;
-}
-
 struct chrome_writer *chrome_writer_open(const char *path, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "w");
@@ -375,19 +138,16 @@ struct chrome_writer *chrome_writer_open_file(FILE *f, char *err, size_t errlen)
 {
 	struct chrome_writer *w = calloc(1, sizeof(*w));
 
-	if (w)
-		w->buf = malloc(w->cap = JSON_START);
-	if (!w || !w->buf) {
+	if (!w || jw_open(&w->jw, f, 0, false)) {
 		snprintf(err, errlen, "out of memory");
-		if (w)
-			free(w);
+		free(w);
 		fclose(f);
 		return NULL;
 	}
 	w->f = f;
 	w->first = true;
 	/* the cards and the clocks are known at the end: they follow the events */
-	PUT(w, "{\"schemaVersion\":1,\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+	JW_PUT(&w->jw, "{\"schemaVersion\":1,\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
 	return w;
 }
 
@@ -416,26 +176,35 @@ static void place_render(struct placement *p)
 	p->ids_len = (uint8_t)n;
 }
 
+static void begin_event(struct chrome_writer *w)
+{
+	w->first ? JW_PUT(&w->jw, "\n") : JW_PUT(&w->jw, ",\n");
+	w->first = false;
+}
+
 static void meta_event(struct chrome_writer *w, const char *what, uint32_t pid, uint32_t tid, const char *key,
 		       const char *sval, long ival)
 {
+	struct json_writer *jw = &w->jw;
+
 	if (sval && !sval[0])
 		return; /* Perfetto's importer refuses an empty name: better none */
 	begin_event(w);
-	PUT(w, "{\"ph\":\"M\",\"name\":");
-	str(w, what);
-	PUT(w, ",\"pid\":");
-	put_u64(w, pid);
-	PUT(w, ",\"tid\":");
-	put_u64(w, tid);
-	PUT(w, ",\"ts\":0,\"args\":{"); /* aiu-trace-analyzer wants ts on every event */
-	str(w, key);
-	PUT(w, ":");
+	jw_object(jw);
+	jw_key_string(jw, "ph", "M");
+	jw_key_string(jw, "name", what);
+	jw_key_uint(jw, "pid", pid);
+	jw_key_uint(jw, "tid", tid);
+	jw_key_uint(jw, "ts", 0); /* aiu-trace-analyzer wants ts on every event */
+	jw_key(jw, "args");
+	jw_object(jw);
+	jw_key(jw, key);
 	if (sval)
-		str(w, sval);
+		jw_string(jw, sval);
 	else
-		put_i64(w, ival);
-	PUT(w, "}}");
+		jw_int(jw, ival);
+	jw_end(jw);
+	jw_end(jw);
 }
 
 static void on_track(void *ctx, const struct model_track *t)
@@ -447,7 +216,7 @@ static void on_track(void *ctx, const struct model_track *t)
 		p = calloc(1, sizeof(*p));
 		if (!p || hm_put(&w->places, t->id, p)) {
 			free(p);
-			w->error = ENOMEM;
+			w->jw.error = ENOMEM;
 			return;
 		}
 	}
@@ -495,44 +264,35 @@ static inline char *us_before(char *end, uint64_t ns)
 
 	end[-4] = '.';
 	end[-3] = (char)('0' + frac / 100);
-	memcpy(end - 2, digit_pairs + 2 * (frac % 100), 2);
-	return digits_before(end - 4, ns / 1000);
+	memcpy(end - 2, jw_digit_pairs + 2 * (frac % 100), 2);
+	return jw_digits_before(end - 4, ns / 1000);
 }
 
 /*
- * An event is built through a cursor in room taken once (EVENT_ROOM):
- * put() must reload the buffer's length and size after every piece (the
- * bytes it writes may alias them), a cursor in a register need not. Fixed
- * parts, cached names and numbers have a bound; what has none (a name too
- * long for the cache, a string argument) goes through str() with the
- * cursor handed back (at_sync), and room is taken anew after it.
+ * An event is built through the writer's cursor in room taken once
+ * (EVENT_ROOM). Fixed parts, cached names and numbers have a bound; what
+ * has none (a name too long for the cache, a string argument) goes through
+ * jw_put_str with the cursor handed back (at_sync), and room is taken anew
+ * after it.
  */
 #define EVENT_ROOM 1536 /* 2 names, ids, 2 times, 10 args: about 1,100 */
-_Static_assert(EVENT_ROOM <= JSON_START, "the first buffer holds an event");
+_Static_assert(EVENT_ROOM <= JW_START, "the first buffer holds an event");
 
-/* Room for EVENT_ROOM bytes; the buffer holds that much from the start,
- * written out if need be, so this always succeeds. */
+/* Room for EVENT_ROOM bytes: a file's writer holds that much from the
+ * start, written out if need be, so this always succeeds. */
 static inline char *at_room(struct chrome_writer *w)
 {
-	if (__builtin_expect(w->len + EVENT_ROOM <= w->cap, 1) || room_slow(w, EVENT_ROOM))
-		return w->buf + w->len;
-	return NULL; /* not reached: cap is at least JSON_START */
+	return jw_room(&w->jw, EVENT_ROOM);
 }
 
 static inline void at_sync(struct chrome_writer *w, char *at)
 {
-	w->len = (size_t)(at - w->buf);
+	jw_sync(&w->jw, at);
 }
 
-static inline char *at_put(char *at, const char *s, size_t n)
-{
-	memcpy(at, s, n);
-	return at + n;
-}
+#define AT_PUT JW_AT_PUT
 
-#define AT_PUT(at, lit) at_put(at, "" lit, sizeof(lit) - 1) /* literals only */
-
-/* begin_event() through a cursor: what goes before an event */
+/* begin_event() through the cursor */
 static inline char *at_begin_event(struct chrome_writer *w, char *at)
 {
 	at = w->first ? AT_PUT(at, "\n") : AT_PUT(at, ",\n");
@@ -540,50 +300,15 @@ static inline char *at_begin_event(struct chrome_writer *w, char *at)
 	return at;
 }
 
-/* A number: its digits in a scratch, moved with one fixed-size copy (the
- * room counts NUM_ROOM for it). */
-static inline char *at_u64(char *at, uint64_t v)
-{
-	char d[2 * NUM_ROOM], *end = d + NUM_ROOM, *p = digits_before(end, v);
-
-	memcpy(at, p, NUM_ROOM);
-	return at + (end - p);
-}
-
-static inline char *at_i64(char *at, int64_t v)
-{
-	if (v < 0) {
-		*at++ = '-';
-		return at_u64(at, -(uint64_t)v);
-	}
-	return at_u64(at, (uint64_t)v);
-}
-
-/* "0x..." in lower-case hex */
-static inline char *at_hex(char *at, uint64_t v)
-{
-	char d[48], *end = d + 20, *p = end; /* 20 bytes read from p, wherever it starts */
-
-	*--p = '"';
-	do
-		*--p = "0123456789abcdef"[v & 15];
-	while ((v >>= 4));
-	*--p = 'x';
-	*--p = '0';
-	*--p = '"';
-	memcpy(at, p, 20); /* 16 digits and the quotes and 0x at most */
-	return at + (end - p);
-}
-
 /* ,"key":MICROSECONDS.NNN, key a literal */
 #define AT_TS(at, key, ns) at_ts(at, ",\"" key "\":", sizeof(",\"" key "\":") - 1, ns)
 
 static inline char *at_ts(char *at, const char *key, size_t keylen, uint64_t ns)
 {
-	char d[2 * NUM_ROOM], *end = d + NUM_ROOM, *p = us_before(end, ns);
+	char d[2 * JW_NUM_ROOM], *end = d + JW_NUM_ROOM, *p = us_before(end, ns);
 
-	at = at_put(at, key, keylen);
-	memcpy(at, p, NUM_ROOM);
+	at = jw_at_put(at, key, keylen);
+	memcpy(at, p, JW_NUM_ROOM);
 	return at + (end - p);
 }
 
@@ -598,7 +323,7 @@ static inline __attribute__((always_inline)) char *at_event_ts(struct chrome_wri
 	if (!sec)
 		return AT_TS(at, "ts", ns);
 	if (sec != w->ts_sec || !w->ts_sec_len) {
-		char *e = w->ts_sec_digits + sizeof(w->ts_sec_digits), *b = digits_before(e, sec);
+		char *e = w->ts_sec_digits + sizeof(w->ts_sec_digits), *b = jw_digits_before(e, sec);
 
 		w->ts_sec_len = (size_t)(e - b);
 		memmove(w->ts_sec_digits, b, w->ts_sec_len);
@@ -607,12 +332,12 @@ static inline __attribute__((always_inline)) char *at_event_ts(struct chrome_wri
 	at = AT_PUT(at, ",\"ts\":");
 	memcpy(at, w->ts_sec_digits, sizeof(w->ts_sec_digits));
 	at += w->ts_sec_len;
-	memcpy(at, digit_pairs + 2 * (us / 10000), 2);
-	memcpy(at + 2, digit_pairs + 2 * (us / 100 % 100), 2);
-	memcpy(at + 4, digit_pairs + 2 * (us % 100), 2);
+	memcpy(at, jw_digit_pairs + 2 * (us / 10000), 2);
+	memcpy(at + 2, jw_digit_pairs + 2 * (us / 100 % 100), 2);
+	memcpy(at + 4, jw_digit_pairs + 2 * (us % 100), 2);
 	at[6] = '.';
 	at[7] = (char)('0' + frac / 100);
-	memcpy(at + 8, digit_pairs + 2 * (frac % 100), 2);
+	memcpy(at + 8, jw_digit_pairs + 2 * (frac % 100), 2);
 	return at + 10;
 }
 
@@ -633,7 +358,7 @@ static inline __attribute__((always_inline)) char *at_name(struct chrome_writer 
 		return at + e->len;
 	}
 	at_sync(w, at); /* too long for the cache: written anew */
-	str(w, is_cat ? cat_shown(s) : s);
+	jw_put_str(&w->jw, is_cat ? cat_shown(s) : s);
 	return at_room(w);
 }
 
@@ -648,16 +373,16 @@ static char *at_args(struct chrome_writer *w, char *at, const struct model_event
 		at = at_name(w, at, a->name, false, NULL);
 		*at++ = ':';
 		switch (a->type) {
-		case ARG_UINT: at = at_u64(at, a->u); break;
-		case ARG_INT: at = at_i64(at, a->i); break;
-		case ARG_HEX: at = at_hex(at, a->u); break;
+		case ARG_UINT: at = jw_at_u64(at, a->u); break;
+		case ARG_INT: at = jw_at_i64(at, a->i); break;
+		case ARG_HEX: at = jw_at_hex(at, a->u); break;
 		case ARG_STR:
 			if (a->fixed) { /* from the cache, as a name */
 				at = at_name(w, at, a->s, false, NULL);
 				break;
 			}
 			at_sync(w, at); /* no bound */
-			str(w, a->s);
+			jw_put_str(&w->jw, a->s);
 			at = at_room(w);
 			break;
 		}
@@ -680,7 +405,7 @@ enum { FLOW_TO_JOB = 1, FLOW_TO_END = 2 };
 static inline __attribute__((always_inline)) char *flow_tail(struct chrome_writer *w, char *at, bool start, uint64_t id,
 							     const struct placement *p, uint64_t ts)
 {
-	at = at_u64(at, id);
+	at = jw_at_u64(at, id);
 	memcpy(at, p->ids, sizeof(p->ids));
 	at += p->ids_len;
 	at = at_event_ts(w, at, ts);
@@ -692,17 +417,13 @@ static inline __attribute__((always_inline)) char *flow_tail(struct chrome_write
 static void flow_event(struct chrome_writer *w, bool start, const char *what, const char *cat, uint64_t id,
 		       const struct placement *p, uint64_t ts)
 {
-	char *at;
+	char *at = at_begin_event(w, at_room(w));
 
-	begin_event(w);
-	PUT(w, "{\"ph\":");
-	put(w, start ? "\"s\"" : "\"f\"", 3);
-	PUT(w, ",\"name\":");
-	name(w, what);
-	PUT(w, ",\"cat\":");
-	name(w, cat);
-	PUT(w, ",\"id\":");
-	at = at_room(w);
+	at = start ? AT_PUT(at, "{\"ph\":\"s\",\"name\":") : AT_PUT(at, "{\"ph\":\"f\",\"name\":");
+	at = at_name(w, at, what, false, NULL);
+	at = AT_PUT(at, ",\"cat\":");
+	at = at_name(w, at, cat, false, NULL);
+	at = AT_PUT(at, ",\"id\":");
 	at_sync(w, flow_tail(w, at, start, id, p, ts));
 }
 
@@ -786,7 +507,7 @@ static void on_event(void *ctx, const struct model_event *e)
 		at += p->pid_len;
 		at = at_event_ts(w, at, e->ts);
 		at = AT_PUT(at, ",\"args\":{\"value\":");
-		at = at_i64(at, e->value);
+		at = jw_at_i64(at, e->value);
 		at = AT_PUT(at, "}}");
 		at_sync(w, at);
 		return;
@@ -833,7 +554,7 @@ static void on_event(void *ctx, const struct model_event *e)
 			leg = FLOW_TO_END;
 		}
 		if (hm_put(&w->flows, e->flows[i], (void *)leg))
-			w->error = ENOMEM;
+			w->jw.error = ENOMEM;
 	}
 	for (int i = 0; i < e->nterm; i++) {
 		uintptr_t leg;
@@ -854,7 +575,7 @@ static void on_task(void *ctx, const struct model_task_ids *t)
 	struct chrome_writer *w = ctx;
 
 	if (vec_reserve((void **)&w->tasks, &w->tasks_cap, w->ntasks + 1, sizeof(*t))) {
-		w->error = ENOMEM;
+		w->jw.error = ENOMEM;
 		return;
 	}
 	w->tasks[w->ntasks++] = *t;
@@ -871,45 +592,37 @@ static void on_clock(void *ctx, const struct sbt_meta_clock *c)
  * threads in a pid namespace (pid, tid, ns_pid, ns_tid). */
 static void task_list(struct chrome_writer *w, bool ns)
 {
-	static const char *const start_keys[] = { "{\"pid\":", ",\"ppid\":", ",\"ts_ns\":" };
-	static const char *const ns_keys[] = { "{\"pid\":", ",\"tid\":", ",\"ns_pid\":", ",\"ns_tid\":" };
+	static const char *const start_keys[] = { "pid", "ppid", "ts_ns" };
+	static const char *const ns_keys[] = { "pid", "tid", "ns_pid", "ns_tid" };
 	const char *const *keys = ns ? ns_keys : start_keys;
 	int nkeys = ns ? 4 : 3;
 
-	for (size_t i = 0, n = 0; i < w->ntasks; i++) {
+	jw_array(&w->jw);
+	for (size_t i = 0; i < w->ntasks; i++) {
 		const struct model_task_ids *t = &w->tasks[i];
 		uint64_t v[4] = { t->pid, ns ? t->tid : t->ppid, ns ? t->ns_pid : t->ts, t->ns_tid };
 
 		if (ns ? !t->ns_pid : !t->ppid)
 			continue;
-		if (n++)
-			PUT(w, ",");
-		for (int k = 0; k < nkeys; k++) {
-			put(w, keys[k], strlen(keys[k]));
-			put_u64(w, v[k]);
-		}
-		PUT(w, "}");
+		jw_object(&w->jw);
+		for (int k = 0; k < nkeys; k++)
+			jw_key_uint(&w->jw, keys[k], v[k]);
+		jw_end(&w->jw);
 	}
+	jw_end(&w->jw);
 }
 
-/* The cards [first, end), as kineto's deviceProperties entries. */
-static void cards(struct chrome_writer *w, int first, int end)
+/* A card as kineto's deviceProperties entry (NULL: one with no name). */
+static void card(struct chrome_writer *w, int i)
 {
-	for (int i = first; i < end; i++) {
-		const char *n = w->cards[i].name;
+	const char *n = i < 0 ? "" : w->cards[i].name;
 
-		if (i > first)
-			PUT(w, ",");
-		PUT(w, "{\"id\":");
-		put_u64(w, (uint64_t)(w->cards[i].rank - 1));
-		PUT(w, ",\"name\":");
-		str(w, n);
-		PUT(w, ",\"pciAddress\":");
-		str(w, strncmp(n, "PCI ", 4) ? "" : n + 4);
-		PUT(w, ",\"vendorDevice\":");
-		str(w, w->cards[i].ids);
-		PUT(w, "}");
-	}
+	jw_object(&w->jw);
+	jw_key_uint(&w->jw, "id", i < 0 ? 0 : (uint64_t)(w->cards[i].rank - 1));
+	jw_key_string(&w->jw, "name", n);
+	jw_key_string(&w->jw, "pciAddress", strncmp(n, "PCI ", 4) ? "" : n + 4);
+	jw_key_string(&w->jw, "vendorDevice", i < 0 ? "" : w->cards[i].ids);
+	jw_end(&w->jw);
 }
 
 /* After the events: the cards and the clock snapshots, so the file alone
@@ -917,55 +630,55 @@ static void cards(struct chrome_writer *w, int first, int end)
  * aiu-trace-analyzer reads a file as PyTorch's only with deviceProperties,
  * and takes a file per card (rank): it stops on a list of any other length
  * than one, empty included. So deviceProperties holds the first card (or,
- * with none seen, an entry with no name), and otherData.devices all. */
+ * with none seen, an entry with no name), and otherData.devices all. The
+ * events' array and the outermost object were opened by hand (events are
+ * written through the cursor): the rest is nested in them by the
+ * structured calls. */
 static void trailer(struct chrome_writer *w)
 {
-	PUT(w, "\n],\"deviceProperties\":[");
-	if (w->ncards)
-		cards(w, 0, 1);
-	else
-		PUT(w, "{\"id\":0,\"name\":\"\",\"pciAddress\":\"\",\"vendorDevice\":\"\"}");
-	PUT(w, "],\"otherData\":{\"producer\":\"spyre-bpftrace\",\"clock\":\"BOOTTIME\","
-	       "\"devices\":[");
-	cards(w, 0, w->ncards);
-	PUT(w, "],\"clock_snapshots\":[");
-	for (int i = 0; i < w->nclocks; i++) {
-		if (i)
-			PUT(w, ",");
-		PUT(w, "{\"boottime_ns\":");
-		put_u64(w, w->clocks[i].boottime);
-		PUT(w, ",\"monotonic_ns\":");
-		put_u64(w, w->clocks[i].monotonic);
-		PUT(w, ",\"realtime_ns\":");
-		put_u64(w, w->clocks[i].realtime);
-		PUT(w, ",\"spread_ns\":");
-		put_u64(w, w->clocks[i].spread_ns);
-		PUT(w, "}");
-	}
-	/* so `merge` can join a profiler's trace to this file alone */
-	PUT(w, "],\"process_starts\":[");
-	task_list(w, false);
-	PUT(w, "],\"pid_namespaces\":[");
-	task_list(w, true);
-	PUT(w, "]}}\n");
-}
+	struct json_writer *jw = &w->jw;
 
-struct model_sink chrome_writer_sink(struct chrome_writer *w)
-{
-	return (struct model_sink){ w, on_track, on_event, on_clock, NULL, on_task };
+	JW_PUT(jw, "\n],\"deviceProperties\":");
+	jw_array(jw);
+	card(w, w->ncards ? 0 : -1);
+	jw_end(jw);
+	JW_PUT(jw, ",\"otherData\":");
+	jw_object(jw);
+	jw_key_string(jw, "producer", "spyre-bpftrace");
+	jw_key_string(jw, "clock", "BOOTTIME");
+	jw_key(jw, "devices");
+	jw_array(jw);
+	for (int i = 0; i < w->ncards; i++)
+		card(w, i);
+	jw_end(jw);
+	jw_key(jw, "clock_snapshots");
+	jw_array(jw);
+	for (int i = 0; i < w->nclocks; i++) {
+		jw_object(jw);
+		jw_key_uint(jw, "boottime_ns", w->clocks[i].boottime);
+		jw_key_uint(jw, "monotonic_ns", w->clocks[i].monotonic);
+		jw_key_uint(jw, "realtime_ns", w->clocks[i].realtime);
+		jw_key_uint(jw, "spread_ns", w->clocks[i].spread_ns);
+		jw_end(jw);
+	}
+	jw_end(jw);
+	/* so `merge` can join a profiler's trace to this file alone */
+	jw_key(jw, "process_starts");
+	task_list(w, false);
+	jw_key(jw, "pid_namespaces");
+	task_list(w, true);
+	jw_end(jw);
+	JW_PUT(jw, "}\n");
 }
 
 int chrome_writer_flush(struct chrome_writer *w)
 {
-	flush_buf(w);
-	if (!w->error && fflush(w->f))
-		w->error = errno;
-	return -w->error;
+	return jw_flush(&w->jw);
 }
 
 uint64_t chrome_writer_bytes(const struct chrome_writer *w)
 {
-	return w->bytes + w->len;
+	return jw_bytes(&w->jw);
 }
 
 int chrome_writer_close(struct chrome_writer *w)
@@ -975,14 +688,36 @@ int chrome_writer_close(struct chrome_writer *w)
 	if (!w)
 		return 0;
 	trailer(w);
-	chrome_writer_flush(w);
-	if (fclose(w->f) && !w->error)
-		w->error = errno;
-	err = -w->error;
+	jw_flush(&w->jw);
+	if (fclose(w->f) && !w->jw.error)
+		w->jw.error = errno;
+	err = -w->jw.error;
 	hm_free_values(&w->places);
 	hm_free(&w->flows);
 	free(w->tasks);
-	free(w->buf);
+	jw_free(&w->jw);
 	free(w);
 	return err;
+}
+
+static int sink_flush(void *w)
+{
+	return chrome_writer_flush(w);
+}
+
+static uint64_t sink_bytes(const void *w)
+{
+	return chrome_writer_bytes(w);
+}
+
+static int sink_close(void *w)
+{
+	return chrome_writer_close(w);
+}
+
+struct model_sink chrome_writer_sink(struct chrome_writer *w)
+{
+	return (struct model_sink){
+		w, on_track, on_event, on_clock, NULL, on_task, sink_flush, sink_bytes, sink_close
+	};
 }

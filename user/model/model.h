@@ -125,6 +125,12 @@ struct model_sink {
 	void (*lost)(void *ctx, uint64_t ts, uint64_t count);
 	/* optional (NULL): process starts and namespace ids */
 	void (*task)(void *ctx, const struct model_task_ids *t);
+	/* a sink that writes a file (NULL for others): what it holds written
+	 * and flushed (0 or -errno); the bytes so far; the file finished,
+	 * closed and the sink freed (0 or -errno, the first error). */
+	int (*flush)(void *ctx);
+	uint64_t (*bytes)(const void *ctx);
+	int (*close)(void *ctx);
 };
 
 #endif

@@ -4,6 +4,73 @@
 
 #include "model/output.h"
 
+/* A capture as a file sink: its records come through output_add, not the
+ * model, so it has no track or event callbacks. */
+static int cap_flush(void *w)
+{
+	return capture_flush(w);
+}
+
+static uint64_t cap_bytes(const void *w)
+{
+	return ((const struct capture_writer *)w)->bytes;
+}
+
+static int cap_close(void *w)
+{
+	return capture_close(w);
+}
+
+static int open_capture(struct output *o, FILE *f, char *err, size_t errlen)
+{
+	int ret = capture_create_file(&o->cap, f);
+
+	if (ret) {
+		snprintf(err, errlen, "%s", strerror(-ret));
+		return ret;
+	}
+	o->raw = &o->cap;
+	o->file = (struct model_sink){ .ctx = &o->cap, .flush = cap_flush, .bytes = cap_bytes, .close = cap_close };
+	return 0;
+}
+
+static int open_perfetto(struct output *o, FILE *f, char *err, size_t errlen)
+{
+	struct perfetto_writer *w = perfetto_open_file(f, err, errlen);
+
+	if (!w)
+		return -EIO;
+	o->file = perfetto_sink(w);
+	return 0;
+}
+
+static int open_json(struct output *o, FILE *f, char *err, size_t errlen)
+{
+	struct chrome_writer *w = chrome_writer_open_file(f, err, errlen);
+
+	if (!w)
+		return -EIO;
+	o->file = chrome_writer_sink(w);
+	return 0;
+}
+
+/* What each format is called, on the command line and in a file's name,
+ * and how its writer opens. */
+static const struct format {
+	const char *names[2]; /* --format's words */
+	const char *ext[2]; /* a file's endings */
+	const char *shown; /* in the summary */
+	int (*open)(struct output *o, FILE *f, char *err, size_t errlen);
+} formats[] = {
+	[FMT_SBT] = { { "sbt", "capture" }, { ".sbt" }, "capture", open_capture },
+	[FMT_PERFETTO] = { { "perfetto", "pftrace" },
+			   { ".pftrace", ".perfetto-trace" },
+			   "Perfetto trace",
+			   open_perfetto },
+	[FMT_JSON] = { { "json", "chrome" }, { ".json" }, "Chrome JSON trace", open_json },
+};
+#define NFORMATS ((int)(sizeof(formats) / sizeof(formats[0])))
+
 static bool ends_with(const char *s, const char *suffix)
 {
 	size_t n = strlen(s), m = strlen(suffix);
@@ -11,44 +78,36 @@ static bool ends_with(const char *s, const char *suffix)
 	return n >= m && !strcmp(s + n - m, suffix);
 }
 
+/* The format whose word (by_name) or ending s has, or FMT_NONE. */
+static enum out_format format_of(const char *s, bool by_name)
+{
+	for (int f = FMT_NONE + 1; f < NFORMATS; f++)
+		for (int k = 0; k < 2; k++) {
+			const char *w = by_name ? formats[f].names[k] : formats[f].ext[k];
+
+			if (w && (by_name ? !strcmp(s, w) : ends_with(s, w)))
+				return (enum out_format)f;
+		}
+	return FMT_NONE;
+}
+
 int output_format(const char *path, const char *format, enum out_format *fmt, char *err, size_t errlen)
 {
-	if (format) {
-		if (!strcmp(format, "sbt") || !strcmp(format, "capture"))
-			*fmt = FMT_SBT;
-		else if (!strcmp(format, "perfetto") || !strcmp(format, "pftrace"))
-			*fmt = FMT_PERFETTO;
-		else if (!strcmp(format, "json") || !strcmp(format, "chrome"))
-			*fmt = FMT_JSON;
-		else {
-			snprintf(err, errlen, "unknown format '%s'; hint: perfetto, json or sbt", format);
-			return -1;
-		}
+	*fmt = format_of(format ? format : path, format != NULL);
+	if (*fmt != FMT_NONE)
 		return 0;
-	}
-	if (ends_with(path, ".pftrace") || ends_with(path, ".perfetto-trace"))
-		*fmt = FMT_PERFETTO;
-	else if (ends_with(path, ".json"))
-		*fmt = FMT_JSON;
-	else if (ends_with(path, ".sbt"))
-		*fmt = FMT_SBT;
-	else {
+	if (format)
+		snprintf(err, errlen, "unknown format '%s'; hint: perfetto, json or sbt", format);
+	else
 		snprintf(err, errlen,
 			 "cannot tell the format of '%s'; hint: name it .pftrace, .json or .sbt, or give --format",
 			 path);
-		return -1;
-	}
-	return 0;
+	return -1;
 }
 
 const char *output_format_name(enum out_format fmt)
 {
-	switch (fmt) {
-	case FMT_SBT: return "capture";
-	case FMT_PERFETTO: return "Perfetto trace";
-	case FMT_JSON: return "Chrome JSON trace";
-	default: return "none";
-	}
+	return fmt > FMT_NONE && (int)fmt < NFORMATS ? formats[fmt].shown : "none";
 }
 
 int output_open(struct output *o, const char *path, enum out_format fmt, bool with_report, char *err, size_t errlen)
@@ -60,7 +119,7 @@ int output_open(struct output *o, const char *path, enum out_format fmt, bool wi
 	memset(o, 0, sizeof(*o));
 	o->fmt = path ? fmt : FMT_NONE;
 	o->path = path;
-	if (path && !(f = outfile_create(&o->file, path, err, errlen)))
+	if (path && !(f = outfile_create(&o->file_name, path, err, errlen)))
 		return -EIO;
 	if (with_report) {
 		o->rep = report_new();
@@ -68,25 +127,10 @@ int output_open(struct output *o, const char *path, enum out_format fmt, bool wi
 			goto oom;
 		sinks[n++] = report_sink(o->rep);
 	}
-	switch (o->fmt) {
-	case FMT_SBT:
-		if ((ret = capture_create_file(&o->cap, f))) {
-			snprintf(err, errlen, "%s", strerror(-ret));
-			return ret;
-		}
-		break;
-	case FMT_PERFETTO:
-		if (!(o->pf = perfetto_open_file(f, err, errlen)))
-			return -EIO;
-		sinks[n++] = perfetto_sink(o->pf);
-		break;
-	case FMT_JSON:
-		if (!(o->js = chrome_writer_open_file(f, err, errlen)))
-			return -EIO;
-		sinks[n++] = chrome_writer_sink(o->js);
-		break;
-	case FMT_NONE: break;
-	}
+	if (o->fmt != FMT_NONE && (ret = formats[o->fmt].open(o, f, err, errlen)))
+		return ret;
+	if (o->file.event) /* a capture takes the records, not the model */
+		sinks[n++] = o->file;
 	o->corr = correlator_new(sinks, n);
 	if (o->corr)
 		return 0;
@@ -97,31 +141,22 @@ oom:
 
 void output_flush(struct output *o)
 {
-	int ret = 0;
+	int ret = o->file.flush ? o->file.flush(o->file.ctx) : 0;
 
-	if (o->fmt == FMT_SBT)
-		ret = capture_flush(&o->cap);
-	else if (o->pf)
-		ret = perfetto_flush(o->pf);
-	else if (o->js)
-		ret = chrome_writer_flush(o->js);
 	if (ret && !o->error)
 		o->error = -ret;
 }
 
 uint64_t output_bytes(const struct output *o)
 {
-	if (!o->pf && !o->js && !o->cap.f)
-		return o->bytes; /* closed */
-	return o->fmt == FMT_SBT ? o->cap.bytes
-	       : o->pf		 ? perfetto_bytes(o->pf)
-	       : o->js		 ? chrome_writer_bytes(o->js)
-				 : 0;
+	if (!o->file.close)
+		return o->bytes; /* closed (or none) */
+	return o->file.bytes(o->file.ctx);
 }
 
 int output_commit(struct output *o)
 {
-	int ret = o->file.path ? outfile_commit(&o->file) : 0;
+	int ret = o->file_name.path ? outfile_commit(&o->file_name) : 0;
 
 	if (ret && !o->error)
 		o->error = -ret;
@@ -133,18 +168,14 @@ int output_close(struct output *o)
 	int ret = 0;
 
 	correlator_finish(o->corr);
-	if (o->fmt == FMT_SBT)
-		ret = capture_close(&o->cap);
-	if (o->pf)
-		ret = perfetto_close(o->pf);
-	if (o->js)
-		ret = chrome_writer_close(o->js);
-	o->pf = NULL;
-	o->js = NULL;
+	if (o->file.close)
+		ret = o->file.close(o->file.ctx);
+	o->file = (struct model_sink){ 0 };
+	o->raw = NULL;
 	if (ret && !o->error)
 		o->error = -ret;
 	/* what reached the disk, not what was handed to it */
-	o->bytes = o->file.path ? outfile_size(&o->file) : 0;
+	o->bytes = o->file_name.path ? outfile_size(&o->file_name) : 0;
 	return -o->error;
 }
 
@@ -156,10 +187,10 @@ void output_report(const struct output *o, FILE *out)
 
 void output_free(struct output *o)
 {
-	if (o->pf || o->js || o->cap.f)
+	if (o->file.close)
 		output_close(o);
 	correlator_free(o->corr);
 	report_free(o->rep);
-	outfile_release(&o->file); /* never committed: the old file stays */
+	outfile_release(&o->file_name); /* never committed: the old file stays */
 	memset(o, 0, sizeof(*o));
 }

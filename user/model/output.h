@@ -27,12 +27,12 @@ const char *output_format_name(enum out_format fmt);
 struct output {
 	enum out_format fmt;
 	const char *path;
-	struct capture_writer cap;
-	struct perfetto_writer *pf;
-	struct chrome_writer *js;
+	struct capture_writer cap; /* a capture's: it takes the records as they come */
+	struct capture_writer *raw; /* &cap for a capture, else NULL */
+	struct model_sink file; /* the file's writer (file.close NULL: none open) */
 	struct report *rep;
 	struct correlator *corr;
-	struct outfile file;
+	struct outfile file_name; /* written under a temporary name until output_commit */
 	int error; /* first write error (errno) */
 	uint64_t bytes; /* on disk, once closed */
 };
@@ -49,8 +49,8 @@ int output_commit(struct output *o);
 /* One record: inline, the converter hands over millions. */
 static inline void output_add(struct output *o, const struct sbt_hdr *h)
 {
-	if (o->fmt == FMT_SBT && capture_write(&o->cap, h) && !o->error)
-		o->error = o->cap.error;
+	if (o->raw && capture_write(o->raw, h) && !o->error)
+		o->error = o->raw->error;
 	if (correlator_add(o->corr, h) && !o->error)
 		o->error = ENOMEM;
 }

@@ -692,9 +692,26 @@ static void on_lost(void *ctx, uint64_t ts, uint64_t count)
 	w->dropped = true; /* marks the next packet */
 }
 
+static int sink_flush(void *w)
+{
+	return perfetto_flush(w);
+}
+
+static uint64_t sink_bytes(const void *w)
+{
+	return perfetto_bytes(w);
+}
+
+static int sink_close(void *w)
+{
+	return perfetto_close(w);
+}
+
 struct model_sink perfetto_sink(struct perfetto_writer *w)
 {
-	return (struct model_sink){ w, on_track, on_event, on_clock, on_lost };
+	return (struct model_sink){
+		w, on_track, on_event, on_clock, on_lost, NULL, sink_flush, sink_bytes, sink_close
+	};
 }
 
 int perfetto_flush(struct perfetto_writer *w)

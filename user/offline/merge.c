@@ -272,7 +272,7 @@ int cmd_merge(int argc, char **argv)
 		output_free(&out);
 		goto done;
 	}
-	sink = out.pf ? perfetto_sink(out.pf) : chrome_writer_sink(out.js);
+	sink = out.file;
 	store_replay(&m->st, &sink, 1);
 	if (m->st.error) {
 		say_store_error(m);
