@@ -348,44 +348,34 @@ static void long_bodies_round_trip(void **state)
 	buf = slurp(&len);
 	assert_int_equal(check(buf, len), 0);
 	/* Trace.packet -> TracePacket.track_event -> its fields */
-	struct pb_reader r = pb_reader_of(buf, len);
-	uint32_t f;
-	int t;
-	uint64_t v;
-	const uint8_t *d;
-	size_t n;
+	struct pb_reader r = pb_reader_of(buf, len), pk, ev, da;
+	struct pb_field f, pf, ef, af;
 
-	while (pb_next(&r, &f, &t, &v, &d, &n) == 1) {
-		struct pb_reader pk = pb_reader_of(d, n);
-		const uint8_t *d2;
-		size_t n2;
-
-		while (pb_next(&pk, &f, &t, &v, &d2, &n2) == 1) {
-			if (f != 11)
+	PB_EACH(r, f)
+	{
+		pk = pb_sub(&f);
+		PB_EACH(pk, pf)
+		{
+			if (pf.num != 11)
 				continue;
-			struct pb_reader ev = pb_reader_of(d2, n2);
-			const uint8_t *d3;
-			size_t n3;
-
+			ev = pb_sub(&pf);
 			events++;
-			while (pb_next(&ev, &f, &t, &v, &d3, &n3) == 1) {
-				if (f == 47 || f == 48)
+			PB_EACH(ev, ef)
+			{
+				if (ef.num == 47 || ef.num == 48)
 					flows_seen++;
-				if (f == 4) {
-					struct pb_reader da = pb_reader_of(d3, n3);
-					const uint8_t *d4;
-					size_t n4;
-
-					while (pb_next(&da, &f, &t, &v, &d4, &n4) == 1)
-						if (f == 6 && (n4 == 300 || n4 == 16 || n4 == 17) &&
-						    !memcmp(d4, longs, n4))
-							strings_seen++;
-						else if (f == 6)
-							for (int i = 0; i < 3; i++)
-								fixed_seen += n4 == strlen(fixed[i]) &&
-									      !memcmp(d4, fixed[i], n4);
-					assert_int_equal(da.error, 0);
-				}
+				if (ef.num != 4)
+					continue;
+				da = pb_sub(&ef);
+				PB_EACH(da, af)
+				if (af.num == 6 && (af.len == 300 || af.len == 16 || af.len == 17) &&
+				    !memcmp(af.d, longs, af.len))
+					strings_seen++;
+				else if (af.num == 6)
+					for (int i = 0; i < 3; i++)
+						fixed_seen +=
+							af.len == strlen(fixed[i]) && !memcmp(af.d, fixed[i], af.len);
+				assert_int_equal(da.error, 0);
 			}
 			assert_int_equal(ev.error, 0);
 		}

@@ -117,43 +117,42 @@ static int get_varint(struct pb_reader *r, uint64_t *v)
 	return 0;
 }
 
-int pb_next(struct pb_reader *r, uint32_t *field, int *type, uint64_t *value, const uint8_t **data, size_t *len)
+int pb_next(struct pb_reader *r, struct pb_field *f)
 {
 	uint64_t k, n;
 
 	if (r->p >= r->end)
 		return 0;
-	/* a field without a length has no data: callers never see a stale one */
-	*data = NULL;
-	*len = 0;
+	/* a field without a length has no data, one with a length no value:
+	 * callers never see a stale one */
+	*f = (struct pb_field){ 0 };
 	if (get_varint(r, &k) || (k >> 3) == 0 || (k >> 3) > 0x1fffffff)
 		goto bad;
-	*field = (uint32_t)(k >> 3);
-	*type = (int)(k & 7);
-	switch (*type) {
+	f->num = (uint32_t)(k >> 3);
+	f->type = (int)(k & 7);
+	switch (f->type) {
 	case PB_VARINT:
-		if (get_varint(r, value))
+		if (get_varint(r, &f->v))
 			goto bad;
 		return 1;
 	case PB_FIXED64:
 		if (r->end - r->p < 8)
 			goto bad;
-		*value = 0;
 		for (int i = 0; i < 8; i++)
-			*value |= (uint64_t)r->p[i] << (8 * i);
+			f->v |= (uint64_t)r->p[i] << (8 * i);
 		r->p += 8;
 		return 1;
 	case PB_LEN:
 		if (get_varint(r, &n) || n > (uint64_t)(r->end - r->p))
 			goto bad;
-		*data = r->p;
-		*len = (size_t)n;
+		f->d = r->p;
+		f->len = (size_t)n;
 		r->p += n;
 		return 1;
 	case 5: /* fixed32 */
 		if (r->end - r->p < 4)
 			goto bad;
-		*value = (uint64_t)r->p[0] | (uint64_t)r->p[1] << 8 | (uint64_t)r->p[2] << 16 | (uint64_t)r->p[3] << 24;
+		f->v = (uint64_t)r->p[0] | (uint64_t)r->p[1] << 8 | (uint64_t)r->p[2] << 16 | (uint64_t)r->p[3] << 24;
 		r->p += 4;
 		return 1;
 	}

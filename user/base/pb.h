@@ -125,8 +125,30 @@ static inline struct pb_reader pb_reader_of(const uint8_t *p, size_t n)
  * when it runs past n (the rest is still to come); -1 when it is longer
  * than a varint can be. */
 int pb_peek_varint(const uint8_t *p, size_t n, uint64_t *v, size_t *used);
-/* Next field: 1 with field/type and the value (varint or fixed) or the
- * bytes (len) set; 0 at the end; -1 on malformed input. */
-int pb_next(struct pb_reader *r, uint32_t *field, int *type, uint64_t *value, const uint8_t **data, size_t *len);
+/* One field as read: its number and wire type, and its value (a varint or
+ * a fixed) or its bytes (length-delimited); the other is zero. */
+struct pb_field {
+	uint32_t num;
+	int type;
+	uint64_t v;
+	const uint8_t *d;
+	size_t len;
+};
+/* The next field into *f: 1; 0 at the end; -1 on malformed input
+ * (r->error set). */
+int pb_next(struct pb_reader *r, struct pb_field *f);
+/* Every field of r, in f, to its end or the first malformed one (then
+ * r.error is set). */
+#define PB_EACH(r, f) while (pb_next(&(r), &(f)) > 0)
+/* Is f the field num, of wire type type? */
+static inline int pb_is(const struct pb_field *f, uint32_t num, int type)
+{
+	return f->num == num && f->type == type;
+}
+/* A reader over a length-delimited field's bytes (empty for any other). */
+static inline struct pb_reader pb_sub(const struct pb_field *f)
+{
+	return pb_reader_of(f->d, f->len);
+}
 
 #endif

@@ -25,12 +25,11 @@
  * (else val's p is NULL). 1: a field, 0: the end, -1: damaged. */
 static int field(struct pb_reader *r, uint32_t *num, struct pb_reader *val)
 {
-	const uint8_t *d;
-	uint64_t v;
-	size_t len;
-	int type, ret = pb_next(r, num, &type, &v, &d, &len);
+	struct pb_field f = { 0 };
+	int ret = pb_next(r, &f);
 
-	*val = pb_reader_of(ret > 0 && type == PB_LEN ? d : NULL, ret > 0 && type == PB_LEN ? len : 0);
+	*num = f.num;
+	*val = pb_sub(&f); /* empty but for a length-delimited field */
 	return ret;
 }
 

@@ -40,15 +40,12 @@ int inspect_buffer(const uint8_t *data, size_t len, struct inspect_result *res)
 {
 	struct inspector in;
 	struct pb_reader r = pb_reader_of(data, len);
-	const uint8_t *d;
-	size_t plen;
-	uint64_t v;
-	uint32_t f;
-	int t, ret;
+	struct pb_field f;
+	int ret;
 
 	inspect_begin(&in, res);
-	while ((ret = pb_next(&r, &f, &t, &v, &d, &plen)) > 0)
-		if (!top_field(&in, f, t, d, plen, (size_t)(r.p - data)))
+	while ((ret = pb_next(&r, &f)) > 0)
+		if (!top_field(&in, f.num, f.type, f.d, f.len, (size_t)(r.p - data)))
 			break;
 	return inspect_end(&in, len, ret < 0);
 }

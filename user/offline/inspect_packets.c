@@ -73,24 +73,21 @@ static void check_iid(struct inspector *in, int table, uint64_t iid, const char 
 static void read_interned(struct inspector *in, const uint8_t *p, size_t n)
 {
 	struct pb_reader r = pb_reader_of(p, n), e;
-	const uint8_t *d;
-	size_t len;
-	uint64_t v;
-	uint32_t f, ef;
-	int t, et;
+	struct pb_field f, ef;
 
-	while (pb_next(&r, &f, &t, &v, &d, &len) > 0) {
+	PB_EACH(r, f)
+	{
 		uint64_t iid = 0;
 
-		if (f < 1 || f > 3 || t != PB_LEN)
+		if (f.num < 1 || f.num > 3 || f.type != PB_LEN)
 			continue;
-		e = pb_reader_of(d, len);
-		while (pb_next(&e, &ef, &et, &v, &d, &len) > 0)
-			if (ef == 1 && et == PB_VARINT)
-				iid = v;
+		e = pb_sub(&f);
+		PB_EACH(e, ef)
+		if (pb_is(&ef, 1, PB_VARINT))
+			iid = ef.v;
 		if (!iid)
 			violation(in, "packet %u: interned entry with iid 0", in->packet);
-		else if (!in->cur || hm_put(&in->cur->iids[f - 1], iid, (void *)1))
+		else if (!in->cur || hm_put(&in->cur->iids[f.num - 1], iid, (void *)1))
 			violation(in, "out of memory");
 	}
 }
@@ -98,27 +95,27 @@ static void read_interned(struct inspector *in, const uint8_t *p, size_t n)
 static void read_descriptor(struct inspector *in, const uint8_t *p, size_t n)
 {
 	struct pb_reader r = pb_reader_of(p, n), sub;
-	uint64_t v, uuid = 0, parent = 0;
-	const uint8_t *d, *name = NULL;
-	size_t len, name_len = 0;
+	uint64_t uuid = 0, parent = 0;
+	const uint8_t *name = NULL;
+	size_t name_len = 0;
 	bool counter = false;
-	uint32_t f, sf;
-	int t, st;
+	struct pb_field f, sf;
 
-	while (pb_next(&r, &f, &t, &v, &d, &len) > 0) {
-		if (f == 1 && t == PB_VARINT)
-			uuid = v;
-		else if (f == 5 && t == PB_VARINT)
-			parent = v;
-		else if (f == 2 && t == PB_LEN)
-			name = d, name_len = len;
-		else if (f == 8 && t == PB_LEN)
+	PB_EACH(r, f)
+	{
+		if (pb_is(&f, 1, PB_VARINT))
+			uuid = f.v;
+		else if (pb_is(&f, 5, PB_VARINT))
+			parent = f.v;
+		else if (pb_is(&f, 2, PB_LEN))
+			name = f.d, name_len = f.len;
+		else if (pb_is(&f, 8, PB_LEN))
 			counter = true;
-		else if ((f == 3 || f == 4) && t == PB_LEN) { /* process / thread name */
-			sub = pb_reader_of(d, len);
-			while (pb_next(&sub, &sf, &st, &v, &d, &len) > 0)
-				if (st == PB_LEN && ((f == 3 && sf == 6) || (f == 4 && sf == 5)))
-					name = d, name_len = len;
+		else if (pb_is(&f, 3, PB_LEN) || pb_is(&f, 4, PB_LEN)) { /* process / thread name */
+			sub = pb_sub(&f);
+			PB_EACH(sub, sf)
+			if (pb_is(&sf, f.num == 3 ? 6 : 5, PB_LEN))
+				name = sf.d, name_len = sf.len;
 		}
 	}
 	if (r.error)
@@ -193,40 +190,38 @@ static void read_track_event(struct inspector *in, const uint8_t *p, size_t n, u
 			     uint64_t def_track)
 {
 	struct pb_reader r = pb_reader_of(p, n), sub;
-	uint64_t v, type = 0, track = 0;
+	uint64_t type = 0, track = 0;
 	bool uses_iids = false, has_name = false;
-	const uint8_t *d;
-	size_t len;
-	uint32_t f, sf;
-	int t, st;
+	struct pb_field f, sf;
 
-	while (pb_next(&r, &f, &t, &v, &d, &len) > 0) {
-		switch (f) {
-		case 9: type = v; break;
-		case 11: track = v; break;
+	PB_EACH(r, f)
+	{
+		switch (f.num) {
+		case 9: type = f.v; break;
+		case 11: track = f.v; break;
 		case 10:
-			check_iid(in, 1, v, "event name");
+			check_iid(in, 1, f.v, "event name");
 			uses_iids = has_name = true;
 			break;
 		case 23: has_name = true; break;
 		case 3:
-			check_iid(in, 0, v, "category");
+			check_iid(in, 0, f.v, "category");
 			uses_iids = true;
 			break;
 		case 4:
-			sub = pb_reader_of(d, len);
-			while (pb_next(&sub, &sf, &st, &v, &d, &len) > 0)
-				if (sf == 1 && st == PB_VARINT) {
-					check_iid(in, 2, v, "annotation name");
-					uses_iids = true;
-				}
+			sub = pb_sub(&f);
+			PB_EACH(sub, sf)
+			if (pb_is(&sf, 1, PB_VARINT)) {
+				check_iid(in, 2, sf.v, "annotation name");
+				uses_iids = true;
+			}
 			break;
 		case 47:
 		case 48:
-			if (t != PB_FIXED64 && t != PB_VARINT)
-				violation(in, "packet %u: flow id of wire type %d", in->packet, t);
+			if (f.type != PB_FIXED64 && f.type != PB_VARINT)
+				violation(in, "packet %u: flow id of wire type %d", in->packet, f.type);
 			else
-				use_flow(in, v, ts, f == 48);
+				use_flow(in, f.v, ts, f.num == 48);
 			break;
 		}
 	}
@@ -275,20 +270,17 @@ static struct seq_state *seq_of(struct inspector *in, uint64_t id)
 static void read_defaults(struct seq_state *q, const uint8_t *p, size_t n)
 {
 	struct pb_reader r = pb_reader_of(p, n), sub;
-	const uint8_t *d;
-	size_t len;
-	uint64_t v;
-	uint32_t f, sf;
-	int t, st;
+	struct pb_field f, sf;
 
-	while (pb_next(&r, &f, &t, &v, &d, &len) > 0) {
-		if (f == 58 && t == PB_VARINT)
-			q->def_clock = (uint32_t)v;
-		else if (f == 11 && t == PB_LEN) {
-			sub = pb_reader_of(d, len);
-			while (pb_next(&sub, &sf, &st, &v, &d, &len) > 0)
-				if (sf == 11 && st == PB_VARINT)
-					q->def_track = v;
+	PB_EACH(r, f)
+	{
+		if (pb_is(&f, 58, PB_VARINT))
+			q->def_clock = (uint32_t)f.v;
+		else if (pb_is(&f, 11, PB_LEN)) {
+			sub = pb_sub(&f);
+			PB_EACH(sub, sf)
+			if (pb_is(&sf, 11, PB_VARINT))
+				q->def_track = sf.v;
 		}
 	}
 }
@@ -319,30 +311,27 @@ static bool packet_time(struct inspector *in, struct seq_state *q, uint32_t cloc
 static void read_clock(struct inspector *in, struct seq_state *q, const uint8_t *p, size_t n)
 {
 	struct pb_reader r = pb_reader_of(p, n), c;
-	const uint8_t *d;
-	size_t len;
-	uint64_t v;
-	uint32_t f, cf;
-	int t, ct;
-
+	struct pb_field f, cf;
 	uint64_t own = 0, boot = 0;
 	bool has_own = false, has_boot = false, inc = false;
 
 	in->res->clock_snapshots++;
-	while (pb_next(&r, &f, &t, &v, &d, &len) > 0) {
+	PB_EACH(r, f)
+	{
 		uint64_t id = 0, ts = 0;
 		bool is_inc = false;
 
-		if (f != 1 || t != PB_LEN)
+		if (!pb_is(&f, 1, PB_LEN))
 			continue;
-		c = pb_reader_of(d, len);
-		while (pb_next(&c, &cf, &ct, &v, &d, &len) > 0) {
-			if (cf == 1)
-				id = v;
-			else if (cf == 2)
-				ts = v;
-			else if (cf == 3)
-				is_inc = v != 0;
+		c = pb_sub(&f);
+		PB_EACH(c, cf)
+		{
+			if (cf.num == 1)
+				id = cf.v;
+			else if (cf.num == 2)
+				ts = cf.v;
+			else if (cf.num == 3)
+				is_inc = cf.v != 0;
 		}
 		if (id == 6 && ts) { /* BOOTTIME, the clock of our events */
 			boot = ts;
@@ -373,52 +362,53 @@ static void read_clock(struct inspector *in, struct seq_state *q, const uint8_t 
 void inspect_read_packet(struct inspector *in, const uint8_t *p, size_t n)
 {
 	struct pb_reader r = pb_reader_of(p, n);
-	const uint8_t *d = NULL, *te = NULL, *idata = NULL, *desc = NULL, *clock = NULL, *defs = NULL;
-	size_t len = 0, te_len = 0, id_len = 0, desc_len = 0, clock_len = 0, defs_len = 0;
-	uint64_t v, ts = 0, flags = 0, seq = 0, boot = 0;
-	uint32_t f, clock_id = 0;
+	const uint8_t *te = NULL, *idata = NULL, *desc = NULL, *clock = NULL, *defs = NULL;
+	size_t te_len = 0, id_len = 0, desc_len = 0, clock_len = 0, defs_len = 0;
+	uint64_t ts = 0, flags = 0, seq = 0, boot = 0;
+	uint32_t clock_id = 0;
 	bool has_ts = false;
+	struct pb_field f;
 	struct seq_state *q;
-	int t;
 
-	while (pb_next(&r, &f, &t, &v, &d, &len) > 0) {
-		/* d and len are the field's only if it has a length: a varint
-		 * where a message belongs is no message (fuzzing found a stale
-		 * pointer read as one) */
-		if (t != PB_LEN && (f == 59 || f == 11 || f == 12 || f == 60 || f == 6)) {
-			violation(in, "packet %u: field %u of wire type %d where a message belongs", in->packet, f, t);
+	PB_EACH(r, f)
+	{
+		/* a varint where a message belongs is no message (fuzzing
+		 * found a stale pointer read as one; pb_next leaves none now) */
+		if (f.type != PB_LEN && (f.num == 59 || f.num == 11 || f.num == 12 || f.num == 60 || f.num == 6)) {
+			violation(in, "packet %u: field %u of wire type %d where a message belongs", in->packet, f.num,
+				  f.type);
 			continue;
 		}
-		switch (f) {
+		switch (f.num) {
 		case 8:
-			ts = v;
+			ts = f.v;
 			has_ts = true;
 			break;
-		case 58: clock_id = (uint32_t)v; break;
+		case 58: clock_id = (uint32_t)f.v; break;
 		case 59:
-			defs = d;
-			defs_len = len;
+			defs = f.d;
+			defs_len = f.len;
 			break;
-		case 10: seq = v; break;
-		case 13: flags = v; break;
+		case 10: seq = f.v; break;
+		case 13: flags = f.v; break;
 		case 11:
-			te = d;
-			te_len = len;
+			te = f.d;
+			te_len = f.len;
 			break;
 		case 12:
-			idata = d;
-			id_len = len;
+			idata = f.d;
+			id_len = f.len;
 			break;
 		case 60:
-			desc = d;
-			desc_len = len;
+			desc = f.d;
+			desc_len = f.len;
 			break;
 		case 6:
-			clock = d;
-			clock_len = len;
+			clock = f.d;
+			clock_len = f.len;
 			break;
 		case 42:
-			if (v)
+			if (f.v)
 				in->res->drop_marks++;
 			break;
 		}
