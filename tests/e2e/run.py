@@ -98,13 +98,15 @@ for module in (test_record, test_offline, test_daemon, test_guests):
 assert set(TESTS) == set(ORDER), sorted(set(ORDER) - set(TESTS))
 
 
-
-
 def main():
     only = sys.argv[1:]
+    if only == ["--list"]:  # each test with its one-line docstring
+        for name in ORDER:
+            print(f"{name:42} {TESTS[name].__doc__}")
+        return 0
     unknown = [n for n in only if n not in TESTS]
     if unknown:
-        print(f"e2e: no test named {', '.join(unknown)}; hint: the names are in ORDER, tests/e2e/run.py")
+        print(f"e2e: no test named {', '.join(unknown)}; hint: python3 tests/e2e/run.py --list")
         return 2
     passed = failed = skipped = 0
     reason = None

@@ -99,11 +99,11 @@ def check_deploy_files(metrics_text, tmp):
 
 
 def daemon_prometheus_matches_sim(tmp):
-    """The always-on daemon, scraped by a real Prometheus: its ioctl counts by
-    command (and failures, and mapped bytes) equal what the simulator's runs
-    did, for runs that started after the daemon and one whose files were
-    already open when it started; no uprobe is attached; no label names a
-    process; SIGHUP looks again, SIGTERM ends it cleanly."""
+    """A real Prometheus scraping the daemon sees the ioctl counts the simulator's runs made."""
+    # The always-on daemon, scraped by a real Prometheus: its ioctl counts by command (and failures,
+    # and mapped bytes) equal what the simulator's runs did, for runs that started after the daemon
+    # and one whose files were already open when it started; no uprobe is attached; no label names a
+    # process; SIGHUP looks again, SIGTERM ends it cleanly.
     os.makedirs(os.path.join(tmp, "mock"))
     port = free_port()
     # a job that opened its card before the daemon started
@@ -201,13 +201,12 @@ def daemon_prometheus_matches_sim(tmp):
 
 
 def daemon_window_and_snapshot(tmp):
-    """ctl record: a detailed window asked of the running daemon records the
-    processes that hold a card (runtime calls by uprobes and all), and no
-    other: a process that loaded the runtime but holds no card is not
-    traced. ctl snapshot: a job that ran and ended is in the flight
-    recorder, every ioctl, with its manifest; a window from before it is
-    empty of it. ctl status answers. The window's jobs are in the sampled
-    device metrics, as many per engine as its trace has."""
+    """ctl record traces the card holders only; ctl snapshot writes the recorder's window with a manifest."""
+    # ctl record: a detailed window asked of the running daemon records the processes that hold a
+    # card (runtime calls by uprobes and all), and no other: a process that loaded the runtime but
+    # holds no card is not traced. ctl snapshot: a job that ran and ended is in the flight recorder,
+    # every ioctl, with its manifest; a window from before it is empty of it. ctl status answers.
+    # The window's jobs are in the sampled device metrics, as many per engine as its trace has.
     os.makedirs(os.path.join(tmp, "mock"))
     run_dir = os.path.join(tmp, "run")
     port = free_port()
@@ -361,14 +360,13 @@ def record_window_during(ctl, out, seconds, during):
 
 
 def daemon_window_newcomers_from_first_call(tmp):
-    """Short jobs that start inside a detail window are traced from their
-    first call: every runtime call the simulator logged is in the window's
-    capture, with the process's name, whether a long job held a card when
-    the window opened or none did. A process that calls the runtime but
-    never takes a card is left out of the snapshot, and said so. A runtime
-    file the daemon has not read yet: its first job may miss calls, and
-    the manifest says for how long; the next job of it has them all.
-    Between windows no uprobe is left."""
+    """Short jobs starting inside a detail window are traced from their first call."""
+    # Short jobs that start inside a detail window are traced from their first call: every runtime
+    # call the simulator logged is in the window's capture, with the process's name, whether a long
+    # job held a card when the window opened or none did. A process that calls the runtime but never
+    # takes a card is left out of the snapshot, and said so. A runtime file the daemon has not read
+    # yet: its first job may miss calls, and the manifest says for how long; the next job of it has
+    # them all. Between windows no uprobe is left.
     daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers", "-v")
     long_job = idle = None
     try:
@@ -462,14 +460,13 @@ def daemon_window_newcomers_from_first_call(tmp):
 
 
 def daemon_window_container_root(tmp):
-    """A job in a mount namespace of its own (as a container's), whose
-    runtime lies at a path that on the host is a FIFO named libflex.so: the
-    daemon reads the runtime the job really mapped (/proc/PID/map_files)
-    and its LD_LIBRARY_PATH inside its root, never the host's file of that
-    name (which it would have hung on, or refused, and traced nothing). The
-    first job, found at its first VFIO ioctl, is traced from then on; the
-    second, in the same window, whole: every call the simulator logged,
-    through uprobes on the file the daemon holds open."""
+    """A job in its own mount namespace gets the runtime it really mapped probed, not a host path."""
+    # A job in a mount namespace of its own (as a container's), whose runtime lies at a path that on
+    # the host is a FIFO named libflex.so: the daemon reads the runtime the job really mapped
+    # (/proc/PID/map_files) and its LD_LIBRARY_PATH inside its root, never the host's file of that
+    # name (which it would have hung on, or refused, and traced nothing). The first job, found at
+    # its first VFIO ioctl, is traced from then on; the second, in the same window, whole: every
+    # call the simulator logged, through uprobes on the file the daemon holds open.
     if not shutil.which("unshare"):
         raise Skip("no unshare")
     decoy, real = os.path.join(tmp, "decoy"), os.path.join(tmp, "real")
@@ -585,13 +582,13 @@ def assert_no_uprobes_between_windows(port):
 
 
 def daemon_sampling_and_triggers(tmp):
-    """Detail windows the daemon opens on its own. A trigger (the mock
-    card's setup ioctls all fail): a window on the job, then a snapshot in
-    the spool holding those failed ioctls (from before the trigger) and the
-    job's runtime calls (from the window), its manifest saying why. Sampled
-    windows come at random once per period, at most, and their calls are in
-    a later snapshot with their sampling weight. Between windows no uprobe
-    is left; the metrics count windows and snapshots."""
+    """Sampled detail windows and triggered snapshots, opened by the daemon on its own."""
+    # Detail windows the daemon opens on its own. A trigger (the mock card's setup ioctls all fail):
+    # a window on the job, then a snapshot in the spool holding those failed ioctls (from before the
+    # trigger) and the job's runtime calls (from the window), its manifest saying why. Sampled
+    # windows come at random once per period, at most, and their calls are in a later snapshot with
+    # their sampling weight. Between windows no uprobe is left; the metrics count windows and
+    # snapshots.
     os.makedirs(os.path.join(tmp, "mock"))
     daemon, ctl, port = daemon_up(tmp, "--sample-every", "3s", "--window-seconds", "1",
                                   "--trigger-errors", "1", "--trigger-slow", "0", "--trigger-every", "1h",
@@ -681,11 +678,11 @@ def raw_request(run_dir, line, as_uid=None):
 
 
 def daemon_bad_requests_and_sigkill(tmp):
-    """Bad control requests get one error line with a hint, and the daemon
-    goes on: an unknown request, a peer of another uid, windows too long, a
-    spool on a full disk (an 8 KiB tmpfs) and a spool over its bound.
-    Then SIGKILL in the middle of a detail window leaves no BPF program,
-    link or uprobe."""
+    """Bad control requests get an error line with a hint; SIGKILL mid-window leaves nothing behind."""
+    # Bad control requests get one error line with a hint, and the daemon goes on: an unknown
+    # request, a peer of another uid, windows too long, a spool on a full disk (an 8 KiB tmpfs) and
+    # a spool over its bound. Then SIGKILL in the middle of a detail window leaves no BPF program,
+    # link or uprobe.
     os.makedirs(os.path.join(tmp, "mock"))
     full = os.path.join(tmp, "state")
     os.makedirs(full)
@@ -796,14 +793,13 @@ def bpf_progs():
 
 
 def daemon_cost_on_demand(tmp):
-    """The daemon keeps the kernel's BPF statistics off, so no other BPF
-    program of the host pays their 40-50 ns a run because of it: bpftrace's
-    own getppid program, beside the daemon and a job making VFIO ioctls,
-    counts no run time. `ctl cost --seconds 2` turns them on for two
-    seconds: the daemon's ioctl programs' runs and ns per run come back,
-    the metrics say they were counted meanwhile, bpftrace's program paid
-    then (the control: this test sees the tax), and not after; the sysctl
-    is as it was."""
+    """The daemon keeps BPF statistics off but for a ctl cost measure, so other programs pay no tax."""
+    # The daemon keeps the kernel's BPF statistics off, so no other BPF program of the host pays
+    # their 40-50 ns a run because of it: bpftrace's own getppid program, beside the daemon and a
+    # job making VFIO ioctls, counts no run time. `ctl cost --seconds 2` turns them on for two
+    # seconds: the daemon's ioctl programs' runs and ns per run come back, the metrics say they were
+    # counted meanwhile, bpftrace's program paid then (the control: this test sees the tax), and not
+    # after; the sysctl is as it was.
     if not shutil.which("bpftool"):
         raise Skip("no bpftool")
     sysctl = "/proc/sys/kernel/bpf_stats_enabled"
@@ -861,14 +857,13 @@ def daemon_cost_on_demand(tmp):
 
 
 def daemon_soak(tmp):
-    """A soak at the highest event rate the simulators make here (no delay
-    between jobs: SBT_SOAK_DELAY_US to slow them): detail windows every few
-    seconds, a snapshot every two, for SBT_SOAK_SECONDS (60 by default). The
-    daemon's resident memory stays under the 64 MiB goal and the recorder
-    within its bound, the spool under --spool-mib, and no record is lost.
-    However many records a second a snapshot holds on this machine, it is
-    written: one over the spool's bound alone keeps its newest part, says
-    so in its manifest, and is counted."""
+    """A soak at the simulators' top rate with windows and snapshots: memory under 64 MiB, nothing lost."""
+    # A soak at the highest event rate the simulators make here (no delay between jobs:
+    # SBT_SOAK_DELAY_US to slow them): detail windows every few seconds, a snapshot every two, for
+    # SBT_SOAK_SECONDS (60 by default). The daemon's resident memory stays under the 64 MiB goal and
+    # the recorder within its bound, the spool under --spool-mib, and no record is lost. However
+    # many records a second a snapshot holds on this machine, it is written: one over the spool's
+    # bound alone keeps its newest part, says so in its manifest, and is counted.
     os.makedirs(os.path.join(tmp, "mock"))
     seconds = float(os.environ.get("SBT_SOAK_SECONDS", "60"))
     delay = os.environ.get("SBT_SOAK_DELAY_US", "0")
@@ -1081,19 +1076,21 @@ def trigger_waits_for_room(tmp, stop_first):
 
 
 def daemon_trigger_waits_for_room(tmp):
+    """A trigger while four snapshots wait to be written waits for room, then is written with the job's records."""
     trigger_waits_for_room(tmp, stop_first=False)
 
 
 def daemon_trigger_waits_at_stop(tmp):
+    """A trigger's snapshot waiting for room when the daemon is told to stop is written before it exits."""
     trigger_waits_for_room(tmp, stop_first=True)
 
 
 def daemon_snapshot_cut_to_fit(tmp):
-    """A snapshot alone over --spool-mib keeps its newest records: asked
-    once the recorder holds several times the bound (whatever this
-    machine's event rate), it is written under the bound, its manifest says
-    cut_to_fit with the range kept, ctl's answer and the log say so, the
-    metric counts it, and the job's last ioctls are in it."""
+    """A snapshot over --spool-mib keeps its newest records, under the bound, and says so."""
+    # A snapshot alone over --spool-mib keeps its newest records: asked once the recorder holds
+    # several times the bound (whatever this machine's event rate), it is written under the bound,
+    # its manifest says cut_to_fit with the range kept, ctl's answer and the log say so, the metric
+    # counts it, and the job's last ioctls are in it.
     os.makedirs(os.path.join(tmp, "mock"))
     daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers", "--spool-mib", "1",
                                   "--recorder-mib", "16", "--recorder-seconds", "600")
@@ -1143,11 +1140,11 @@ def daemon_snapshot_cut_to_fit(tmp):
 
 
 def daemon_kubernetes_dirs(tmp):
-    """The directories the DaemonSet gives the daemon: an emptyDir (0777,
-    empty) as --runtime-dir and a hostPath DirectoryOrCreate (0755) as
-    --state-dir. The daemon makes both 0700, says so, and runs; a 0777
-    directory that already holds something, or one that is not root's, is
-    refused with the reason."""
+    """The DaemonSet's emptyDir and hostPath directories are made 0700; a foreign one is refused."""
+    # The directories the DaemonSet gives the daemon: an emptyDir (0777, empty) as --runtime-dir and
+    # a hostPath DirectoryOrCreate (0755) as --state-dir. The daemon makes both 0700, says so, and
+    # runs; a 0777 directory that already holds something, or one that is not root's, is refused
+    # with the reason.
     run_dir, state = os.path.join(tmp, "run"), os.path.join(tmp, "state")
     os.makedirs(run_dir)
     os.makedirs(state)
@@ -1206,12 +1203,12 @@ def ioctls_by_cmd(port):
 
 
 def daemon_fake_vfio_ignored(tmp):
-    """VFIO's ioctl numbers on a file that is not VFIO's count for nothing:
-    user nobody makes 100,000 of them on /dev/null, and no spyre_vfio_*
-    series changes, nobody holds a card, no window opens, no trigger fires,
-    nothing of it is in the flight recorder. The simulator's mock files
-    below --vfio-path are still counted exactly; the same files elsewhere
-    are not; a mock file's fd reused for /dev/null counts for nothing."""
+    """VFIO ioctl numbers on a file that is not VFIO's count for nothing."""
+    # VFIO's ioctl numbers on a file that is not VFIO's count for nothing: user nobody makes 100,000
+    # of them on /dev/null, and no spyre_vfio_* series changes, nobody holds a card, no window
+    # opens, no trigger fires, nothing of it is in the flight recorder. The simulator's mock files
+    # below --vfio-path are still counted exactly; the same files elsewhere are not; a mock file's
+    # fd reused for /dev/null counts for nothing.
     os.makedirs(os.path.join(tmp, "mock"))
     daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--trigger-errors", "25", "--trigger-every", "1s")
     elsewhere = tempfile.mkdtemp(prefix="sbt-not-vfio-")
@@ -1279,13 +1276,13 @@ AS_NOBODY = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"
 
 
 def daemon_recorder_fair(tmp):
-    """Many processes of one user cannot flush another user's evidence from
-    the flight recorder: a root job's ioctls are in, then five processes of
-    user nobody flood VFIO ioctls (on a mock file below --vfio-path) worth
-    some twenty recorders. A snapshot still holds every ioctl of the job;
-    the flood kept its newest records (nothing dropped over a share); what
-    went was nobody's, said per user in /metrics, the ctl answer, the
-    manifest and the log; kept, evicted and lost add up to the flood."""
+    """One user's flood cannot evict another user's records from the flight recorder."""
+    # Many processes of one user cannot flush another user's evidence from the flight recorder: a
+    # root job's ioctls are in, then five processes of user nobody flood VFIO ioctls (on a mock file
+    # below --vfio-path) worth some twenty recorders. A snapshot still holds every ioctl of the job;
+    # the flood kept its newest records (nothing dropped over a share); what went was nobody's, said
+    # per user in /metrics, the ctl answer, the manifest and the log; kept, evicted and lost add up
+    # to the flood.
     if not shutil.which("setpriv"):
         raise Skip("no setpriv")
     pub = nobody_dir(tmp)
@@ -1336,13 +1333,12 @@ def daemon_recorder_fair(tmp):
 
 
 def daemon_lone_job_keeps_its_last(tmp):
-    """No attacker: one busy job alone on the host fills the recorder with
-    its runtime calls (detail windows asked for until the recorder has
-    evicted some of the job's own records, so the checks are on a full
-    recorder). Its last seconds are all kept: a snapshot of the last 3 s
-    holds the job's ioctls throughout, and a 1 s ctl record window its
-    runtime calls throughout (no gap longer than a fraction of a second,
-    up to both ends), with nothing of either evicted."""
+    """A lone busy job filling the recorder keeps its last seconds whole."""
+    # No attacker: one busy job alone on the host fills the recorder with its runtime calls (detail
+    # windows asked for until the recorder has evicted some of the job's own records, so the checks
+    # are on a full recorder). Its last seconds are all kept: a snapshot of the last 3 s holds the
+    # job's ioctls throughout, and a 1 s ctl record window its runtime calls throughout (no gap
+    # longer than a fraction of a second, up to both ends), with nothing of either evicted.
     daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers", "--recorder-mib", "16")
     job = None
 
@@ -1388,10 +1384,10 @@ def daemon_lone_job_keeps_its_last(tmp):
 
 
 def daemon_private_tmp_said(tmp):
-    """A daemon whose /var/tmp is its own (systemd's PrivateTmp=yes; here a
-    private mount namespace with a tmpfs there) says so when ctl asks for
-    a file in it, which the user would look for in vain; a path elsewhere
-    gets no such note."""
+    """A daemon with a private /var/tmp says so when asked to write a file there."""
+    # A daemon whose /var/tmp is its own (systemd's PrivateTmp=yes; here a private mount namespace
+    # with a tmpfs there) says so when ctl asks for a file in it, which the user would look for in
+    # vain; a path elsewhere gets no such note.
     if not shutil.which("unshare"):
         raise Skip("no unshare")
     run_dir, port = os.path.join(tmp, "run"), free_port()
@@ -1421,10 +1417,10 @@ def daemon_private_tmp_said(tmp):
 
 
 def daemon_mounts_tracefs(tmp):
-    """On a host that has not mounted tracefs (a fresh one: nothing has
-    traced yet), the daemon mounts it to find the syscall tracepoints, as
-    record does, and starts. Here in a private mount namespace without
-    tracefs, so the host's own mount stays as it is."""
+    """The daemon mounts tracefs where the host has not, and starts."""
+    # On a host that has not mounted tracefs (a fresh one: nothing has traced yet), the daemon
+    # mounts it to find the syscall tracepoints, as record does, and starts. Here in a private mount
+    # namespace without tracefs, so the host's own mount stays as it is.
     if not shutil.which("unshare"):
         raise Skip("no unshare")
     run_dir, port = os.path.join(tmp, "run"), free_port()
@@ -1461,10 +1457,10 @@ def daemon_mounts_tracefs(tmp):
 
 
 def daemon_http_slow_clients(tmp):
-    """50 clients that connect to the daemon's metrics port and send one
-    byte a second hold nothing: /healthz and /metrics each answer within
-    100 ms throughout (the kubelet's liveness probe times out at 1 s), and
-    each slow one is cut off after the second a request's head may take."""
+    """Slow HTTP clients hold nothing: /healthz and /metrics answer within 100 ms throughout."""
+    # 50 clients that connect to the daemon's metrics port and send one byte a second hold nothing:
+    # /healthz and /metrics each answer within 100 ms throughout (the kubelet's liveness probe times
+    # out at 1 s), and each slow one is cut off after the second a request's head may take.
     import socket
     daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers")
     slow = []
@@ -1552,12 +1548,12 @@ def get_from(addr, port, url, timeout=5):
 
 
 def daemon_http_reconnect_storm(tmp):
-    """300 clients from 127.0.0.1 that reconnect as soon as they are cut
-    (a pod gone wrong, or a hostile one) cannot starve another address: one
-    address holds at most 16 of the server's connections, every connection
-    is accepted at once, so /metrics asked from 127.0.0.2 answers within
-    100 ms (the median of 20; each within 1 s), and ctl status, the
-    liveness check the network cannot reach, answers within 1 s."""
+    """One address reconnecting in a storm cannot starve another of the metrics port."""
+    # 300 clients from 127.0.0.1 that reconnect as soon as they are cut (a pod gone wrong, or a
+    # hostile one) cannot starve another address: one address holds at most 16 of the server's
+    # connections, every connection is accepted at once, so /metrics asked from 127.0.0.2 answers
+    # within 100 ms (the median of 20; each within 1 s), and ctl status, the liveness check the
+    # network cannot reach, answers within 1 s.
     daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers")
     storm = None
     try:
@@ -1587,13 +1583,12 @@ def daemon_http_reconnect_storm(tmp):
 
 
 def daemon_hostile_library_path(tmp):
-    """A process of user nobody holding a (mock) card with LD_LIBRARY_PATH
-    at a directory of traps named like runtime libraries: a FIFO, a device
-    node, symlinks to each, and a symlink to /etc/shadow. A detail window
-    on it opens and closes on time, ctl status answers within 1 s all the
-    while, the daemon never holds any of them open, says why it did not
-    read the FIFO and the device, and looks at /etc/shadow not at all (its
-    name is no runtime library's)."""
+    """An LD_LIBRARY_PATH of traps named like runtime libraries neither blocks nor fools the daemon."""
+    # A process of user nobody holding a (mock) card with LD_LIBRARY_PATH at a directory of traps
+    # named like runtime libraries: a FIFO, a device node, symlinks to each, and a symlink to
+    # /etc/shadow. A detail window on it opens and closes on time, ctl status answers within 1 s all
+    # the while, the daemon never holds any of them open, says why it did not read the FIFO and the
+    # device, and looks at /etc/shadow not at all (its name is no runtime library's).
     pub = os.path.join(tmp, "pub")  # what nobody may run and write
     os.makedirs(os.path.join(pub, "mock"))
     shutil.copy2(SIM, pub)
@@ -1658,13 +1653,13 @@ def daemon_hostile_library_path(tmp):
 
 
 def daemon_root_file_in_user_namespace(tmp):
-    """A card holder of user nobody in a user and mount namespace of its
-    own bind-mounts /etc/shadow as libflex.so.3 in its LD_LIBRARY_PATH: to
-    the daemon it is a regular file named like a runtime library, inside
-    the process's root. The daemon opens the process's files with the
-    process's identity, so the open is refused (permission denied, said in
-    its log) and /etc/shadow is never read; the job's runtime is still
-    found and traced. Without a user namespace here: skipped."""
+    """A root-only file bind-mounted as a runtime library in a user namespace is not read."""
+    # A card holder of user nobody in a user and mount namespace of its own bind-mounts /etc/shadow
+    # as libflex.so.3 in its LD_LIBRARY_PATH: to the daemon it is a regular file named like a
+    # runtime library, inside the process's root. The daemon opens the process's files with the
+    # process's identity, so the open is refused (permission denied, said in its log) and
+    # /etc/shadow is never read; the job's runtime is still found and traced. Without a user
+    # namespace here: skipped.
     if not shutil.which("unshare") or not shutil.which("setpriv"):
         raise Skip("no unshare or setpriv")
     pub = nobody_dir(tmp)
@@ -1707,12 +1702,12 @@ def daemon_root_file_in_user_namespace(tmp):
 
 
 def daemon_control_fair(tmp):
-    """The control socket is served off the main loop, one daemon a
-    runtime directory. 50 silent root clients hold connections open:
-    ctl status still answers within 1 s, each silent one is told there was
-    no request line. A second daemon on the same --runtime-dir (another
-    port) refuses to start, naming the first's pid, and leaves its socket
-    alone: the first still answers, and after it stops the socket is gone."""
+    """Silent control clients cannot hold the control socket; ctl status answers within 1 s."""
+    # The control socket is served off the main loop, one daemon a runtime directory. 50 silent root
+    # clients hold connections open: ctl status still answers within 1 s, each silent one is told
+    # there was no request line. A second daemon on the same --runtime-dir (another port) refuses to
+    # start, naming the first's pid, and leaves its socket alone: the first still answers, and after
+    # it stops the socket is gone.
     import socket
     daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers")
     sock = os.path.join(tmp, "run", "control")
@@ -1849,12 +1844,12 @@ time.sleep(600)
 
 
 def daemon_many_holders_many_files(tmp):
-    """32 card holders of user nobody, each with 2,000 open files: the
-    daemon reads which cards they hold from their files (up to 1,024 a
-    process) on a thread of its own, never on its main loop. bpftrace counts
-    the daemon's readlinks by thread over a window: the main loop's are a
-    few (not one a file), the card reader's at least a window's holders'
-    worth; all 32 are traced in the window."""
+    """32 card holders with 2,000 open files each are read on the card-scan thread, never the main loop."""
+    # 32 card holders of user nobody, each with 2,000 open files: the daemon reads which cards they
+    # hold from their files (up to 1,024 a process) on a thread of its own, never on its main loop.
+    # bpftrace counts the daemon's readlinks by thread over a window: the main loop's are a few (not
+    # one a file), the card reader's at least a window's holders' worth; all 32 are traced in the
+    # window.
     if not shutil.which("setpriv") or not shutil.which("bpftrace"):
         raise Skip("no setpriv or bpftrace")
     pub = nobody_dir(tmp)
@@ -1916,17 +1911,15 @@ def daemon_many_holders_many_files(tmp):
 
 
 def daemon_process_made_large(tmp):
-    """A card holder of user nobody makes large what the daemon looks at:
-    19,000 open files, 20,000 executable mappings with 3.5 KB paths, an
-    LD_LIBRARY_PATH of 431 directories (one directory of 70,000 files named
-    431 times, and distinct ones), and the three crafted runtime libraries
-    of hostile_libraries_bounded mapped (the daemon reads a card holder's
-    mapped runtime between windows). The daemon runs in a 256 MiB memory
-    cgroup, as the unit's MemoryMax= puts it, where the machine has one. A
-    root job's detail window beside it gets at least 90% of the runtime
-    calls a second it gets without the attacker, ctl status answers within
-    1 s throughout, and the daemon lives, its peak memory under 256 MiB
-    and never killed for memory."""
+    """A card holder that makes its files, mappings and library path huge costs the daemon a bounded amount."""
+    # A card holder of user nobody makes large what the daemon looks at: 19,000 open files, 20,000
+    # executable mappings with 3.5 KB paths, an LD_LIBRARY_PATH of 431 directories (one directory of
+    # 70,000 files named 431 times, and distinct ones), and the three crafted runtime libraries of
+    # hostile_libraries_bounded mapped (the daemon reads a card holder's mapped runtime between
+    # windows). The daemon runs in a 256 MiB memory cgroup, as the unit's MemoryMax= puts it, where
+    # the machine has one. A root job's detail window beside it gets at least 90% of the runtime
+    # calls a second it gets without the attacker, ctl status answers within 1 s throughout, and the
+    # daemon lives, its peak memory under 256 MiB and never killed for memory.
     if not shutil.which("setpriv"):
         raise Skip("no setpriv")
     pub = nobody_dir(tmp)
@@ -2044,17 +2037,15 @@ def sandboxed(st):
 
 
 def daemon_slow_library_off_main_loop(tmp):
-    """A process of user nobody puts a library that takes seconds to read
-    (1.5 million symbols, a regular file named like the runtime's) on its
-    LD_LIBRARY_PATH, dlopen()s a copy of the runtime the daemon never read
-    and takes a (mock) card inside a detail window. The daemon looks for
-    its libraries on its discovery thread: ctl status answers within 1 s
-    all the while the window is open; the runtime copy, read first, goes
-    on at once, not after the slow file (the process is traced in full
-    well before that read ends); the slow read stops at the 2 s budget (or
-    ends, on a machine that reads it faster). The file is read in a
-    sandboxed child of the daemon: user nobody, no capabilities,
-    no_new_privs, a seccomp filter."""
+    """A library that takes seconds to read is read off the daemon's main loop."""
+    # A process of user nobody puts a library that takes seconds to read (1.5 million symbols, a
+    # regular file named like the runtime's) on its LD_LIBRARY_PATH, dlopen()s a copy of the runtime
+    # the daemon never read and takes a (mock) card inside a detail window. The daemon looks for its
+    # libraries on its discovery thread: ctl status answers within 1 s all the while the window is
+    # open; the runtime copy, read first, goes on at once, not after the slow file (the process is
+    # traced in full well before that read ends); the slow read stops at the 2 s budget (or ends, on
+    # a machine that reads it faster). The file is read in a sandboxed child of the daemon: user
+    # nobody, no capabilities, no_new_privs, a seccomp filter.
     import decoy_elf
     pub = os.path.join(tmp, "pub")
     os.makedirs(os.path.join(pub, "mock"))
@@ -2134,12 +2125,11 @@ def daemon_slow_library_off_main_loop(tmp):
 
 
 def daemon_kubelet_allocations(tmp):
-    """spyre_device_allocation_info from the kubelet's pod-resources API:
-    a kubelet stand-in serving v1.PodResourcesLister/List with the real
-    gRPC stack (python3-grpcio, the API's protobuf schema compiled by
-    protoc). Only the Spyre resource's devices, PCI addresses with their
-    domain; a pod gone is gone after SIGHUP; a kubelet gone keeps the
-    last answer and is said once."""
+    """spyre_device_allocation_info comes from the kubelet's pod-resources API over real gRPC."""
+    # spyre_device_allocation_info from the kubelet's pod-resources API: a kubelet stand-in serving
+    # v1.PodResourcesLister/List with the real gRPC stack (python3-grpcio, the API's protobuf schema
+    # compiled by protoc). Only the Spyre resource's devices, PCI addresses with their domain; a pod
+    # gone is gone after SIGHUP; a kubelet gone keeps the last answer and is said once.
     gen, sock, pods = os.path.join(tmp, "gen"), os.path.join(tmp, "kubelet.sock"), os.path.join(tmp, "pods.json")
     os.makedirs(gen)
     subprocess.run(["protoc", f"--python_out={gen}", "-I", os.path.join(ROOT, "tests", "kubelet"),

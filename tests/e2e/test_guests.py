@@ -63,8 +63,9 @@ def run_in_guest(tmp, cards, cmd, timeout, arch="x86_64", retry_hang=True):
 
 
 def guest_hang_is_a_failure(tmp):
-    """A guest whose command sleeps past vm.sh's --timeout is a failure with
-    its last console lines, never a skip."""
+    """A guest that hangs past vm.sh's --timeout is a failure with its console, never a skip."""
+    # A guest whose command sleeps past vm.sh's --timeout is a failure with its last console lines,
+    # never a skip.
     timeout = 30  # hung in boot on a slow machine is still hung
     try:
         run_in_guest(tmp, 1, "echo SBT-VM: sleeping past the timeout > /dev/console; sleep 100000", timeout,
@@ -84,13 +85,13 @@ POWER_DRIVER_FUNCS = ("vfio_fops_unl_ioctl", "vfio_group_fops_unl_ioctl", "vfio_
 
 
 def guest_power_spapr(tmp):
-    """IBM Power: the ppc64le cross build in a pseries guest (Debian 12's 6.12
-    kernel, TCG) tracing the simulator driving an edu card through vfio-pci
-    and the sPAPR TCE IOMMU. The runtime's calls, nested, with their
-    ioctls inside; every ioctl with Power's numbering and its
-    arguments (the DMA window, registered memory, MAP/UNMAP), each mapping
-    in tce_iommu_ioctl and each registration's pinning, every interrupt on
-    its card, all through kprobes, the plan saying why not fentry."""
+    """IBM Power: the ppc64le build in a pseries guest traces the simulator through the sPAPR IOMMU."""
+    # IBM Power: the ppc64le cross build in a pseries guest (Debian 12's 6.12 kernel, TCG) tracing
+    # the simulator driving an edu card through vfio-pci and the sPAPR TCE IOMMU. The runtime's
+    # calls, nested, with their ioctls inside; every ioctl with Power's numbering and its arguments
+    # (the DMA window, registered memory, MAP/UNMAP), each mapping in tce_iommu_ioctl and each
+    # registration's pinning, every interrupt on its card, all through kprobes, the plan saying why
+    # not fentry.
     cmd = ("build/spyre-bpftrace -q -v --device 1234:11e8 -o /out/cap.sbt "
            "-c 'build/spyre-sim-run --backend vfio --threads 1 --jobs 3 --bytes 8192 --json /out/sim.json' "
            "2> /out/rec.log; "
@@ -185,16 +186,14 @@ def guest_power_spapr(tmp):
 
 
 def guest_z_big_endian(tmp):
-    """IBM Z: the s390x cross build (big-endian BPF objects, opened from the
-    skeleton of their little-endian twin) in an s390-ccw-virtio guest
-    (Debian 12's 6.12 kernel, no BPF JIT) tracing the simulator driving two
-    stand-in cards (virtio-rng with iommu_platform=on: real DMA and MSI-X
-    through the zPCI IOMMU), each in its own type1 container. Every ioctl
-    against the simulator's log, mappings at the IOVA range zPCI gives, each
-    in vfio's type1 handler with its card, interrupts per card, all on
-    kprobes with the plan saying why not fentry; the big-endian capture,
-    dumped and converted on this x86 host, is byte for byte what the guest
-    made of it."""
+    """IBM Z: the big-endian s390x build in a guest traces the simulator on two stand-in cards."""
+    # IBM Z: the s390x cross build (big-endian BPF objects, opened from the skeleton of their
+    # little-endian twin) in an s390-ccw-virtio guest (Debian 12's 6.12 kernel, no BPF JIT) tracing
+    # the simulator driving two stand-in cards (virtio-rng with iommu_platform=on: real DMA and
+    # MSI-X through the zPCI IOMMU), each in its own type1 container. Every ioctl against the
+    # simulator's log, mappings at the IOVA range zPCI gives, each in vfio's type1 handler with its
+    # card, interrupts per card, all on kprobes with the plan saying why not fentry; the big-endian
+    # capture, dumped and converted on this x86 host, is byte for byte what the guest made of it.
     cmd = ("build/spyre-bpftrace -q -v --device 1af4:1044 -o /out/cap.sbt "
            "-c 'build/spyre-sim-run --backend vfio --threads 2 --jobs 2 --bytes 8192 "
            "--container-per-card --json /out/sim.json' 2> /out/rec.log && "
@@ -247,9 +246,10 @@ def guest_z_big_endian(tmp):
             f"the {ext} trace differs between the guest and this host"
 
 def guest_kernel_6_1(tmp):
-    """The same BPF objects on a second kernel: Debian's 6.1 in a QEMU guest
-    (scripts/vm.sh), with QEMU's edu device bound to vfio-pci. The guest's
-    capture must hold what the simulator did there, as on the host."""
+    """The same BPF objects on Debian's 6.1 kernel in a guest capture what the simulator did there."""
+    # The same BPF objects on a second kernel: Debian's 6.1 in a QEMU guest (scripts/vm.sh), with
+    # QEMU's edu device bound to vfio-pci. The guest's capture must hold what the simulator did
+    # there, as on the host.
     cmd = ("build/spyre-bpftrace -q -o /out/cap.sbt --vfio-path '/tmp/m/*' "
            "-c 'build/spyre-sim-run --threads 2 --jobs 4 --mock-dir /tmp/m --json /out/sim.json'")
     out, log = run_in_guest(tmp, 2, cmd, 120)
@@ -417,10 +417,10 @@ GUEST_LATE_DLOPEN = (
 
 
 def guest_vfio_one_card(tmp):
-    """One card; the driver-level probes with fentry, then with kprobes.
-    A runtime dlopen()ed from a directory nothing could know of, with no
-    syscall tracepoint attached: do_filp_open saw the open, the runtime
-    was probed at once, and its later calls are in the capture."""
+    """One card under real VFIO: driver-level probes with fentry, then kprobes, and a late dlopen."""
+    # One card; the driver-level probes with fentry, then with kprobes. A runtime dlopen()ed from a
+    # directory nothing could know of, with no syscall tracepoint attached: do_filp_open saw the
+    # open, the runtime was probed at once, and its later calls are in the capture.
     out = guest_vfio(tmp, 1, runs=(("auto", "fentry/fexit"), ("kprobe", "kprobe/kretprobe")),
                      extra=(GUEST_LATE_DLOPEN,))
     log = open(os.path.join(out, "late.log")).read()
@@ -451,12 +451,11 @@ def guest_vfio_one_card(tmp):
 
 
 def guest_vfio_two_cards(tmp):
-    """Two cards each in its own container (each mapping is one card's);
-    then --device naming one card keeps that card's driver events and
-    interrupts only, and the process's syscall-level ioctls all; then,
-    with no wake-up watched, each stream still finds its card: by the
-    buffer its launches name, which the driver mapped in that card's
-    container."""
+    """Two cards in two containers: --device keeps one card's events; jobs land on their card."""
+    # Two cards each in its own container (each mapping is one card's); then --device naming one
+    # card keeps that card's driver events and interrupts only, and the process's syscall-level
+    # ioctls all; then, with no wake-up watched, each stream still finds its card: by the buffer its
+    # launches name, which the driver mapped in that card's container.
     one = ("build/spyre-bpftrace -q --device 0000:00:04.0 -o /out/one.sbt -c 'build/spyre-sim-run "
            "--backend vfio --threads 2 --jobs 2 --bytes 8192 --container-per-card --json /out/one-sim.json'")
     nowake = ("build/spyre-bpftrace -q --no-wake-hook --device 1234:11e8 -o /out/nowake.sbt -c "
@@ -495,14 +494,13 @@ def check_wake_hook(log, cap, hook, by_interrupt):
 
 
 def guest_vfio_shared_container(tmp):
-    """Two cards in one container: nothing but the interrupts tells which
-    card a stream's jobs ran on. The waiters of the eventfd each interrupt
-    signals, read at the interrupt, and of the one the woken thread writes
-    next, at eventfd_write: by fentry, also when the runtime waits in
-    epoll_wait() (the eventfd in an epoll), and by a kprobe; the
-    sched_waking program when asked for: the same cards each way. With no
-    kernel-function probe and no sched_waking, the interrupt's own waiters
-    still (the simulator's card thread), no program on any wake-up."""
+    """Two cards in one container: the interrupts alone tell which card ran each job."""
+    # Two cards in one container: nothing but the interrupts tells which card a stream's jobs ran
+    # on. The waiters of the eventfd each interrupt signals, read at the interrupt, and of the one
+    # the woken thread writes next, at eventfd_write: by fentry, also when the runtime waits in
+    # epoll_wait() (the eventfd in an epoll), and by a kprobe; the sched_waking program when asked
+    # for: the same cards each way. With no kernel-function probe and no sched_waking, the
+    # interrupt's own waiters still (the simulator's card thread), no program on any wake-up.
     extra = tuple(f"build/spyre-bpftrace -q -v {opts} --device 1234:11e8 -o /out/{name}.sbt -c "
                   f"'build/spyre-sim-run --backend vfio --threads 2 --jobs 2 --bytes 8192 {sim} "
                   f"--json /out/{name}-sim.json' 2> /out/{name}.log"
@@ -552,10 +550,10 @@ wait $A; wait $B; wait $T
 
 
 def guest_two_processes_two_cards(tmp):
-    """Two cards, one process each (one rank per card): the tracer attaches
-    with -p to one process not yet started and one already driving its card,
-    and every device job lands on the card that ran it, per engine as each
-    simulator counted, completed by that card's interrupt."""
+    """Two processes, a card each: every device job lands on the card that ran it."""
+    # Two cards, one process each (one rank per card): the tracer attaches with -p to one process
+    # not yet started and one already driving its card, and every device job lands on the card that
+    # ran it, per engine as each simulator counted, completed by that card's interrupt.
     out, _ = run_in_guest(tmp, 2, GUEST_TWO_PROCESSES, 240)
     log = open(os.path.join(out, "two.log")).read()
     check_plan_driver_level(log, "fentry/fexit")
@@ -654,13 +652,13 @@ def check_guest_daemon(out, phase, mech):
 
 
 def guest_daemon_metrics_match_sim(tmp):
-    """The daemon in the guest, where the simulator drives edu cards through
-    real VFIO: one process, two cards, a container each. Its metrics hold
-    each ioctl, the bytes mapped for each card (by the container the mapping
-    went to) and each card's interrupts, as the simulator counted them, and
-    vfio's own functions as its driver-level programs counted them: fentry
-    (what it chooses there), then kprobes (what it falls back to). A
-    detail window of a one-card job correlates as record would."""
+    """The daemon in a guest with real VFIO counts each ioctl, mapping and interrupt per card."""
+    # The daemon in the guest, where the simulator drives edu cards through real VFIO: one process,
+    # two cards, a container each. Its metrics hold each ioctl, the bytes mapped for each card (by
+    # the container the mapping went to) and each card's interrupts, as the simulator counted them,
+    # and vfio's own functions as its driver-level programs counted them: fentry (what it chooses
+    # there), then kprobes (what it falls back to). A detail window of a one-card job correlates as
+    # record would.
     phase = ("build/spyre-bpftrace daemon -v --device 1234:11e8 --listen 127.0.0.1:946{n} --no-sampling "
              "--state-dir /tmp/state{n} --runtime-dir /tmp/run{n} --driver-probes {mode} 2> /out/daemon{n}.log & D=$!; "
              "for i in $(seq 120); do wget -q -O /dev/null http://127.0.0.1:946{n}/healthz && break; sleep 1; done; "
@@ -746,13 +744,13 @@ def check_guest_window(out):
 
 
 def guest_daemon_no_syscall_tax(tmp):
-    """In the x86 guest (vfio loaded, fentry there): the daemon counts VFIO
-    ioctls in vfio's own handlers and loads no syscall tracepoint program
-    (hook_info says fentry); the same daemon made to use the syscall
-    tracepoints (--driver-probes off, the control) loads them. An unrelated
-    process's getppid loop is timed beside each and alone, interleaved,
-    each figure the fastest of three, and the medians printed: the
-    emulator's noise (10-20%) is more than a 2% bound could tell."""
+    """In the guest the daemon counts VFIO ioctls in vfio's handlers and loads no syscall tracepoint."""
+    # In the x86 guest (vfio loaded, fentry there): the daemon counts VFIO ioctls in vfio's own
+    # handlers and loads no syscall tracepoint program (hook_info says fentry); the same daemon made
+    # to use the syscall tracepoints (--driver-probes off, the control) loads them. An unrelated
+    # process's getppid loop is timed beside each and alone, interleaved, each figure the fastest of
+    # three, and the medians printed: the emulator's noise (10-20%) is more than a 2% bound could
+    # tell.
     start = ("build/spyre-bpftrace daemon --device 1234:11e8 --listen 127.0.0.1:9470 --no-recorder "
              "--state-dir /tmp/st --runtime-dir /tmp/rn {extra} 2>> /out/daemon.log & D=$!; "
              "for i in $(seq 120); do wget -q -O /dev/null http://127.0.0.1:9470/healthz && break; sleep 1; done; ")

@@ -23,6 +23,7 @@ from lib import *  # noqa: F401,F403 - the shared helpers, paths and imports
 
 
 def inspect_rejects_non_traces(tmp):
+    """inspect refuses files that are not Perfetto traces, with a reason."""
     empty = os.path.join(tmp, "empty.pftrace")
     open(empty, "w").close()
     for path in (empty, "/dev/null", "/dev/zero", "/proc/self/maps"):
@@ -32,8 +33,9 @@ def inspect_rejects_non_traces(tmp):
 
 
 def damaged_capture_dropped_and_counted(tmp):
-    """A capture whose call ends before it begins (one field damaged):
-    convert drops that record, counts it, warns, and writes a valid trace."""
+    """convert drops a damaged record, counts it, warns, and writes a valid trace."""
+    # A capture whose call ends before it begins (one field damaged): convert drops that record,
+    # counts it, warns, and writes a valid trace.
     cmd = " ".join(shlex.quote(a) for a in sim_cmd(tmp, "--jobs", "2"))
     r = subprocess.run(tracer(tmp, "-c", cmd), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -104,11 +106,11 @@ def sim_in_host_ids(events, sim):
 
 
 def merge_pytorch_real_fixture(tmp):
-    """The committed real run (scripts/torch-fixture.sh): torch.profiler in a
-    Debian 13 chroot in its own pid namespace, the simulator started inside
-    the op "spyre workload", all traced with -c. Merged, the ops sit on the
-    tracer's ids for the profiled thread, every simulator call lies inside
-    the op that started it, nothing partly overlaps, every arrow resolves."""
+    """merge puts a real torch.profiler run's ops on the tracer's timeline, linked to the calls inside."""
+    # The committed real run (scripts/torch-fixture.sh): torch.profiler in a Debian 13 chroot in its
+    # own pid namespace, the simulator started inside the op "spyre workload", all traced with -c.
+    # Merged, the ops sit on the tracer's ids for the profiled thread, every simulator call lies
+    # inside the op that started it, nothing partly overlaps, every arrow resolves.
     fx = TORCH_FIXTURE
     cap = os.path.join(fx, "capture.sbt")
     info = json.load(open(os.path.join(fx, "info.json")))
@@ -231,9 +233,10 @@ def arrows(trace):
 
 
 def merge_hosts_and_our_json(tmp):
-    """Our own Chrome JSON merges like its capture (it keeps the clock,
-    process starts and namespace ids); captures of two hosts join as one
-    trace, each host's processes and cards apart, on one clock."""
+    """Our own Chrome JSON merges like its capture; two hosts' captures join on one clock."""
+    # Our own Chrome JSON merges like its capture (it keeps the clock, process starts and namespace
+    # ids); captures of two hosts join as one trace, each host's processes and cards apart, on one
+    # clock.
     fx = TORCH_FIXTURE
     ours = os.path.join(tmp, "ours.json")
     r = subprocess.run([TOOL, "convert", os.path.join(fx, "capture.sbt"), "-o", ours], capture_output=True, text=True)
@@ -287,13 +290,12 @@ MERGE_AS_LIMIT = 128 << 20  # address space: the in-memory merge needed 228 MiB 
 
 
 def merge_bounded_memory(tmp):
-    """A kineto trace of 200,000 ops (the real fixture's steps repeated,
-    bench/gen_kineto.py) merges within a 128 MiB address space, which a
-    merge holding the JSON in memory exceeds (1.1 KiB per op). The output
-    under the limit is the output without it, byte for byte; every op is
-    in it, the first step's ops exactly as the fixture's own merge places
-    them, each later step the same moved by its span; the calls link as
-    in the fixture's merge."""
+    """merge of a 200,000-op kineto trace fits in a 128 MiB address space."""
+    # A kineto trace of 200,000 ops (the real fixture's steps repeated, bench/gen_kineto.py) merges
+    # within a 128 MiB address space, which a merge holding the JSON in memory exceeds (1.1 KiB per
+    # op). The output under the limit is the output without it, byte for byte; every op is in it,
+    # the first step's ops exactly as the fixture's own merge places them, each later step the same
+    # moved by its span; the calls link as in the fixture's merge.
     import resource
     fx = TORCH_FIXTURE
     cap = os.path.join(fx, "capture.sbt")
@@ -341,8 +343,9 @@ def merge_bounded_memory(tmp):
 
 
 def merge_refuses_unalignable(tmp):
-    """A trace whose clock cannot be tied to the capture's is refused, with
-    the reason, and no output is written."""
+    """merge refuses a trace whose clock cannot be tied to the capture's, and writes nothing."""
+    # A trace whose clock cannot be tied to the capture's is refused, with the reason, and no output
+    # is written.
     cap = os.path.join(TORCH_FIXTURE, "capture.sbt")
     old = os.path.join(tmp, "torch113.json")  # Debian 12's torch 1.13, no kineto
     with open(old, "w") as f:

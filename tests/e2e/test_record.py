@@ -46,6 +46,7 @@ def check_calls_from_a_moment(events, sim):
 
 
 def c_multithread_matches_sim(tmp):
+    """-c on a multithreaded simulator run: every call, ioctl and job the simulator logged is in the trace."""
     cmd = " ".join(shlex.quote(a) for a in sim_cmd(tmp, "--threads", "3", "--jobs", "6",
                                                        "--bytes", "65536", "--seed", "7"))
     r = subprocess.run(tracer(tmp, "-c", cmd), capture_output=True, text=True, timeout=120)
@@ -109,6 +110,7 @@ def kill_session(proc):
 
 
 def p_attach_matches_sim(tmp):
+    """-p on a simulator waiting to start: every call, ioctl and job it then made is in the capture."""
     sim = subprocess.Popen(sim_cmd(tmp, "--threads", "2", "--jobs", "5", "--wait-stdin"),
                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
     cap = os.path.join(tmp, "cap.sbt")
@@ -135,6 +137,7 @@ def end_record(path):
 
 
 def duration_ends_with_readable_capture(tmp):
+    """-d ends the recording on time with a capture that reads back whole."""
     t0 = time.time()
     r = subprocess.run(tracer(tmp, "-d", "1", "-c", long_sim(tmp)), capture_output=True,
                        text=True, timeout=30)
@@ -149,8 +152,9 @@ def duration_ends_with_readable_capture(tmp):
 
 
 def duration_while_attaching(tmp):
-    """-d shorter than attaching takes: the tracer stops at the deadline, not
-    after every probe; the command, never started, does not run untraced."""
+    """-d shorter than attaching takes stops at the deadline, and the command never runs untraced."""
+    # -d shorter than attaching takes: the tracer stops at the deadline, not after every probe; the
+    # command, never started, does not run untraced.
     t0 = time.time()
     r = subprocess.run([a for a in tracer(tmp, "-d", "0.001", "--probe", "libsenlib.so:*", "-c",
                                           long_sim(tmp)) if a != "-q"],
@@ -164,6 +168,7 @@ def duration_while_attaching(tmp):
 
 
 def sigint_flushes_capture(tmp):
+    """Ctrl-C ends a recording with everything captured so far written."""
     cap = os.path.join(tmp, "cap.sbt")
     tr = subprocess.Popen(tracer(tmp, "-c", long_sim(tmp)), stderr=subprocess.PIPE, text=True,
                           start_new_session=True)
@@ -181,9 +186,9 @@ def sigint_flushes_capture(tmp):
 
 
 def sigint_command_ignores_term(tmp):
-    """Ctrl-C ends the recording even when the -c command ignores SIGTERM:
-    the trace is written, the command gets SIGKILL 5 s later, and the
-    tracer says so."""
+    """Ctrl-C ends the recording even when the -c command ignores SIGTERM."""
+    # Ctrl-C ends the recording even when the -c command ignores SIGTERM: the trace is written, the
+    # command gets SIGKILL 5 s later, and the tracer says so.
     cap = os.path.join(tmp, "cap.sbt")
     cmd = "sh -c " + shlex.quote("trap '' TERM; exec " + long_sim(tmp))
     tr = subprocess.Popen([a for a in tracer(tmp, "-c", cmd) if a != "-q"], stderr=subprocess.PIPE,
@@ -206,10 +211,10 @@ def sigint_command_ignores_term(tmp):
 
 
 def static_command_runs_once(tmp):
-    """-c with a static program: its libraries are listed by its own
-    dynamic loader, of which it has none, so nothing runs before the
-    tracer starts it, traced, once (LD_TRACE_LOADED_OBJECTS on the program
-    itself ran a static one for real, untraced, and waited for it)."""
+    """-c with a static program runs it once, traced."""
+    # -c with a static program: its libraries are listed by its own dynamic loader, of which it has
+    # none, so nothing runs before the tracer starts it, traced, once (LD_TRACE_LOADED_OBJECTS on
+    # the program itself ran a static one for real, untraced, and waited for it).
     busybox = shutil.which("busybox")
     if not busybox:
         raise Skip("busybox missing (make deps installs busybox-static)")
@@ -228,6 +233,7 @@ def static_command_runs_once(tmp):
 
 def sigkill_leaves_nothing_behind(tmp):
     # the kernel frees programs of earlier tests asynchronously
+    """SIGKILL of the tracer leaves no BPF program, link or probe behind."""
     wait_for(lambda: not our_bpf_objects()[0], 10, "programs of earlier runs to go away")
     cap = os.path.join(tmp, "cap.sbt")
     tr = subprocess.Popen(tracer(tmp, "-c", long_sim(tmp)), stderr=subprocess.DEVNULL,
@@ -259,6 +265,7 @@ def run_error(args, want_rc, want_msg, env_prefix=()):
 
 
 def errors_one_line_with_hint(tmp):
+    """Bad input gets one error line with a hint and a non-zero exit."""
     out = os.path.join(tmp, "e.sbt")
     run_error(["-p", "abc"], 2, "invalid PID 'abc'")
     run_error([], 2, "nothing to trace")
@@ -299,10 +306,10 @@ def errors_one_line_with_hint(tmp):
 
 
 def output_files_safe(tmp):
-    """Outputs are never written through a symlink, are 0600 whatever the
-    umask, and a convert of a missing input leaves the output as it was.
-    A device or a FIFO as the output is refused, not replaced (a trace is
-    renamed over its path: /dev/null became a regular file once)."""
+    """Outputs are never written through a symlink, are 0600, and never replace a device or FIFO."""
+    # Outputs are never written through a symlink, are 0600 whatever the umask, and a convert of a
+    # missing input leaves the output as it was. A device or a FIFO as the output is refused, not
+    # replaced (a trace is renamed over its path: /dev/null became a regular file once).
     fifo = os.path.join(tmp, "fifo.sbt")
     os.mkfifo(fifo)
     for target in ("/dev/null", fifo):
@@ -361,8 +368,9 @@ sys.exit(rc[0])
 
 
 def thread_id_and_bad_names(tmp):
-    """-p given a thread id traces its process (and says so); a thread that
-    named itself with invalid UTF-8 leaves both outputs valid."""
+    """-p with a thread id traces its process; invalid UTF-8 thread names leave outputs valid."""
+    # -p given a thread id traces its process (and says so); a thread that named itself with invalid
+    # UTF-8 leaves both outputs valid.
     lib = os.path.join(BUILD, "sim", "libspyre_simrun.so")
     py = subprocess.Popen(["python3", "-c", NAMED_WORKER, lib, "--jobs", "3", "--mock-dir",
                            os.path.join(tmp, "mock"), "--json", os.path.join(tmp, "sim.json")],
@@ -404,9 +412,9 @@ def proc_stat(pid):
 
 
 def signals_hup_usr1_kill(tmp):
-    """SIGHUP (the terminal closed) ends the recording as SIGTERM does;
-    SIGUSR1 prints a status line and goes on; SIGKILL of the tracer takes
-    the -c command with it."""
+    """SIGHUP ends a recording as SIGTERM does, SIGUSR1 prints status, SIGKILL takes the command along."""
+    # SIGHUP (the terminal closed) ends the recording as SIGTERM does; SIGUSR1 prints a status line
+    # and goes on; SIGKILL of the tracer takes the -c command with it.
     cap = os.path.join(tmp, "cap.sbt")
     tr = subprocess.Popen([a for a in tracer(tmp, "-c", long_sim(tmp)) if a != "-q"],
                           stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -438,6 +446,7 @@ def signals_hup_usr1_kill(tmp):
 
 
 def probe_matching_nothing_warns(tmp):
+    """A --probe that matches nothing is warned about."""
     cmd = " ".join(shlex.quote(a) for a in sim_cmd(tmp, "--jobs", "1"))
     r = subprocess.run([a for a in tracer(tmp, "--probe", "libnothere.so:foo*", "--probe",
                                           "libflex.so:zzz*", "-c", cmd) if a != "-q"],
@@ -449,6 +458,7 @@ def probe_matching_nothing_warns(tmp):
 
 def probe_option(tmp):
     """--probe with a library name and a glob adds only what it matches."""
+    # --probe with a library name and a glob adds only what it matches.
     cmd = " ".join(shlex.quote(a) for a in sim_cmd(tmp, "--jobs", "2"))
     r = subprocess.run(tracer(tmp, "--probe", "libsenlib.so:senlib::*Iommu*=map", "-c", cmd),
                        capture_output=True, text=True, timeout=60)
@@ -462,12 +472,12 @@ def probe_option(tmp):
 
 
 def follows_children(tmp):
-    """A -c shell that forks the workload: the child is followed from its
-    fork on (BPF marks it traced there: every ioctl it makes is captured),
-    and its runtime probes go on when the loader reads the fork record. The
-    calls it made from then on are all there, in order, none invented, and
-    the summary says how long after the fork the probes came (calls made
-    before are not in the trace: docs/probes.md, "Which processes")."""
+    """A -c shell's forked workload is followed from its fork on, ioctls and calls."""
+    # A -c shell that forks the workload: the child is followed from its fork on (BPF marks it
+    # traced there: every ioctl it makes is captured), and its runtime probes go on when the loader
+    # reads the fork record. The calls it made from then on are all there, in order, none invented,
+    # and the summary says how long after the fork the probes came (calls made before are not in the
+    # trace: docs/probes.md, "Which processes").
     sim = " ".join(shlex.quote(a) for a in sim_cmd(tmp, "--jobs", "3", "--threads", "2"))
     libs = [os.path.join(BUILD, "sim", n) for n in ("libflex.so", "libsenlib.so")]
     # "; true" keeps the shell from exec'ing the workload in place
@@ -493,8 +503,9 @@ def follows_children(tmp):
 
 
 def loss_is_counted(tmp):
-    """A ring buffer far too small for four busy threads: what does not fit
-    is counted, exactly, and marked in the capture."""
+    """What does not fit a too-small ring buffer is counted exactly and marked in the capture."""
+    # A ring buffer far too small for four busy threads: what does not fit is counted, exactly, and
+    # marked in the capture.
     threads = 4
     for jobs in (300, 1500):  # more if this machine drains faster
         cmd = " ".join(shlex.quote(a) for a in sim_cmd(tmp, "--jobs", str(jobs), "--threads",
@@ -550,7 +561,8 @@ def disk_io(tmp, mib):
 
 
 def irq_filter(tmp):
-    """--irq N records that interrupt's handlers, and no other interrupt."""
+    """--irq N records that interrupt's handlers and no other."""
+    # --irq N records that interrupt's handlers, and no other interrupt.
     a = irq_counts()
     disk_io(tmp, 8)
     b = irq_counts()
@@ -578,6 +590,7 @@ def irq_filter(tmp):
 
 
 def verbose_plan(tmp):
+    """-v prints the attach plan: which mechanism each probe role got."""
     cmd = " ".join(shlex.quote(a) for a in sim_cmd(tmp, "--jobs", "1"))
     r = subprocess.run([TOOL, "-v", "-o", os.path.join(tmp, "cap.sbt"), "-c", cmd],
                        capture_output=True, text=True, timeout=60)
@@ -601,10 +614,10 @@ CXX_FLEX = os.path.join(BUILD, "sim", "cxx", "libflex.so")
 
 
 def throw_unchanged_by_tracing(tmp):
-    """A C++ runtime call that throws, caught by its caller: the app does the
-    same traced as untraced (a uretprobe here aborts it with 'terminate
-    called'), each throw is a call without return, and functions that
-    return twice or switch stacks are refused with a reason, not fatal."""
+    """A runtime call that throws behaves the same traced as untraced."""
+    # A C++ runtime call that throws, caught by its caller: the app does the same traced as untraced
+    # (a uretprobe here aborts it with 'terminate called'), each throw is a call without return, and
+    # functions that return twice or switch stacks are refused with a reason, not fatal.
     plain = subprocess.run([THROW, "9"], capture_output=True, text=True, timeout=30)
     assert plain.returncode == 0 and "thrown=3" in plain.stdout, plain
     cap = os.path.join(tmp, "cap.sbt")
@@ -673,8 +686,9 @@ def untraced_runs():
 
 
 def untraced_process_untouched(tmp):
-    """-p A while B runs the same runtime: B's copy of the library holds no
-    breakpoint (A's does), no probe runs in B, and A is traced in full."""
+    """-p A leaves B, running the same runtime, without a breakpoint or a probe run."""
+    # -p A while B runs the same runtime: B's copy of the library holds no breakpoint (A's does), no
+    # probe runs in B, and A is traced in full.
     flex = os.path.join(BUILD, "sim", "libflex.so")
     h2d = symbol_offset(flex, "_ZN4flex13RuntimeStream9launchH2DEPvPKvm")
     os.makedirs(os.path.join(tmp, "b"))
@@ -715,9 +729,10 @@ def untraced_process_untouched(tmp):
 
 
 def python_env_runtime_found_first(tmp):
-    """A Python program that dlopen()s the runtime from one of its package
-    directories on import (as torch-spyre does): the tracer finds it there
-    before the program starts, and every call is in the capture."""
+    """A runtime dlopen()ed from a Python package directory is found before the program starts."""
+    # A Python program that dlopen()s the runtime from one of its package directories on import (as
+    # torch-spyre does): the tracer finds it there before the program starts, and every call is in
+    # the capture.
     lib = hidden_runtime(tmp, ("pkgs", "fake_spyre"))
     args = ["--threads", "2", "--jobs", "3", "--mock-dir", os.path.join(tmp, "mock"), "--json",
             os.path.join(tmp, "sim.json")]
@@ -737,10 +752,10 @@ def python_env_runtime_found_first(tmp):
 
 
 def late_dlopen_probed_when_opened(tmp):
-    """A launcher that dlopen()s the runtime from a directory nothing could
-    know of: the tracer sees the open, probes the file at once and says in
-    the summary from when on calls are seen. What it captured is exactly
-    the calls each thread made from some point on."""
+    """A runtime dlopen()ed from an unknown directory is probed when it is opened."""
+    # A launcher that dlopen()s the runtime from a directory nothing could know of: the tracer sees
+    # the open, probes the file at once and says in the summary from when on calls are seen. What it
+    # captured is exactly the calls each thread made from some point on.
     lib = hidden_runtime(tmp, ("hidden",))
     cmd = " ".join(shlex.quote(x) for x in [os.path.join(BUILD, "spyre-sim-dlopen"), lib,
                                             "--jobs", "60", "--mock-dir", os.path.join(tmp, "mock"),
@@ -765,8 +780,9 @@ def late_dlopen_probed_when_opened(tmp):
 
 
 def probe_keeps_builtin_role(tmp):
-    """--probe naming a built-in function without =ROLE keeps its role (a
-    wait stays a wait, so jobs complete); with =ROLE the role is that."""
+    """--probe naming a built-in function keeps its role unless =ROLE says otherwise."""
+    # --probe naming a built-in function without =ROLE keeps its role (a wait stays a wait, so jobs
+    # complete); with =ROLE the role is that.
     flex = os.path.join(BUILD, "sim", "libflex.so")
     cmd = " ".join(shlex.quote(a) for a in sim_cmd(tmp, "--jobs", "3"))
     for spec, role in ((f"{flex}:flex::RuntimeStream::synchronize", "wait"),
@@ -800,14 +816,13 @@ def run_with_peak(argv, timeout, env=None):
 
 
 def hostile_libraries_bounded(tmp):
-    """Libraries crafted against their reader, as a card holder may map or
-    put on its LD_LIBRARY_PATH: a sparse 1 GiB file (the reader once read it
-    whole: 1 GB resident), 4,096 cold parts each as large as the file (once
-    a copy each: 8 GB), 65,534 program headers before the one that maps
-    150,000 symbols (once stuck for minutes). `list` reads each within a
-    bounded memory and time and says what it refused; `record -d 3` on a job
-    with all three on its LD_LIBRARY_PATH ends its capture on time, with
-    the job's runtime calls, in bounded memory."""
+    """Libraries crafted against their reader are read in bounded memory and time, or refused."""
+    # Libraries crafted against their reader, as a card holder may map or put on its
+    # LD_LIBRARY_PATH: a sparse 1 GiB file (the reader once read it whole: 1 GB resident), 4,096
+    # cold parts each as large as the file (once a copy each: 8 GB), 65,534 program headers before
+    # the one that maps 150,000 symbols (once stuck for minutes). `list` reads each within a bounded
+    # memory and time and says what it refused; `record -d 3` on a job with all three on its
+    # LD_LIBRARY_PATH ends its capture on time, with the job's runtime calls, in bounded memory.
     dirs = hostile_libraries(tmp)
     for kind, d in dirs.items():
         rc, out, err, took, peak = run_with_peak([TOOL, "list", os.path.join(d, "libflex.so.9")], 60)
