@@ -21,6 +21,14 @@ const volatile bool daemon_mode __weak = false;
 /* the daemon keeps a flight recorder: VFIO ioctls and the cards'
  * interrupts go to the ring buffer too (a few per job) */
 const volatile bool daemon_record __weak = false;
+/* 1 in this many VFIO ioctls (a power of two) is timed on the precise
+ * clock, put in its command's histogram with this weight and recorded;
+ * the others are counted only. DMA map and unmap and IRQ setup are always
+ * timed, and every ioctl while a detail window is open. 1: all. */
+const volatile __u32 daemon_sample_every __weak = 1;
+/* An ioctl at least this long is slow (the trigger's): every ioctl is
+ * measured for it, untimed ones on the coarse clock (to a tick). 0: off. */
+const volatile __u64 daemon_slow_ns __weak = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -194,6 +202,7 @@ static __always_inline __u32 daemon_kind_by_fop(struct file *file, const struct 
 struct daemon_file_kind {
 	__u64 inode, fop;
 	__u32 kind, group;
+	__u64 file; /* daemon_last_file's: which struct file */
 };
 
 struct {
@@ -203,6 +212,39 @@ struct {
 	__type(value, struct daemon_file_kind);
 } daemon_file_kinds SEC(".maps") __weak;
 
+/* The file each CPU looked at last, and what it was: a process making
+ * ioctls on one file (a job on its card) has it found with no map lookup
+ * and one read fewer. Valid for the same struct file with the same inode
+ * and handlers (a struct file freed and reused for another file has
+ * another inode). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct daemon_file_kind);
+} daemon_last_file SEC(".maps") __weak;
+
+/* A file's handlers and inode into k, in one read where they lie within
+ * 64 bytes of each other (they do: 6.1 to 6.18), else two. 0, or -1 when
+ * the file cannot be read. */
+static __always_inline int daemon_file_fields(struct file *file, struct daemon_file_kind *k)
+{
+	__u32 op = bpf_core_field_offset(struct file, f_op), in = bpf_core_field_offset(struct file, f_inode);
+	__u32 lo = op < in ? op : in;
+	__u64 w[8];
+
+	if (op - lo < 64 && in - lo < 64) {
+		if (bpf_probe_read_kernel(w, sizeof(w), (char *)file + lo))
+			return -1;
+		k->fop = w[((op - lo) / 8) & 7];
+		k->inode = w[((in - lo) / 8) & 7];
+		return 0;
+	}
+	k->fop = (__u64)BPF_CORE_READ(file, f_op);
+	k->inode = (__u64)BPF_CORE_READ(file, f_inode);
+	return 0;
+}
+
 /*
  * Which VFIO file an fd is: by the kernel's own word, the handler its
  * ioctls go to (daemon_vfio_fns); or, for a file below a --vfio-path
@@ -210,7 +252,9 @@ struct {
  * numbers it is sent (SBT_FD_NONE). The fd is read at each ioctl (its
  * number is reused, and the daemon does not watch close). The fd table is
  * read through the task's BTF pointer (plain loads, no helper call); only
- * the fd's slot and the file's fields need bpf_probe_read.
+ * the fd's slot and the file's fields need bpf_probe_read. The answer for
+ * the file is kept per CPU (daemon_last_file): the same file next time
+ * costs its two fields' reads.
  */
 static __always_inline __u32 daemon_fd_kind(int fd, __u32 *group)
 {
@@ -219,27 +263,38 @@ static __always_inline __u32 daemon_fd_kind(int fd, __u32 *group)
 	struct file **fds = fdt->fd, *file = NULL;
 	unsigned int max = fdt->max_fds;
 	const struct file_operations *fop;
-	struct daemon_file_kind *seen, now = {};
+	struct daemon_file_kind *seen, *last, now = {};
+	__u32 zero = 0;
 	__u64 key;
 
 	*group = 0;
 	if (fd < 0 || (unsigned int)fd >= max || bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
 		return SBT_FD_NONE;
-	fop = BPF_CORE_READ(file, f_op);
-	now.kind = daemon_kind_by_fop(file, fop, group);
-	if (now.kind != SBT_FD_NONE || !daemon_n_mock_dirs)
-		return now.kind;
+	if (daemon_file_fields(file, &now))
+		return SBT_FD_NONE;
+	fop = (const struct file_operations *)now.fop;
 	key = (__u64)file;
-	now.inode = (__u64)BPF_CORE_READ(file, f_inode);
-	now.fop = (__u64)fop;
-	seen = bpf_map_lookup_elem(&daemon_file_kinds, &key);
-	if (seen && seen->inode == now.inode && seen->fop == now.fop) {
-		*group = seen->group;
-		return seen->kind;
+	last = bpf_map_lookup_elem(&daemon_last_file, &zero);
+	if (last && last->file == key && last->inode == now.inode && last->fop == now.fop) {
+		*group = last->group;
+		return last->kind;
 	}
-	now.kind = daemon_in_mock_dir(file) ? daemon_kind_by_name(file, group) : SBT_FD_NONE;
+	now.file = key;
+	now.kind = daemon_kind_by_fop(file, fop, group);
+	if (now.kind == SBT_FD_NONE && daemon_n_mock_dirs) {
+		seen = bpf_map_lookup_elem(&daemon_file_kinds, &key);
+		if (seen && seen->inode == now.inode && seen->fop == now.fop) {
+			*group = seen->group;
+			now.kind = seen->kind;
+		} else {
+			now.kind = daemon_in_mock_dir(file) ? daemon_kind_by_name(file, group) : SBT_FD_NONE;
+			now.group = *group;
+			bpf_map_update_elem(&daemon_file_kinds, &key, &now, BPF_ANY);
+		}
+	}
 	now.group = *group;
-	bpf_map_update_elem(&daemon_file_kinds, &key, &now, BPF_ANY);
+	if (last)
+		*last = now;
 	return now.kind;
 }
 
@@ -358,42 +413,119 @@ static __always_inline void daemon_seen(__u32 tgid)
 		*seen = tgid;
 }
 
-/* One call of dur ns into a histogram (NULL: none). */
-static __always_inline void daemon_hist_add(struct sbt_daemon_hist *h, __u64 dur, long ret)
+/* One call into a histogram (NULL: none): counted; its time dur added
+ * with its weight (0: not timed). */
+static __always_inline void daemon_hist_add(struct sbt_daemon_hist *h, long ret, bool slow, __u64 dur, __u32 weight)
 {
 	__u32 b;
 
 	if (!h)
 		return;
+	h->count++;
+	if (ret < 0)
+		h->errors++;
+	if (slow)
+		h->slow++;
+	if (!weight)
+		return;
 	b = daemon_bucket(dur);
 	/* checked again here, on the register used: the compiler drops the
 	 * repeated check, and older verifiers then refuse the access */
 	asm volatile("" : "+r"(b));
-	h->count++;
-	h->sum_ns += dur;
-	if (ret < 0)
-		h->errors++;
+	h->timed += weight;
+	h->sum_ns += dur * weight;
 	if (b < SBT_DAEMON_BUCKETS)
-		h->bucket[b]++;
+		h->bucket[b] += weight;
 }
 
-/* A call of one of vfio's functions returned (driver-level probes). */
+/* A call of one of vfio's functions returned (driver-level probes): each
+ * timed. */
 static __always_inline void daemon_drv_call(__u32 func, __u64 start, long ret)
 {
 	__u64 now = bpf_ktime_get_boot_ns();
 
-	daemon_hist_add(bpf_map_lookup_elem(&daemon_drv, &func), now > start ? now - start : 0, ret);
+	daemon_hist_add(bpf_map_lookup_elem(&daemon_drv, &func), ret, false, now > start ? now - start : 0, 1);
 }
 
-/* An ioctl on a VFIO file returned. */
-static __always_inline void daemon_ioctl(__u32 tgid, __u32 tid, const struct sbt_ioctl *p, long ret, __u64 now)
+/* ns a tick (1e9 / CONFIG_HZ, attach/kernel_hz.c); 0: not known. */
+const volatile __u64 daemon_ns_per_jiffy __weak = 0;
+
+/* The tick clock: jiffies, a load and no clock read (tracing programs may
+ * not read the coarse clock), in ns since boot to a tick; the precise
+ * clock where the tick's length is not known. */
+static __always_inline __u64 daemon_coarse_ns(void)
+{
+	return daemon_ns_per_jiffy ? bpf_jiffies64() * daemon_ns_per_jiffy : bpf_ktime_get_ns();
+}
+
+/* The per-CPU count that picks 1 in daemon_sample_every. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} daemon_sample_tick SEC(".maps") __weak;
+
+/* The weight an ioctl's time is added with: 1 for one always timed (DMA
+ * map and unmap, IRQ setup; any while a detail window is open, whose
+ * processes' ioctls are all recorded and whose newcomers are learnt from
+ * them), daemon_sample_every for the 1 in that many sampled, 0 for the
+ * rest, which are counted only. */
+static __always_inline __u32 daemon_weight(__u32 cmd)
+{
+	__u32 zero = 0, *tick;
+
+	if (daemon_sample_every <= 1 || catch_newcomers || cmd == SBT_VFIO_IOMMU_MAP_DMA ||
+	    cmd == SBT_VFIO_IOMMU_UNMAP_DMA || cmd == SBT_VFIO_DEVICE_SET_IRQS)
+		return 1;
+	tick = bpf_map_lookup_elem(&daemon_sample_tick, &zero);
+	if (!tick)
+		return 1;
+	return (++*tick & (daemon_sample_every - 1)) ? 0 : daemon_sample_every;
+}
+
+/* Untimed failures recorded of a process this second, by tgid's slot. */
+struct daemon_fail_count {
+	__u32 tgid, n;
+	__u64 sec;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SBT_DAEMON_FAIL_SLOTS);
+	__type(key, __u32);
+	__type(value, struct daemon_fail_count);
+} daemon_fail_counts SEC(".maps") __weak;
+
+/* May this untimed failure be recorded: fewer than
+ * SBT_DAEMON_FAILS_PER_SEC of its process this second? (Racy between
+ * CPUs, which may let a few more through.) */
+static __always_inline bool daemon_fail_recorded(__u32 tgid, __u64 coarse_now)
+{
+	__u32 k = tgid & (SBT_DAEMON_FAIL_SLOTS - 1);
+	struct daemon_fail_count *f = bpf_map_lookup_elem(&daemon_fail_counts, &k);
+	__u64 sec = coarse_now / 1000000000;
+
+	if (!f)
+		return false;
+	if (f->tgid != tgid || f->sec != sec) {
+		f->tgid = tgid;
+		f->sec = sec;
+		f->n = 0;
+	}
+	return f->n++ < SBT_DAEMON_FAILS_PER_SEC;
+}
+
+/* An ioctl on a VFIO file returned: dur its time (precise when weight is
+ * not 0, else to a tick), slow when at least daemon_slow_ns. */
+static __always_inline void daemon_ioctl(__u32 tgid, __u32 tid, const struct sbt_ioctl *p, long ret, bool slow,
+					 __u64 dur, __u32 weight)
 {
 	__u32 op = sbt_daemon_op(p->cmd, p->fd_kind);
-	__u64 dur = now > p->start_ts ? now - p->start_ts : 0;
 	struct sbt_daemon_card *c;
 	__u32 card;
 
-	daemon_hist_add(bpf_map_lookup_elem(&daemon_ioctls, &op), dur, ret);
+	daemon_hist_add(bpf_map_lookup_elem(&daemon_ioctls, &op), ret, slow, dur, weight);
 	if (p->cmd == SBT_VFIO_GROUP_SET_CONTAINER)
 		daemon_set_container_exit(tgid, tid, ret);
 	if (p->decoded != SBT_DEC_DMA_MAP && p->decoded != SBT_DEC_DMA_UNMAP)

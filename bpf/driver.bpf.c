@@ -449,7 +449,7 @@ static __always_inline void fops_ioctl(__u32 func, struct file *file, unsigned i
 	if (daemon_mode)
 		daemon_ioctl_begin(id, fd, cmd, arg, kind, group);
 	else
-		ioctl_begin(id, fd, cmd, arg, kind);
+		ioctl_begin(id, fd, cmd, arg, kind, 1);
 }
 
 static __always_inline int fops_exit(__u32 func, long ret)

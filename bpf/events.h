@@ -180,10 +180,21 @@ static inline __u32 sbt_daemon_op(__u32 cmd, __u32 fd_kind)
 /* cards by a small index the daemon gives them; 0: not known */
 #define SBT_DAEMON_CARDS 64
 
+/* count, errors and slow are exact: every call. The timing (bucket,
+ * sum_ns) is of the calls timed, 1 in daemon_sample_every (some commands
+ * always), each added with its weight (N for 1 in N): timed is their
+ * weights' sum, which bucket[] adds up to. */
 struct sbt_daemon_hist {
 	__u64 count, errors, sum_ns;
 	__u64 bucket[SBT_DAEMON_BUCKETS];
+	__u64 timed;
+	__u64 slow; /* calls at least daemon_slow_ns long (to a clock tick) */
 };
+/* untimed failed VFIO ioctls recorded, per process and second, at most */
+#define SBT_DAEMON_FAILS_PER_SEC 256
+/* the slots of that count (a power of two): processes whose tgids meet
+ * in a slot take turns at it */
+#define SBT_DAEMON_FAIL_SLOTS 1024
 
 struct sbt_daemon_card {
 	__u64 maps, map_bytes, map_errors;

@@ -175,7 +175,7 @@ int ioctl_enter(struct trace_event_raw_sys_enter *ctx)
 	}
 	if (!sbt_is_traced(key.tgid) || !(kind = bpf_map_lookup_elem(&accel_fds, &key)))
 		return 0;
-	ioctl_begin(id, key.fd, cmd, ctx->args[2], *kind);
+	ioctl_begin(id, key.fd, cmd, ctx->args[2], *kind, 1);
 	return 0;
 }
 

@@ -31,9 +31,17 @@ struct {
  */
 #define SBT_IOCTL_SLOTS 4096
 
+/* An ioctl in flight: its record, and what the daemon times it by. */
+struct ioctl_flight {
+	struct sbt_ioctl r; /* start_ts: 0 when not timed */
+	__u64 coarse_start; /* the tick clock at entry (daemon_coarse_ns: untimed ones' time) */
+	__u32 weight; /* daemon_weight's; 1 outside the daemon */
+	__u32 pad;
+};
+
 struct ioctl_slot {
 	__u64 tid; /* 0: free */
-	struct sbt_ioctl r;
+	struct ioctl_flight f;
 };
 
 struct {
@@ -48,7 +56,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
-	__type(value, struct sbt_ioctl);
+	__type(value, struct ioctl_flight);
 } ioctl_pending SEC(".maps") __weak;
 
 /* At least the number of entries in ioctl_pending (a stale one replaced
@@ -190,23 +198,27 @@ static __always_inline void decode_out(struct sbt_ioctl *r, long ret)
 	}
 }
 
-/* An ioctl begins: its record, kept until it returns. */
-static __always_inline void ioctl_begin(__u64 id, __s32 fd, __u32 cmd, __u64 arg, __u32 kind)
+/* An ioctl begins: its record, kept until it returns; timed (on the
+ * precise clock) when weight is not 0. Built in the thread's slot where it
+ * has one (no copy), else on the stack for ioctl_pending. */
+static __always_inline void ioctl_begin(__u64 id, __s32 fd, __u32 cmd, __u64 arg, __u32 kind, __u32 weight)
 {
-	struct sbt_ioctl r = {};
+	struct ioctl_flight stack = {}, *f;
 	__u32 tid = (__u32)id;
-	struct ioctl_slot *s;
+	struct ioctl_slot *s = slot_take(tid);
 
-	r.start_ts = bpf_ktime_get_boot_ns();
-	r.fd = fd;
-	r.cmd = cmd;
-	r.arg = arg;
-	r.fd_kind = kind;
-	decode_arg(&r);
-	s = slot_take(tid);
-	if (s)
-		__builtin_memcpy(&s->r, &r, sizeof(r));
-	else if (!bpf_map_update_elem(&ioctl_pending, &tid, &r, BPF_ANY))
+	f = s ? &s->f : &stack;
+	f->r.start_ts = weight ? bpf_ktime_get_boot_ns() : 0;
+	f->coarse_start = daemon_mode && (daemon_slow_ns || daemon_record) ? daemon_coarse_ns() : 0;
+	f->weight = weight;
+	f->r.fd = fd;
+	f->r.cmd = cmd;
+	f->r.arg = arg;
+	f->r.fd_kind = (__u16)kind;
+	f->r.decoded = SBT_DEC_NONE;
+	__builtin_memset(&f->r.u, 0, sizeof(f->r.u));
+	decode_arg(&f->r);
+	if (!s && !bpf_map_update_elem(&ioctl_pending, &tid, &stack, BPF_ANY))
 		__sync_fetch_and_add(&ioctl_pending_n, 1);
 }
 
@@ -223,21 +235,26 @@ static __always_inline void daemon_ioctl_begin(__u64 id, __s32 fd, __u32 cmd, __
 		if (cmd == SBT_VFIO_GROUP_SET_CONTAINER)
 			daemon_set_container_enter((__u32)id, group, arg);
 	}
-	ioctl_begin(id, fd, cmd, arg, kind);
+	ioctl_begin(id, fd, cmd, arg, kind, daemon_weight(cmd));
 }
 
-/* The ioctl returned ret: counted (daemon), recorded. */
+/* The ioctl returned ret: counted (daemon), recorded (the daemon's: the
+ * timed ones, and untimed ones that were slow or failed, these up to a
+ * rate). */
 static __always_inline void ioctl_finish(__u64 id, long ret)
 {
 	__u32 tid = (__u32)id, kind = SBT_FD_DEVICE;
 	struct ioctl_slot *s = slot_held(tid);
-	struct sbt_ioctl *p = s ? &s->r : NULL, *r;
-	__u64 now;
+	struct ioctl_flight *f = s ? &s->f : NULL;
+	struct sbt_ioctl *p, *r;
+	__u64 now = 0, dur = 0;
+	bool keep = true, slow;
 
 	if (!s && ioctl_pending_n)
-		p = bpf_map_lookup_elem(&ioctl_pending, &tid);
-	if (!p)
+		f = bpf_map_lookup_elem(&ioctl_pending, &tid);
+	if (!f)
 		return;
+	p = &f->r;
 	if (p->cmd == SBT_VFIO_GROUP_GET_DEVICE_FD && ret >= 0 && p->fd_kind != SBT_FD_CONTAINER &&
 	    p->fd_kind != SBT_FD_SPAPR && p->fd_kind != SBT_FD_DEVICE) {
 		struct sbt_fd_key key = { .tgid = id >> 32, .fd = (__s32)ret };
@@ -254,11 +271,30 @@ static __always_inline void ioctl_finish(__u64 id, long ret)
 		bpf_map_update_elem(&accel_fds, &key, &kind, BPF_EXIST);
 	}
 	decode_out(p, ret);
-	now = bpf_ktime_get_boot_ns();
-	if (daemon_mode)
-		daemon_ioctl(id >> 32, tid, p, ret, now);
-	/* in daemon mode, records only for the flight recorder */
-	r = daemon_mode && !daemon_record ? NULL : sbt_reserve_at(sizeof(*r), SBT_IOCTL, id, now);
+	if (f->weight) {
+		now = bpf_ktime_get_boot_ns();
+		dur = now > p->start_ts ? now - p->start_ts : 0;
+	}
+	if (daemon_mode) {
+		__u64 coarse = 0;
+
+		/* an untimed one: slow or not from the tick; recorded only if
+		 * it failed or was slow, and then with its start from the tick */
+		if (!f->weight && (daemon_slow_ns || (daemon_record && ret < 0))) {
+			coarse = daemon_coarse_ns();
+			dur = coarse > f->coarse_start ? coarse - f->coarse_start : 0;
+		}
+		slow = daemon_slow_ns && dur >= daemon_slow_ns;
+		daemon_ioctl(id >> 32, tid, p, ret, slow, dur, f->weight);
+		/* records only for the flight recorder: a slow one is what a
+		 * trigger's snapshot is about */
+		keep = daemon_record && (f->weight || slow || (ret < 0 && daemon_fail_recorded(id >> 32, coarse)));
+		if (keep && !f->weight) {
+			now = bpf_ktime_get_boot_ns();
+			p->start_ts = now > dur ? now - dur : 0;
+		}
+	}
+	r = keep ? sbt_reserve_at(sizeof(*r), SBT_IOCTL, id, now) : NULL;
 	if (r) {
 		__builtin_memcpy((char *)r + sizeof(r->h), (char *)p + sizeof(p->h), sizeof(*r) - sizeof(r->h));
 		r->ret = ret;

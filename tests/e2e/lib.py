@@ -363,6 +363,22 @@ def hidden_runtime(tmp, where):
     return os.path.join(d, "libspyre_simrun.so")
 
 
+def histograms_consistent(m, metric):
+    """Each series of a Prometheus histogram: cumulative buckets, +Inf equal
+    to _count and no less than any bucket; {label set: _count}."""
+    out = {}
+    for k, count in m.items():
+        if k[0] != metric + "_count":
+            continue
+        buckets = sorted((float(dict(b[1])["le"]), v) for b, v in m.items() if b[0] == metric + "_bucket" and
+                         b[1] - {("le", dict(b[1])["le"])} == k[1])
+        assert buckets and buckets[-1][0] == float("inf"), (k, buckets)
+        assert buckets[-1][1] == count, f"{dict(k[1])}: +Inf {buckets[-1][1]}, _count {count}"
+        assert all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:])), f"{dict(k[1])}: buckets fall {buckets}"
+        out[k[1]] = count
+    return out
+
+
 def parse_metrics(text):
     """Prometheus text exposition to {(name, frozenset(labels)): value}."""
     out = {}

@@ -73,6 +73,7 @@ ORDER = [
     "daemon_many_holders_many_files",
     "daemon_root_file_in_user_namespace",
     "daemon_fake_vfio_ignored",
+    "daemon_slow_ioctl_triggers",
     "daemon_recorder_fair",
     "daemon_lone_job_keeps_its_last",
     "daemon_private_tmp_said",

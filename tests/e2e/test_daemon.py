@@ -175,6 +175,9 @@ def daemon_prometheus_matches_sim(tmp):
         assert int(float(hist[0]["value"][1])) == want["VFIO_IOMMU_MAP_DMA"], hist
         le = prom_query(pport, 'spyre_vfio_ioctl_duration_seconds_bucket{cmd="VFIO_IOMMU_MAP_DMA",le="+Inf"}')
         assert int(float(le[0]["value"][1])) == want["VFIO_IOMMU_MAP_DMA"], le
+        # sampled or not, every histogram holds together
+        histograms_consistent(parse_metrics(http_get(f"http://127.0.0.1:{port}/metrics")[1]),
+                              "spyre_vfio_ioctl_duration_seconds")
         allowed = {"__name__", "job", "instance", "cmd", "device", "vendor_device", "numa", "le", "version",
                    "program", "reason", "hook", "mechanism"}
         for r in prom_query(pport, '{__name__=~"spyre_.*"}'):
@@ -1092,8 +1095,10 @@ def daemon_snapshot_cut_to_fit(tmp):
     # its manifest says cut_to_fit with the range kept, ctl's answer and the log say so, the metric
     # counts it, and the job's last ioctls are in it.
     os.makedirs(os.path.join(tmp, "mock"))
+    # every ioctl recorded (--sample-ioctls 1): the mock's all fail, and
+    # untimed failures are recorded 256 a second a process at most
     daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers", "--spool-mib", "1",
-                                  "--recorder-mib", "16", "--recorder-seconds", "600")
+                                  "--recorder-mib", "16", "--recorder-seconds", "600", "--sample-ioctls", "1")
     sim = None
     try:
         sim = subprocess.Popen([SIM, "--mock-dir", os.path.join(tmp, "mock"), "--threads", "2", "--jobs",
@@ -1202,6 +1207,80 @@ def ioctls_by_cmd(port):
             if k[0] == "spyre_vfio_ioctls_total"}
 
 
+MOCK_VFIO = os.path.join(BUILD, "spyre-mock-vfio")
+
+IOCTLS_ON = r"""
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+for cmd, n in zip(sys.argv[2::2], sys.argv[3::2]):
+    for _ in range(int(n)):
+        fcntl.ioctl(fd, int(cmd, 0))
+"""
+
+
+def daemon_slow_ioctl_triggers(tmp):
+    """Sampled to 1 in 1024, successful ioctls are counted exactly and an untimed slow one fires the trigger."""
+    # spyre-mock-vfio's FUSE files answer VFIO's numbers with success: `vfio` at once, `slow` after 1.5 s.
+    # With --sample-ioctls 1024 hardly any ioctl is timed; counts and errors are exact all the same, each
+    # histogram's +Inf equals its _count (the weighted count: a multiple of 1024) and is no less than any
+    # bucket, and the slow ioctl, measured on the tick, fires the slow_ioctl trigger, whose snapshot
+    # holds it with its time.
+    fm = os.path.join(tmp, "fm")
+    os.makedirs(fm)
+    mock = subprocess.Popen([MOCK_VFIO, fm], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    daemon = None
+    try:
+        wait_for(lambda: os.path.exists(os.path.join(fm, "slow")), 10, "the FUSE mock files")
+        daemon, ctl, port = daemon_up(tmp, "--vfio-path", fm, "--sample-ioctls", "1024", "--no-sampling",
+                                      "--trigger-errors", "0", "--trigger-slow", "1s", "--trigger-every", "1h",
+                                      "--trigger-before", "20s")
+        want = {"VFIO_GET_API_VERSION": 3000, "VFIO_CHECK_EXTENSION": 1000}
+        subprocess.run([sys.executable, "-c", IOCTLS_ON, os.path.join(fm, "vfio"), "0x3b64", "3000", "0x3b65",
+                        "1000"], check=True, timeout=120)
+
+        def counted():
+            m = parse_metrics(http_get(f"http://127.0.0.1:{port}/metrics")[1])
+            return m, {dict(k[1])["cmd"]: v for k, v in m.items() if k[0] == "spyre_vfio_ioctls_total"}
+        wait_for(lambda: counted()[1] == want, 10, f"the ioctls counted: {want}")
+        m, _ = counted()
+        errors = {dict(k[1])["cmd"]: v for k, v in m.items() if k[0] == "spyre_vfio_ioctl_errors_total"}
+        assert errors == {c: 0 for c in want}, errors
+        assert m[("spyre_bpftrace_ioctl_sample_every", frozenset())] == 1024, "the sampling not said"
+        weighted = histograms_consistent(m, "spyre_vfio_ioctl_duration_seconds")
+        assert weighted and all(v % 1024 == 0 for v in weighted.values()), weighted
+        assert sum(weighted.values()) <= 4000 + 2 * 2 * 1024, weighted  # a few timed per CPU at most
+        assert "timed and recorded 1 in 1024" in ctl_status(ctl)["ioctls"], ctl_status(ctl)
+        assert not [f for f in spool_files(tmp) if "-slow_ioctl-" in f], "a trigger before the slow ioctl"
+        t0 = time.time()
+        subprocess.run([sys.executable, "-c", IOCTLS_ON, os.path.join(fm, "slow"), "0x3b66", "1"], check=True,
+                       timeout=60)
+        assert time.time() - t0 >= 1.5
+        wait_for(lambda: [f for f in spool_files(tmp) if "-slow_ioctl-" in f and f.endswith(".manifest.json")],
+                 30, "the slow_ioctl trigger's snapshot")
+        cap = os.path.join(tmp, "slow.sbt")
+        r = subprocess.run(ctl + ["snapshot", "--last", "20s", "-o", cap], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0, r.stderr
+        events, _ = parse_dump(cap, outputs=False)
+        slow = [e for e in events if e["type"] == "ioctl" and e["cmd"] == "VFIO_SET_IOMMU"]
+        assert len(slow) == 1 and int(slow[0]["ret"]) == 0 and int(slow[0]["dur_ns"]) >= 1.4e9, slow
+        m, _ = counted()
+        # untimed (1023 times in 1024): measured on the tick, whole ticks
+        # (1e9 / HZ ns: HZ 100, 250, 1000 or 300); else timed, weight 1024
+        dur = int(slow[0]["dur_ns"])
+        timed = histograms_consistent(m, "spyre_vfio_ioctl_duration_seconds").get(
+            frozenset({("cmd", "VFIO_SET_IOMMU")}), 0)
+        assert (timed == 0 and (dur % 10**6 == 0 or dur % 3333333 == 0)) or timed == 1024, (timed, dur)
+        assert m[("spyre_bpftrace_snapshots_total", frozenset({("reason", "slow_ioctl")}))] == 1
+    finally:
+        if daemon:
+            daemon.terminate()
+            daemon.wait(timeout=30)
+        subprocess.run(["fusermount3", "-u", fm], stderr=subprocess.DEVNULL)
+        mock.kill()
+        mock.wait()
+
+
 def daemon_fake_vfio_ignored(tmp):
     """VFIO ioctl numbers on a file that is not VFIO's count for nothing."""
     # VFIO's ioctl numbers on a file that is not VFIO's count for nothing: user nobody makes 100,000
@@ -1286,7 +1365,9 @@ def daemon_recorder_fair(tmp):
     if not shutil.which("setpriv"):
         raise Skip("no setpriv")
     pub = nobody_dir(tmp)
-    daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers", "--recorder-mib", "4")
+    # every ioctl recorded (--sample-ioctls 1), as the flood must fill the
+    # recorder: untimed failures are recorded 256 a second a process at most
+    daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--no-triggers", "--recorder-mib", "4", "--sample-ioctls", "1")
     floods = []
     try:
         job = os.path.join(tmp, "job.json")

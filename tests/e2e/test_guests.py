@@ -602,6 +602,10 @@ def check_guest_daemon(out, phase, mech):
     got = {dict(k[1])["cmd"]: int(v) for k, v in m.items() if k[0] == "spyre_vfio_ioctls_total"}
     assert got == want, f"ioctls: daemon {got}, simulator {want}"
     assert all(v == 0 for k, v in m.items() if k[0] == "spyre_vfio_ioctl_errors_total")
+    # timed 1 in 16 (DMA map and unmap, IRQ setup always), each histogram whole
+    timed = histograms_consistent(m, "spyre_vfio_ioctl_duration_seconds")
+    for cmd in ("VFIO_IOMMU_MAP_DMA", "VFIO_IOMMU_UNMAP_DMA", "VFIO_DEVICE_SET_IRQS"):
+        assert timed.get(frozenset({("cmd", cmd)})) == want.get(cmd), (cmd, timed, want)
     for d in sim["devices"]:
         card = d["bdf"]
         dev = frozenset({("device", card)})

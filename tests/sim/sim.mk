@@ -4,7 +4,7 @@ SIM_CFLAGS := -O2 -g -std=gnu11 $(WARN) -D_GNU_SOURCE -fPIC -Itests/sim
 # (the C++ stand-in is not cross-built: the guests have no C++ runtime)
 sim: $(OUT)/sim/libsenlib.so $(OUT)/sim/libflex.so $(OUT)/spyre-sim-run \
      $(OUT)/sim/libspyre_simrun.so $(OUT)/spyre-sim-dlopen $(OUT)/spyre-syscall-loop \
-     $(if $(CROSS),,$(OUT)/spyre-sim-throw)
+     $(if $(CROSS),,$(OUT)/spyre-sim-throw $(OUT)/spyre-mock-vfio)
 
 $(OUT)/sim/libsenlib.so: tests/sim/senlib.c tests/sim/edu.c tests/sim/virtio.c tests/sim/sim.h tests/sim/edu.h tests/sim/virtio.h | $(OUT)/sim
 	$(call msg,CC,$@)
@@ -30,6 +30,12 @@ $(OUT)/sim/libspyre_simrun.so: tests/sim/run.c tests/sim/sim.h $(OUT)/sim/libfle
 $(OUT)/spyre-syscall-loop: tests/sim/syscall_loop.c
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(SIM_CFLAGS) $< -o $@
+
+# Mock VFIO files whose ioctls succeed (FUSE): the daemon's success path
+# and a slow ioctl, on this machine.
+$(OUT)/spyre-mock-vfio: tests/sim/mock_vfio.c
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(SIM_CFLAGS) $(shell pkg-config --cflags fuse3) $< -o $@ $(shell pkg-config --libs fuse3)
 
 $(OUT)/spyre-sim-dlopen: tests/sim/dlopen.c
 	$(call msg,CC,$@)

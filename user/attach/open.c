@@ -13,6 +13,7 @@
 #include "attach/attach.h"
 #include "base/procfs.h"
 #include "attach/devfilter.h"
+#include "attach/kernel_hz.h"
 #include "attach/plan.h"
 #include "attach/uprobe_multi.h"
 #include "base/log.h"
@@ -317,6 +318,7 @@ static int configure(struct attacher *a)
 					     s->progs.do_filp_open_kprobe, s->progs.do_filp_open_kretprobe };
 	unsigned long size = round_pow2(a->o->buffer_size);
 	const char *tp;
+	int hz;
 
 	bpf_map__set_max_entries(s->maps.events, (uint32_t)size);
 	s->rodata->wakeup_bytes = size / 4;
@@ -334,6 +336,10 @@ static int configure(struct attacher *a)
 
 	s->rodata->daemon_mode = a->o->daemon;
 	s->rodata->daemon_record = a->o->daemon_record;
+	s->rodata->daemon_sample_every = a->o->daemon_sample_ioctls ? a->o->daemon_sample_ioctls : 1;
+	s->rodata->daemon_slow_ns = a->o->daemon_slow_ns;
+	if (a->o->daemon && (hz = kernel_hz()))
+		s->rodata->daemon_ns_per_jiffy = 1000000000ull / (unsigned)hz;
 	configure_uprobe_multi(a);
 	if (a->o->daemon) {
 		plan_add(&a->plan, "daemon", "per-CPU maps",

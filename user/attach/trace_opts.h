@@ -44,6 +44,8 @@ struct record_opts {
 	bool quiet; /* no live status, no summary */
 	bool daemon; /* the daemon: every process's VFIO files, counted in the kernel */
 	bool daemon_record; /* ... and their records kept in its flight recorder */
+	unsigned daemon_sample_ioctls; /* 1 in N VFIO ioctls timed and recorded (a power of two; 0, 1: all) */
+	uint64_t daemon_slow_ns; /* an ioctl this long is slow (the trigger's); 0: not looked for */
 };
 
 #endif

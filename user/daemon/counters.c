@@ -242,24 +242,12 @@ const char *daemon_op_name(uint32_t op)
 	return name ? name : "other";
 }
 
-/* The least value bucket b holds (events.h: 4(k-1)+j holds from 2^k (1 + j/4)). */
-static uint64_t bucket_floor(int b)
-{
-	uint64_t p;
-
-	if (b < 4)
-		return (uint64_t)b;
-	p = 1ull << (b / 4 + 1);
-	return p + p * (uint64_t)(b % 4) / 4;
-}
-
-uint64_t daemon_slower_than(const struct daemon_counts *c, uint64_t ns)
+uint64_t daemon_slow(const struct daemon_counts *c)
 {
 	uint64_t n = 0;
 
 	for (int i = 0; i < SBT_DAEMON_OPS; i++)
-		for (int b = SBT_DAEMON_BUCKETS - 1; b >= 0 && bucket_floor(b) >= ns; b--)
-			n += c->ops[i].bucket[b];
+		n += c->ops[i].slow;
 	return n;
 }
 

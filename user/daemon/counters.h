@@ -53,9 +53,9 @@ int daemon_processes(struct daemon_counters *f, pid_t *pids, int max);
 int daemon_sweep(struct daemon_counters *f);
 /* The counters now. 0 or -errno. */
 int daemon_read(struct daemon_counters *f, struct daemon_counts *c);
-/* VFIO ioctls that took at least ns (counted in buckets wholly at or
- * above it, so a little under the exact number). */
-uint64_t daemon_slower_than(const struct daemon_counts *c, uint64_t ns);
+/* VFIO ioctls that took at least --trigger-slow: every one, the untimed
+ * to a clock tick (BPF's daemon_slow_ns). */
+uint64_t daemon_slow(const struct daemon_counts *c);
 /* Failed VFIO ioctls, of every command. */
 uint64_t daemon_errors(const struct daemon_counts *c);
 /* The name of a command slot (sbt_daemon_op): "VFIO_IOMMU_MAP_DMA", "other". */

@@ -251,6 +251,7 @@ static int start(struct daemon *d)
 		plan_print(&d->at.plan, stderr);
 	d->counters.skel = d->at.skel;
 	d->self.ioctl_hook = d->at.ioctl_hook;
+	d->self.sample_ioctls = d->o->rec.daemon_sample_ioctls;
 	d->self.wake_hook = d->at.wake_hook;
 	if ((ret = vfio_files_dirs(d->at.skel, d->o->rec.vfio_paths, d->o->rec.nvfio_paths, err, sizeof(err)))) {
 		sbt_err("%s", err);

@@ -49,7 +49,9 @@ static void status(struct daemon *d, int cfd)
 	for (int k = 0; k < TRIG_N; k++)
 		held += d->trig.held[k];
 	snprintf(msg, sizeof(msg),
-		 "ok\nversion %s\ncards %d\nprocesses with a card %d\nioctl hook %s\nwake hook %s\nscrapes %llu\n"
+		 "ok\nversion %s\ncards %d\nprocesses with a card %d\nioctl hook %s\n"
+		 "ioctls timed and recorded 1 in %u (counts, errors, bytes, slow ones: all)\nwake hook %s\nscrapes "
+		 "%llu\n"
 		 "lost records %llu\n"
 		 "ring buffer %.1f of %.1f MiB at most in use\n"
 		 "window %s\nnext sample %s\nflight recorder %llu records kept, %zu MiB, %llu evicted to make room "
@@ -59,6 +61,7 @@ static void status(struct daemon *d, int cfd)
 		 "bpf cost %s\n",
 		 SBT_VERSION, d->counters.ncards - 1, n,
 		 !strcmp(d->at.ioctl_hook, "tracepoint") ? "tracepoint (syscalls:sys_*_ioctl)" : d->at.ioctl_hook,
+		 d->o->rec.daemon_sample_ioctls,
 		 !d->at.wake_hook ? "none"
 		 : !strcmp(d->at.wake_hook, "eventfd")
 			 ? "eventfd (in detail windows; read at the interrupt and at eventfd_write)"

@@ -276,7 +276,7 @@ void check_triggers(struct daemon *d, uint64_t now)
 	}
 	pthread_mutex_unlock(&d->lock);
 	totals[TRIG_ERRORS] = daemon_errors(d->counts);
-	totals[TRIG_SLOW] = d->trig.cfg.slow_ns ? daemon_slower_than(d->counts, d->trig.cfg.slow_ns) : 0;
+	totals[TRIG_SLOW] = d->trig.cfg.slow_ns ? daemon_slow(d->counts) : 0;
 	totals[TRIG_LOST] = attach_read_lost(&d->at);
 	k = triggers_check(&d->trig, totals, now);
 	if (k == TRIG_N)

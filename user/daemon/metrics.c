@@ -78,7 +78,10 @@ static void histograms(struct page *p, const char *counter, const char *metric, 
 			put(p, "%s_errors_total{%s=\"%s\"} %llu\n", metric, label, name(i),
 			    (unsigned long long)h[i].errors);
 	snprintf(title, sizeof(title), "%s_duration_seconds", metric);
-	head(p, title, "histogram", "Their time, entry to return.");
+	head(p, title, "histogram",
+	     "Their time, entry to return, of those timed (1 in spyre_bpftrace_ioctl_sample_every, some always), "
+	     "each standing for as many as it was 1 in: _count is the weighted count, the exact one the counter "
+	     "above.");
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t below = 0;
 		int b = 0;
@@ -91,11 +94,12 @@ static void histograms(struct page *p, const char *counter, const char *metric, 
 			put(p, "%s_duration_seconds_bucket{%s=\"%s\",le=\"%.9g\"} %llu\n", metric, label, name(i),
 			    (double)(1ull << k) / 1e9, (unsigned long long)below);
 		}
+		/* the buckets add up to timed: +Inf is no less than any of them */
 		put(p, "%s_duration_seconds_bucket{%s=\"%s\",le=\"+Inf\"} %llu\n", metric, label, name(i),
-		    (unsigned long long)h[i].count);
+		    (unsigned long long)h[i].timed);
 		put(p, "%s_duration_seconds_sum{%s=\"%s\"} %.9f\n", metric, label, name(i), (double)h[i].sum_ns / 1e9);
 		put(p, "%s_duration_seconds_count{%s=\"%s\"} %llu\n", metric, label, name(i),
-		    (unsigned long long)h[i].count);
+		    (unsigned long long)h[i].timed);
 	}
 }
 
@@ -222,6 +226,10 @@ static void self_metrics(struct page *p, const struct metrics_self *s)
 	     "The most of the ring buffer in use that a record found since the start: near its size, records are "
 	     "lost.");
 	put(p, "spyre_bpftrace_ring_buffer_peak_bytes %llu\n", (unsigned long long)s->ring_peak_bytes);
+	head(p, "spyre_bpftrace_ioctl_sample_every", "gauge",
+	     "1 in this many VFIO ioctls is timed (the duration histograms) and recorded (--sample-ioctls); "
+	     "counts, errors, DMA bytes and slow ioctls are of every one.");
+	put(p, "spyre_bpftrace_ioctl_sample_every %u\n", s->sample_ioctls ? s->sample_ioctls : 1);
 	head(p, "spyre_bpftrace_bpf_stats_enabled", "gauge",
 	     "1 while the kernel counts BPF programs' runs and run time (ctl cost, or kernel.bpf_stats_enabled); "
 	     "0: the two counters below stand still.");

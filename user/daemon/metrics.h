@@ -43,6 +43,7 @@ struct metrics_self {
 	bool window_open;
 	uint64_t spool_bytes, recorder_bytes;
 	const char *ioctl_hook; /* how VFIO ioctls are seen: fentry, kprobe, tracepoint */
+	unsigned sample_ioctls; /* 1 in N timed and recorded */
 	const char *wake_hook; /* in windows, who an interrupt woke: eventfd, sched_waking; NULL none */
 	uint64_t recorder_aged, recorder_unkept; /* records let go by age; not kept (too large, no memory) */
 	struct recorder_evicted_uid recorder_evicted[RECORDER_USERS_NAMED + 1]; /* to make room, by user */

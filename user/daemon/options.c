@@ -38,7 +38,8 @@ enum {
 	OPT_DRIVER,
 	OPT_VFIO_PATH,
 	OPT_REC_SHARE,
-	OPT_BUFFER
+	OPT_BUFFER,
+	OPT_SAMPLE_IOCTLS
 };
 
 /* A duration option: "30s", "10m", "250ms"; within [min, max] seconds. */
@@ -115,6 +116,15 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		o->sample_every = duration_arg(state, "--sample-every", arg, 1, 7 * 86400, "10m, 1h, 30s");
 		break;
 	case OPT_NO_SAMPLING: o->sample_every = 0; break;
+	case OPT_SAMPLE_IOCTLS: {
+		unsigned long n = count_arg(state, "--sample-ioctls", arg, 1, DAEMON_MAX_SAMPLE_IOCTLS);
+
+		if (n & (n - 1))
+			argp_error(state, "--sample-ioctls %lu is not a power of two; hint: 1, 2, 4, ... %d", n,
+				   DAEMON_MAX_SAMPLE_IOCTLS);
+		o->rec.daemon_sample_ioctls = (unsigned)n;
+		break;
+	}
 	case OPT_TRIG_ERRORS: o->trig.errors = count_arg(state, "--trigger-errors", arg, 0, 1ul << 40); break;
 	case OPT_TRIG_SLOW:
 		o->trig.slow_ns = strcmp(arg, "0") ? (uint64_t)(duration_arg(state, "--trigger-slow", arg, 1e-6, 3600,
@@ -201,6 +211,12 @@ void daemon_parse_opts(int argc, char **argv, struct daemon_opts *o)
 		  "one detail window at a random time of every P (default 10m)", 0 },
 		{ "no-sampling", OPT_NO_SAMPLING, NULL, 0,
 		  "no sampled windows: uprobes only on a trigger or ctl record", 0 },
+		{ "sample-ioctls", OPT_SAMPLE_IOCTLS, "N", 0,
+		  "time and record 1 in N VFIO ioctls (a power of two; default " DAEMON_SAMPLE_IOCTLS_S
+		  "; 1: all): counts, errors, DMA bytes and slow ones stay exact; DMA map and unmap, IRQ setup, "
+		  "slow ones, failures (up to 256 a second a process) and ioctls in a detail window are always "
+		  "recorded",
+		  0 },
 		{ "trigger-errors", OPT_TRIG_ERRORS, "N", 0,
 		  "N failed VFIO ioctls within 5 s trigger a snapshot (default 20; 0: off)", 0 },
 		{ "trigger-slow", OPT_TRIG_SLOW, "D", 0, "a VFIO ioctl slower than D triggers one (default 1s; 0: off)",
@@ -272,6 +288,8 @@ void daemon_parse_opts(int argc, char **argv, struct daemon_opts *o)
 	o->rec.max_probes = SBT_DEFAULT_MAX_PROBES;
 	o->rec.driver_mode = DRIVER_AUTO;
 	o->rec.daemon = true;
+	o->rec.daemon_sample_ioctls = DAEMON_SAMPLE_IOCTLS;
 	argp_parse(&argp, argc, argv, 0, NULL, o);
 	o->rec.daemon_record = o->recorder_seconds > 0;
+	o->rec.daemon_slow_ns = o->trig.slow_ns;
 }

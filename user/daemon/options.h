@@ -12,6 +12,12 @@
 #define DEFAULT_LISTEN "127.0.0.1:9464"
 #define DEFAULT_STATE_DIR "/var/lib/spyre-bpftrace"
 
+/* --sample-ioctls: 1 in N VFIO ioctls timed and recorded, by default;
+ * bench/daemon_cost.py measured the cost of each N */
+#define DAEMON_SAMPLE_IOCTLS 16
+#define DAEMON_SAMPLE_IOCTLS_S "16"
+#define DAEMON_MAX_SAMPLE_IOCTLS 1024
+
 struct daemon_opts {
 	struct record_opts rec; /* the kernel-side filters, as record takes them */
 	const char *listen, *runtime_dir, *state_dir;
