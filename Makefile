@@ -34,8 +34,8 @@ CC         := $(CROSS)gcc
 AR         := $(CROSS)ar
 SYSROOT    := $(OUT)/sysroot
 # what runs here runs on this machine: a cross build is tested in its guest
-ifneq ($(filter test unit unit-asan e2e fuzz valgrind bench bench-check demo test-torch,$(MAKECMDGOALS)),)
-$(error make $(filter test unit unit-asan e2e fuzz valgrind bench bench-check demo test-torch,$(MAKECMDGOALS)) runs on this machine, not with ARCH=$(ARCH); hint: make test builds and tests the $(ARCH) build in its QEMU guest)
+ifneq ($(filter test unit unit-asan e2e fuzz valgrind bench bench-check bench-daemon demo test-torch,$(MAKECMDGOALS)),)
+$(error make $(filter test unit unit-asan e2e fuzz valgrind bench bench-check bench-daemon demo test-torch,$(MAKECMDGOALS)) runs on this machine, not with ARCH=$(ARCH); hint: make test builds and tests the $(ARCH) build in its QEMU guest)
 endif
 endif
 
@@ -79,7 +79,7 @@ SAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize
 .DELETE_ON_ERROR:
 PREFIX     ?= /usr/local
 
-.PHONY: all deps cross test unit unit-asan e2e bench bench-check demo clean format format-check vmlinux sim install fuzz valgrind test-torch
+.PHONY: all deps cross test unit unit-asan e2e bench bench-check bench-daemon demo clean format format-check vmlinux sim install fuzz valgrind test-torch
 all: $(TOOL) sim
 
 # The Debian packages: checked by the commands that set up a fresh machine
@@ -248,7 +248,15 @@ bench:
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/wake_cost.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/record_tax.py
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/daemon.py
+	@SBT_BUILD=$(abspath $(OUT)) python3 bench/daemon_cost.py
 	@SBT_BUILD=$(abspath $(OUT)) SBT_SOAK_SECONDS=600 python3 tests/e2e/run.py daemon_soak
+
+# make bench-daemon: the daemon's BPF per VFIO ioctl against bpftrace counting
+# the same and the floor, in one run; at a steady rate; the host-wide tax
+bench-daemon:
+	@scripts/deps.sh
+	@$(MAKE) --no-print-directory $(PAR) all sim $(OUT)/bench/ioctl-load
+	@SBT_BUILD=$(abspath $(OUT)) python3 bench/daemon_cost.py $(BENCH_ARGS)
 
 # make bench-check: the writers' instructions per record against
 # bench/budget.json (callgrind; fails over budget by more than 5%)

@@ -40,7 +40,7 @@ import time
 from kernel_count import bpf_stats
 import urllib.request
 
-from kernel_count import proc_cpu
+from kernel_count import on_cpu_ns, proc_cpu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("SBT_BUILD", os.path.join(ROOT, "build"))
@@ -202,19 +202,6 @@ def ioctl_cost(tmp, n=200000):
         d.terminate()
         d.wait(timeout=30)
     return res
-
-
-def on_cpu_ns(pid):
-    """ns pid's threads have run (user and kernel), from schedstat: exact,
-    where utime/stime come in 10 ms ticks."""
-    total = 0
-    for t in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{t}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except OSError:
-            pass
-    return total
 
 
 def steady_cost(tmp, rate, seconds, full=False):

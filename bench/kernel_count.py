@@ -40,3 +40,16 @@ def proc_cpu(pid):
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def on_cpu_ns(pid):
+    """ns pid's threads have run (user and kernel), from schedstat: exact,
+    where utime/stime come in 10 ms ticks."""
+    total = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except OSError:
+            pass
+    return total
