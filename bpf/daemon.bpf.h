@@ -212,9 +212,9 @@ struct {
 	__type(value, struct daemon_file_kind);
 } daemon_file_kinds SEC(".maps") __weak;
 
-/* The file each CPU looked at last, and what it was: a process making
- * ioctls on one file (a job on its card) has it found with no map lookup
- * and one read fewer. Valid for the same struct file with the same inode
+/* The VFIO file each CPU looked at last, and what it was: a process
+ * making ioctls on one file (a job on its card) has it found with no map
+ * lookup and one read fewer. Valid for the same struct file with the same inode
  * and handlers (a struct file freed and reused for another file has
  * another inode). */
 struct {
@@ -293,7 +293,9 @@ static __always_inline __u32 daemon_fd_kind(int fd, __u32 *group)
 		}
 	}
 	now.group = *group;
-	if (last)
+	/* only a VFIO file: "not VFIO's" may change for the same file, once
+	 * vfio's handlers are learnt (vfio loaded after the daemon) */
+	if (last && now.kind != SBT_FD_NONE)
 		*last = now;
 	return now.kind;
 }
