@@ -17,15 +17,16 @@ common path; each costs a trip to the FUSE server, so fewer a second).
   ioctls from bench/ioctl-load (C), medians of the rounds. The ratios
   to bpftrace and to the floor are what holds across machines. The same for
   an ioctl that is not VFIO's (every ioctl of the host runs the hook).
-- Steady load: the default daemon alone, ioctl-load paced at --rate VFIO
-  ioctls a second for --seconds, /metrics scraped every 15 s as
+- Steady load: the default daemon alone, ioctl-load paced at each of
+  --rates VFIO ioctls a second for --seconds, /metrics scraped every 15 s as
   Prometheus does: its BPF (kernel count) and its threads' CPU time, as a
   share of one core; and the same idle.
 - The host-wide tax: a C loop of getppid() and of an ioctl that is not
   VFIO's (bench: spyre-syscall-loop), ns a call with the daemon and
   without, interleaved rounds, medians.
 
-Usage: bench/daemon_cost.py [--rounds N] [--rate N] [--seconds S] [--sample 1,8,16,32]
+Usage: bench/daemon_cost.py [--rounds N] [--rates 1000,10000] [--seconds S] [--sample 1,8,16,32]
+                            [--only ioctl|steady|tax]
 """
 import argparse
 import json
@@ -167,14 +168,14 @@ def per_ioctl_rounds(tmp, mock, fused, starters, rounds):
     return tuple({k: statistics.median(v) for k, v in m.items()} for m in (vfio, ok, other))
 
 
-def steady(tmp, mock, rate, seconds):
+def steady(tmp, mock, rates, seconds):
     """The default daemon alone: share of a core of its BPF and its threads,
-    idle, then at rate VFIO ioctls a second, scraped every 15 s."""
+    idle, then at each rate of VFIO ioctls a second, scraped every 15 s."""
     d = daemon(tmp, 16, PORT)
     res = {}
     try:
         time.sleep(10)  # its start (a look at every process's files) is not its steady state
-        for what, r in (("idle", 0), ("load", rate)):
+        for what, r in [("idle", 0)] + [(f"{r}/s", r) for r in rates]:
             a, cpu0, t0 = counts(d.all), on_cpu_ns(d.proc.pid), time.time()
             done = 0
             end = t0 + seconds
@@ -217,7 +218,7 @@ def host_tax(tmp, rounds):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--rate", type=int, default=10000)
+    ap.add_argument("--rates", default="1000,10000", help="paced VFIO ioctls a second, steady phase")
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--sample", default="1,8,16,32", help="--sample-ioctls of the daemons compared")
     ap.add_argument("--only", choices=("ioctl", "steady", "tax"))
@@ -254,15 +255,15 @@ def main():
                 print(f"  ns per ioctl, medians of {args.rounds} rounds, each attached alone, in turns:")
                 for what, res in (("VFIO, failing (a regular mock file)", vfio),
                                   ("VFIO, succeeding (spyre-mock-vfio's FUSE file)", ok),
-                                  ("not VFIO's (TCGETS on /dev/null)", other)):
+                                  ("not VFIO's (FIONREAD on /dev/null)", other)):
                     peer, floor = res["bpftrace (peer)"], res["bpftrace (floor)"]
                     print(f"   {what}:")
                     for name, ns in res.items():
                         print(f"    {name:30} {ns:7.1f} ns  {ns / peer:5.2f}x bpftrace  {ns / floor:5.2f}x the floor")
             if args.only in (None, "steady"):
-                s = steady(tmp, mock, args.rate, args.seconds)
+                s = steady(tmp, mock, [int(r) for r in args.rates.split(",")], args.seconds)
                 for what, r in s.items():
-                    print(f"  daemon (--sample-ioctls 16) {what:4}: {r['ioctls_per_s']:8.0f} VFIO ioctls/s, BPF "
+                    print(f"  daemon (--sample-ioctls 16) {what:7}: {r['ioctls_per_s']:8.0f} VFIO ioctls/s, BPF "
                           f"{r['bpf_core_pct']:.3f}% of a core, its threads {r['user_core_pct']:.3f}% "
                           f"({args.seconds:.0f} s, scraped every 15 s)")
         if args.only in (None, "tax"):

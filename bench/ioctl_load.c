@@ -19,7 +19,7 @@
 #define VFIO_GET_API_VERSION 0x3b64 /* _IO(';', 100) */
 #define BATCH 256
 
-static int fd;
+static int fd, batch;
 static double per_thread_rate, seconds;
 static atomic_ulong total;
 
@@ -39,16 +39,19 @@ static void *run(void *arg)
 	while ((t = now()) - start < seconds) {
 		double due = (double)done / per_thread_rate; /* when `done` should have been reached */
 
-		if (due > t - start) { /* ahead: wait for the schedule */
+		if (due > t - start) { /* ahead: wait for the schedule, not past the end */
 			double wait = due - (t - start);
+
+			if (wait > seconds - (t - start))
+				wait = seconds - (t - start);
 			struct timespec ts = { (time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9) };
 
 			nanosleep(&ts, NULL);
 			continue;
 		}
-		for (int i = 0; i < BATCH; i++)
+		for (int i = 0; i < batch; i++)
 			ioctl(fd, VFIO_GET_API_VERSION, 0);
-		done += BATCH;
+		done += (unsigned long)batch;
 	}
 	atomic_fetch_add(&total, done);
 	return NULL;
@@ -71,6 +74,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	per_thread_rate = rate / threads;
+	/* at most 10 ms of the schedule at a time: a low rate is paced, not
+	 * made in one burst and then waited out */
+	batch = per_thread_rate / 100 < 1 ? 1 : per_thread_rate / 100 > BATCH ? BATCH : (int)(per_thread_rate / 100);
 	start = now();
 	for (int i = 0; i < threads; i++)
 		if (pthread_create(&tid[i], NULL, run, &start)) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * spyre-syscall-loop [N [ioctl]]: N getppid() calls (default 1,000,000),
- * or N ioctls that are not VFIO's (TCGETS on /dev/null), and the ns each
+ * or N ioctls that are not VFIO's (FIONREAD on /dev/null), and the ns each
  * took on average, as a process with nothing to do with Spyre would make
  * them: what a tracer's hooks cost everybody else (its ioctl hooks run on
  * every ioctl of the host).
@@ -31,10 +31,10 @@ int main(int argc, char **argv)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	if (ioctls) {
-		struct termios *none = NULL;
+		int ready;
 
 		for (long i = 0; i < n; i++)
-			ioctl(fd, TCGETS, none); /* ENOTTY: the hooks' cost, not the driver's */
+			ioctl(fd, FIONREAD, &ready); /* ENOTTY: the hooks' cost, not the driver's */
 	} else {
 		for (long i = 0; i < n; i++)
 			syscall(SYS_getppid); /* not glibc's wrapper: always the kernel */
