@@ -449,6 +449,15 @@ static __always_inline void daemon_drv_call(__u32 func, __u64 start, long ret)
 	daemon_hist_add(bpf_map_lookup_elem(&daemon_drv, &func), ret, false, now > start ? now - start : 0, 1);
 }
 
+/* A call of one of vfio's functions that ran unseen by its probe. */
+static __always_inline void daemon_drv_missed(__u32 func)
+{
+	struct sbt_daemon_hist *h = bpf_map_lookup_elem(&daemon_drv, &func);
+
+	if (h)
+		h->missed++;
+}
+
 /* ns a tick (1e9 / CONFIG_HZ, attach/kernel_hz.c); 0: not known. */
 const volatile __u64 daemon_ns_per_jiffy __weak = 0;
 

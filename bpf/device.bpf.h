@@ -79,8 +79,15 @@ struct irq_start {
 	__s32 irq;
 	__u32 active;
 	__u32 bdf;
-	__u32 pad;
+	__u32 msi; /* IRQ_MSI: a vector of vfio's MSI handler; IRQ_MSI_SEEN: its probe counted the run */
 };
+
+enum { IRQ_MSI = 1, IRQ_MSI_SEEN = 2 };
+
+/* vfio's MSI handler is probed (fentry or kprobe; the loader's plan): a
+ * run of it the probe did not count (a kprobe does not fire inside
+ * another's handler) is counted as missed at the interrupt's end. */
+const volatile bool drv_msi_probed __weak = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -405,10 +405,13 @@ static __always_inline int msi_exit(int ret)
 {
 	__u32 zero = 0;
 	struct drv_frame *f = bpf_map_lookup_elem(&msi_open, &zero);
+	struct irq_start *s = bpf_map_lookup_elem(&irq_starts, &zero);
 	struct sbt_drv *r;
 
 	if (!f || !f->ts)
 		return 0;
+	if (s)
+		s->msi |= IRQ_MSI_SEEN;
 	r = drv_counted(SBT_DRV_MSI, f, ret) ? sbt_reserve(sizeof(*r), SBT_DRV) : NULL;
 	if (r) {
 		fill_record(r, f, SBT_DRV_MSI, ret);

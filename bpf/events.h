@@ -189,6 +189,7 @@ struct sbt_daemon_hist {
 	__u64 bucket[SBT_DAEMON_BUCKETS];
 	__u64 timed;
 	__u64 slow; /* calls at least daemon_slow_ns long (to a clock tick) */
+	__u64 missed; /* vfio's functions: runs their probe did not see (vfio_msihandler's) */
 };
 /* untimed failed VFIO ioctls recorded, per process and second, at most */
 #define SBT_DAEMON_FAILS_PER_SEC 256

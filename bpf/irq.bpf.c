@@ -127,6 +127,7 @@ int BPF_PROG(irq_entry, int irq, struct irqaction *action)
 	s->irq = irq;
 	s->bdf = bdf;
 	s->active = 1;
+	s->msi = daemon_mode && drv_msi_probed && bdf != SBT_BDF_NONE && vfio_msi_handler(action) ? IRQ_MSI : 0;
 	/* vfio-pci's MSI handler signals the eventfd it was given as dev_id:
 	 * its waiters are the threads this interrupt wakes */
 	if (wake_by_eventfd && !(daemon_mode && !daemon_record) && vfio_msi_handler(action))
@@ -146,6 +147,8 @@ int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 	s->active = 0;
 	if (daemon_mode) { /* counted in the kernel; a record for the flight recorder */
 		daemon_irq(s->bdf, bpf_ktime_get_boot_ns() - s->ts);
+		if (s->msi == IRQ_MSI) /* vfio's MSI handler ran, its probe did not count it */
+			daemon_drv_missed(SBT_DRV_MSI);
 		if (!daemon_record)
 			return 0;
 	}

@@ -231,6 +231,7 @@ void driver_plan(struct spyre_bpf *s, enum driver_mode mode, struct driver_plan 
 		if (mode != DRIVER_KPROBE) {
 			if (!try_fentry(fn->module, fn->name, &vmlinux, why, sizeof(why))) {
 				use(dp, p[0], p[1]);
+				s->rodata->drv_msi_probed |= !strcmp(fn->name, "vfio_msihandler");
 				dp->nfentry++;
 				plan_add(plan, fn->role, "fentry/fexit", "%s (%s, %s BTF)", fn->name, fn->what,
 					 fn->module);
@@ -249,6 +250,7 @@ void driver_plan(struct spyre_bpf *s, enum driver_mode mode, struct driver_plan 
 				 fn->module);
 		else {
 			use(dp, p[2], p[3]);
+			s->rodata->drv_msi_probed |= !strcmp(fn->name, "vfio_msihandler");
 			dp->nkprobe++;
 			plan_add(plan, fn->role, "kprobe/kretprobe", "%s (%s)", fn->name, fn->what);
 			continue;

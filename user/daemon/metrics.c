@@ -115,10 +115,17 @@ static void ioctls(struct page *p, const struct daemon_counts *c)
 		   daemon_op_name);
 	/* none when the kernel allows no driver-level probe: no family at all */
 	for (uint32_t i = 1; i < SBT_DRV_FUNC_MAX; i++)
-		if (c->drv[i].count) {
+		if (c->drv[i].count || c->drv[i].missed) {
 			histograms(p, "spyre_vfio_driver_calls_total", "spyre_vfio_driver_call", "function",
 				   "Calls of vfio's own functions (fentry or kprobes), by function.", c->drv,
 				   SBT_DRV_FUNC_MAX, drv_name);
+			head(p, "spyre_vfio_driver_call_missed_total", "counter",
+			     "Runs of vfio's MSI handler its probe did not see (a kprobe does not fire inside "
+			     "another's handler): with the calls counted, every run of it.");
+			for (uint32_t k = 1; k < SBT_DRV_FUNC_MAX; k++)
+				if (k == SBT_DRV_MSI && (c->drv[k].count || c->drv[k].missed))
+					put(p, "spyre_vfio_driver_call_missed_total{function=\"%s\"} %llu\n",
+					    drv_name(k), (unsigned long long)c->drv[k].missed);
 			break;
 		}
 }
