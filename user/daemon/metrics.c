@@ -79,9 +79,11 @@ static void histograms(struct page *p, const char *counter, const char *metric, 
 			    (unsigned long long)h[i].errors);
 	snprintf(title, sizeof(title), "%s_duration_seconds", metric);
 	head(p, title, "histogram",
-	     "Their time, entry to return, of those timed (1 in spyre_bpftrace_ioctl_sample_every, some always), "
-	     "each standing for as many as it was 1 in: _count is the weighted count, the exact one the counter "
-	     "above.");
+	     !strcmp(metric, "spyre_vfio_ioctl")
+		     ? "Their time, entry to return, of those timed (1 in spyre_bpftrace_ioctl_sample_every, some "
+		       "always), each standing for as many as it was 1 in: _count is the weighted count, the exact "
+		       "one the counter above."
+		     : "Their time, entry to return, of each.");
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t below = 0;
 		int b = 0;
