@@ -288,7 +288,7 @@ static __always_inline __u32 daemon_fd_kind(int fd, __u32 *group)
 			now.kind = seen->kind;
 		} else {
 			now.kind = daemon_in_mock_dir(file) ? daemon_kind_by_name(file, group) : SBT_FD_NONE;
-			now.group = *group;
+			now.group = *group; /* what the map keeps */
 			bpf_map_update_elem(&daemon_file_kinds, &key, &now, BPF_ANY);
 		}
 	}

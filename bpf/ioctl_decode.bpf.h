@@ -209,7 +209,8 @@ static __always_inline void ioctl_begin(__u64 id, __s32 fd, __u32 cmd, __u64 arg
 
 	f = s ? &s->f : &stack;
 	f->r.start_ts = weight ? bpf_ktime_get_boot_ns() : 0;
-	f->coarse_start = daemon_mode && (daemon_slow_ns || daemon_record) ? daemon_coarse_ns() : 0;
+	/* the tick clock only for an untimed one: what ioctl_finish reads it for */
+	f->coarse_start = !weight && daemon_mode && (daemon_slow_ns || daemon_record) ? daemon_coarse_ns() : 0;
 	f->weight = weight;
 	f->r.fd = fd;
 	f->r.cmd = cmd;

@@ -63,7 +63,7 @@ static void head(struct page *p, const char *name, const char *type, const char 
  * histogram (metric_duration_seconds) per name (a command, a function):
  * name(i) NULL or a zero count leaves slot i out. */
 static void histograms(struct page *p, const char *counter, const char *metric, const char *label, const char *what,
-		       const struct sbt_daemon_hist *h, uint32_t n, const char *(*name)(uint32_t))
+		       const char *timing, const struct sbt_daemon_hist *h, uint32_t n, const char *(*name)(uint32_t))
 {
 	char title[128];
 
@@ -78,12 +78,7 @@ static void histograms(struct page *p, const char *counter, const char *metric, 
 			put(p, "%s_errors_total{%s=\"%s\"} %llu\n", metric, label, name(i),
 			    (unsigned long long)h[i].errors);
 	snprintf(title, sizeof(title), "%s_duration_seconds", metric);
-	head(p, title, "histogram",
-	     !strcmp(metric, "spyre_vfio_ioctl")
-		     ? "Their time, entry to return, of those timed (1 in spyre_bpftrace_ioctl_sample_every, some "
-		       "always), each standing for as many as it was 1 in: _count is the weighted count, the exact "
-		       "one the counter above."
-		     : "Their time, entry to return, of each.");
+	head(p, title, "histogram", timing);
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t below = 0;
 		int b = 0;
@@ -113,21 +108,23 @@ static const char *drv_name(uint32_t func)
 static void ioctls(struct page *p, const struct daemon_counts *c)
 {
 	histograms(p, "spyre_vfio_ioctls_total", "spyre_vfio_ioctl", "cmd",
-		   "VFIO ioctls on Spyre cards' files (container, group, device), by command.", c->ops, SBT_DAEMON_OPS,
-		   daemon_op_name);
+		   "VFIO ioctls on Spyre cards' files (container, group, device), by command.",
+		   "Their time, entry to return, of those timed (1 in spyre_bpftrace_ioctl_sample_every, some always), "
+		   "each standing for as many as it was 1 in: _count is the weighted count, the exact one the counter "
+		   "above.",
+		   c->ops, SBT_DAEMON_OPS, daemon_op_name);
 	/* none when the kernel allows no driver-level probe: no family at all */
 	for (uint32_t i = 1; i < SBT_DRV_FUNC_MAX; i++)
 		if (c->drv[i].count || c->drv[i].missed) {
 			histograms(p, "spyre_vfio_driver_calls_total", "spyre_vfio_driver_call", "function",
-				   "Calls of vfio's own functions (fentry or kprobes), by function.", c->drv,
-				   SBT_DRV_FUNC_MAX, drv_name);
+				   "Calls of vfio's own functions (fentry or kprobes), by function.",
+				   "Their time, entry to return, of each.", c->drv, SBT_DRV_FUNC_MAX, drv_name);
 			head(p, "spyre_vfio_driver_call_missed_total", "counter",
 			     "Runs of vfio's MSI handler its probe did not see (a kprobe does not fire inside "
 			     "another's handler): with the calls counted, every run of it.");
-			for (uint32_t k = 1; k < SBT_DRV_FUNC_MAX; k++)
-				if (k == SBT_DRV_MSI && (c->drv[k].count || c->drv[k].missed))
-					put(p, "spyre_vfio_driver_call_missed_total{function=\"%s\"} %llu\n",
-					    drv_name(k), (unsigned long long)c->drv[k].missed);
+			if (c->drv[SBT_DRV_MSI].count || c->drv[SBT_DRV_MSI].missed)
+				put(p, "spyre_vfio_driver_call_missed_total{function=\"%s\"} %llu\n",
+				    drv_name(SBT_DRV_MSI), (unsigned long long)c->drv[SBT_DRV_MSI].missed);
 			break;
 		}
 }
