@@ -40,7 +40,7 @@ import tempfile
 import time
 import urllib.request
 
-from kernel_count import bpf_stats, on_cpu_ns, programs
+from kernel_count import bpf_stats, on_cpu_ns, programs, times_on_cpu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("SBT_BUILD", os.path.join(ROOT, "build"))
@@ -176,7 +176,7 @@ def steady(tmp, mock, rates, seconds):
     try:
         time.sleep(10)  # its start (a look at every process's files) is not its steady state
         for what, r in [("idle", 0)] + [(f"{r}/s", r) for r in rates]:
-            a, cpu0, t0 = counts(d.all), on_cpu_ns(d.proc.pid), time.time()
+            a, cpu0, w0, t0 = counts(d.all), on_cpu_ns(d.proc.pid), times_on_cpu(d.proc.pid), time.time()
             done = 0
             end = t0 + seconds
             while time.time() < end:
@@ -187,10 +187,10 @@ def steady(tmp, mock, rates, seconds):
                     time.sleep(step)
                 urllib.request.urlopen(f"http://127.0.0.1:{PORT}/metrics", timeout=5).read()
             wall = time.time() - t0
-            b, cpu1 = counts(d.all), on_cpu_ns(d.proc.pid)
+            b, cpu1, w1 = counts(d.all), on_cpu_ns(d.proc.pid), times_on_cpu(d.proc.pid)
             bpf_ns = sum(b[i][0] - a[i][0] for i in b if i in a)
             res[what] = {"ioctls_per_s": done / wall, "bpf_core_pct": 100 * bpf_ns / 1e9 / wall,
-                         "user_core_pct": 100 * (cpu1 - cpu0) / 1e9 / wall}
+                         "user_core_pct": 100 * (cpu1 - cpu0) / 1e9 / wall, "wakes_per_s": (w1 - w0) / wall}
     finally:
         d.stop()
     return res
@@ -265,7 +265,7 @@ def main():
                 for what, r in s.items():
                     print(f"  daemon (--sample-ioctls 16) {what:7}: {r['ioctls_per_s']:8.0f} VFIO ioctls/s, BPF "
                           f"{r['bpf_core_pct']:.3f}% of a core, its threads {r['user_core_pct']:.3f}% "
-                          f"({args.seconds:.0f} s, scraped every 15 s)")
+                          f"({r['wakes_per_s']:.1f} wakes/s; {args.seconds:.0f} s, scraped every 15 s)")
         if args.only in (None, "tax"):
             t = host_tax(tmp, max(3, args.rounds // 2))
             print(f"  host-wide tax (C loop, ns a call, medians): getppid {t['getppid']:.1f} -> "

@@ -42,6 +42,19 @@ def proc_cpu(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def times_on_cpu(pid):
+    """How many times pid's threads were put on a CPU (schedstat's third
+    field): an idle process's wakes."""
+    total = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+                total += int(f.read().split()[2])
+        except OSError:
+            pass
+    return total
+
+
 def on_cpu_ns(pid):
     """ns pid's threads have run (user and kernel), from schedstat: exact,
     where utime/stime come in 10 ms ticks."""

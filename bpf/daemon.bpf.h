@@ -75,6 +75,13 @@ struct {
 	__type(value, __u32);
 } daemon_procs SEC(".maps") __weak;
 
+/* Bumped when daemon_procs gains or loses a process here, and when
+ * daemon_proc_card or daemon_fd_card gains or changes an entry: the daemon
+ * walks a map (a read of each of its buckets, cold memory every time) only
+ * after it moved, not at each look. */
+volatile __u64 daemon_procs_gen __weak = 0;
+volatile __u64 daemon_cards_gen __weak = 0;
+
 /* A container's card: the group set to it last (VFIO_GROUP_SET_CONTAINER),
  * so a process with a container per card maps on the right one. */
 struct {
@@ -202,7 +209,7 @@ static __always_inline __u32 daemon_kind_by_fop(struct file *file, const struct 
 struct daemon_file_kind {
 	__u64 inode, fop;
 	__u32 kind, group;
-	__u64 file; /* daemon_last_file's: which struct file */
+	__u64 file; /* the struct file it is (daemon_cpus') */
 };
 
 struct {
@@ -212,17 +219,27 @@ struct {
 	__type(value, struct daemon_file_kind);
 } daemon_file_kinds SEC(".maps") __weak;
 
-/* The VFIO file each CPU looked at last, and what it was: a process
- * making ioctls on one file (a job on its card) has it found with no map
- * lookup and one read fewer. Valid for the same struct file with the same inode
- * and handlers (a struct file freed and reused for another file has
- * another inode). */
+/* Each CPU's own, in one line: the VFIO file it looked at last and what
+ * it was (a process making ioctls on one file, a job on its card, has it
+ * found with no map lookup and one read fewer: valid for the same struct
+ * file with the same inode and handlers, as a struct file freed and
+ * reused for another file has another inode); whose ioctl that was, known
+ * to be in daemon_procs while daemon_procs_gen is still seen_gen (no
+ * lookup there either); and the count that picks 1 in
+ * daemon_sample_every. */
+struct daemon_cpu {
+	struct daemon_file_kind last;
+	__u64 seen_gen;
+	__u32 tgid;
+	__u32 tick;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct daemon_file_kind);
-} daemon_last_file SEC(".maps") __weak;
+	__type(value, struct daemon_cpu);
+} daemon_cpus SEC(".maps") __weak;
 
 /* A file's handlers and inode into k, in one read where they lie within
  * 64 bytes of each other (they do: 6.1 to 6.18), else two. 0, or -1 when
@@ -253,28 +270,30 @@ static __always_inline int daemon_file_fields(struct file *file, struct daemon_f
  * number is reused, and the daemon does not watch close). The fd table is
  * read through the task's BTF pointer (plain loads, no helper call); only
  * the fd's slot and the file's fields need bpf_probe_read. The answer for
- * the file is kept per CPU (daemon_last_file): the same file next time
+ * the file is kept per CPU (daemon_cpus, *cpu): the same file next time
  * costs its two fields' reads.
  */
-static __always_inline __u32 daemon_fd_kind(int fd, __u32 *group)
+static __always_inline __u32 daemon_fd_kind(int fd, __u32 *group, struct daemon_cpu **cpu)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct fdtable *fdt = task->files->fdt;
 	struct file **fds = fdt->fd, *file = NULL;
 	unsigned int max = fdt->max_fds;
 	const struct file_operations *fop;
-	struct daemon_file_kind *seen, *last, now = {};
+	struct daemon_file_kind *seen, *last = NULL, now = {};
 	__u32 zero = 0;
 	__u64 key;
 
 	*group = 0;
+	*cpu = bpf_map_lookup_elem(&daemon_cpus, &zero);
+	if (*cpu)
+		last = &(*cpu)->last;
 	if (fd < 0 || (unsigned int)fd >= max || bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
 		return SBT_FD_NONE;
 	if (daemon_file_fields(file, &now))
 		return SBT_FD_NONE;
 	fop = (const struct file_operations *)now.fop;
 	key = (__u64)file;
-	last = bpf_map_lookup_elem(&daemon_last_file, &zero);
 	if (last && last->file == key && last->inode == now.inode && last->fop == now.fop) {
 		*group = last->group;
 		return last->kind;
@@ -376,8 +395,8 @@ static __always_inline void daemon_set_container_exit(__u32 tgid, __u32 tid, lon
 	key.tgid = tgid;
 	key.fd = (__s32)(__u32)*v;
 	card = (__u32)(*v >> 32);
-	if (ret >= 0)
-		bpf_map_update_elem(&daemon_fd_card, &key, &card, BPF_ANY);
+	if (ret >= 0 && !bpf_map_update_elem(&daemon_fd_card, &key, &card, BPF_ANY))
+		__sync_fetch_and_add(&daemon_cards_gen, 1);
 	bpf_map_delete_elem(&daemon_set_container, &tid);
 }
 
@@ -398,21 +417,30 @@ static __always_inline void daemon_forget(__u32 tgid)
 	__u32 k = tgid & (SBT_DAEMON_SEEN_SLOTS - 1), *seen = bpf_map_lookup_elem(&daemon_seen_slots, &k);
 
 	bpf_map_delete_elem(&daemon_proc_card, &tgid);
-	bpf_map_delete_elem(&daemon_procs, &tgid);
+	if (!bpf_map_delete_elem(&daemon_procs, &tgid))
+		__sync_fetch_and_add(&daemon_procs_gen, 1);
 	if (seen && *seen == tgid)
 		*seen = 0;
 }
 
-static __always_inline void daemon_seen(__u32 tgid)
+static __always_inline void daemon_seen(__u32 tgid, struct daemon_cpu *cpu)
 {
-	__u32 one = 1, k = tgid & (SBT_DAEMON_SEEN_SLOTS - 1), *seen = bpf_map_lookup_elem(&daemon_seen_slots, &k);
+	__u32 one = 1, k = tgid & (SBT_DAEMON_SEEN_SLOTS - 1), *seen;
 
-	if (seen && *seen == tgid)
-		return;
-	if (!bpf_map_lookup_elem(&daemon_procs, &tgid))
-		bpf_map_update_elem(&daemon_procs, &tgid, &one, BPF_ANY);
-	if (seen)
-		*seen = tgid;
+	if (cpu && cpu->tgid == tgid && cpu->seen_gen == daemon_procs_gen)
+		return; /* this CPU saw it there, and nothing left the map since */
+	seen = bpf_map_lookup_elem(&daemon_seen_slots, &k);
+	if (!seen || *seen != tgid) {
+		if (!bpf_map_lookup_elem(&daemon_procs, &tgid) &&
+		    !bpf_map_update_elem(&daemon_procs, &tgid, &one, BPF_NOEXIST))
+			__sync_fetch_and_add(&daemon_procs_gen, 1);
+		if (seen)
+			*seen = tgid;
+	}
+	if (cpu) {
+		cpu->tgid = tgid;
+		cpu->seen_gen = daemon_procs_gen;
+	}
 }
 
 /* One call into a histogram (NULL: none): counted; its time dur added
@@ -469,14 +497,6 @@ static __always_inline __u64 daemon_coarse_ns(void)
 	return daemon_ns_per_jiffy ? bpf_jiffies64() * daemon_ns_per_jiffy : bpf_ktime_get_ns();
 }
 
-/* The per-CPU count that picks 1 in daemon_sample_every. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} daemon_sample_tick SEC(".maps") __weak;
-
 /* The weight an ioctl's time is added with: 1 for one always timed (DMA
  * map and unmap, IRQ setup; any while a detail window is open, whose
  * processes' ioctls are all recorded and whose newcomers are learnt from
@@ -484,15 +504,16 @@ struct {
  * rest, which are counted only. */
 static __always_inline __u32 daemon_weight(__u32 cmd)
 {
-	__u32 zero = 0, *tick;
+	struct daemon_cpu *cpu;
+	__u32 zero = 0;
 
 	if (daemon_sample_every <= 1 || catch_newcomers || cmd == SBT_VFIO_IOMMU_MAP_DMA ||
 	    cmd == SBT_VFIO_IOMMU_UNMAP_DMA || cmd == SBT_VFIO_DEVICE_SET_IRQS)
 		return 1;
-	tick = bpf_map_lookup_elem(&daemon_sample_tick, &zero);
-	if (!tick)
+	cpu = bpf_map_lookup_elem(&daemon_cpus, &zero);
+	if (!cpu)
 		return 1;
-	return (++*tick & (daemon_sample_every - 1)) ? 0 : daemon_sample_every;
+	return (++cpu->tick & (daemon_sample_every - 1)) ? 0 : daemon_sample_every;
 }
 
 /* Untimed failures recorded of a process this second, by tgid's slot. */
@@ -558,13 +579,17 @@ static __always_inline void daemon_ioctl(__u32 tgid, __u32 tid, const struct sbt
 	}
 }
 
-/* An ioctl on /dev/vfio/N: the process drives N's card. */
+/* An ioctl on /dev/vfio/N: the process drives N's card (written when
+ * that is news, not at each of its group's ioctls). */
 static __always_inline void daemon_group_opened(__u32 tgid, __u32 group)
 {
-	__u32 *card = bpf_map_lookup_elem(&daemon_group_card, &group);
+	__u32 *card = bpf_map_lookup_elem(&daemon_group_card, &group), *was;
 
-	if (card)
-		bpf_map_update_elem(&daemon_proc_card, &tgid, card, BPF_ANY);
+	if (!card)
+		return;
+	was = bpf_map_lookup_elem(&daemon_proc_card, &tgid);
+	if ((!was || *was != *card) && !bpf_map_update_elem(&daemon_proc_card, &tgid, card, BPF_ANY))
+		__sync_fetch_and_add(&daemon_cards_gen, 1);
 }
 
 static __always_inline void daemon_irq(__u32 bdf, __u64 dur)

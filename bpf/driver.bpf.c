@@ -450,7 +450,7 @@ static __always_inline void fops_ioctl(__u32 func, struct file *file, unsigned i
 		daemon_kind_by_name(file, &group); /* /dev/vfio/N: N */
 	}
 	if (daemon_mode)
-		daemon_ioctl_begin(id, fd, cmd, arg, kind, group);
+		daemon_ioctl_begin(id, fd, cmd, arg, kind, group, NULL);
 	else
 		ioctl_begin(id, fd, cmd, arg, kind, 1);
 }

@@ -164,13 +164,14 @@ int ioctl_enter(struct trace_event_raw_sys_enter *ctx)
 		/* the always-on tier: any VFIO ioctl on a VFIO file, the file
 		 * looked at now. VFIO's numbers on another file, or another
 		 * number (every other ioctl of the host): nothing, at once */
+		struct daemon_cpu *cpu;
 		__u32 daemon_kind;
 
 		if (!daemon_vfio_cmd(cmd))
 			return 0;
-		daemon_kind = daemon_fd_kind(key.fd, &group);
+		daemon_kind = daemon_fd_kind(key.fd, &group, &cpu);
 		if (daemon_kind != SBT_FD_NONE)
-			daemon_ioctl_begin(id, key.fd, cmd, ctx->args[2], daemon_kind, group);
+			daemon_ioctl_begin(id, key.fd, cmd, ctx->args[2], daemon_kind, group, cpu);
 		return 0;
 	}
 	if (!sbt_is_traced(key.tgid) || !(kind = bpf_map_lookup_elem(&accel_fds, &key)))

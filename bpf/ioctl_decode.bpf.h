@@ -223,14 +223,16 @@ static __always_inline void ioctl_begin(__u64 id, __s32 fd, __u32 cmd, __u64 arg
 		__sync_fetch_and_add(&ioctl_pending_n, 1);
 }
 
-/* The daemon's: the process holds a card now; a group's card is its card;
+/* The daemon's (cpu: this CPU's daemon_cpus entry, if the caller has it):
+ * the process holds a card now; a group's card is its card;
  * SET_CONTAINER ties the container to the group's card. (A group it opens
  * in a window is in no table: there is no hook on opens.) */
-static __always_inline void daemon_ioctl_begin(__u64 id, __s32 fd, __u32 cmd, __u64 arg, __u32 kind, __u32 group)
+static __always_inline void daemon_ioctl_begin(__u64 id, __s32 fd, __u32 cmd, __u64 arg, __u32 kind, __u32 group,
+					       struct daemon_cpu *cpu)
 {
 	__u32 tgid = id >> 32;
 
-	daemon_seen(tgid);
+	daemon_seen(tgid, cpu);
 	if (kind == SBT_FD_GROUP) {
 		daemon_group_opened(tgid, group);
 		if (cmd == SBT_VFIO_GROUP_SET_CONTAINER)

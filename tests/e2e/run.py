@@ -78,6 +78,7 @@ ORDER = [
     "daemon_lone_job_keeps_its_last",
     "daemon_private_tmp_said",
     "daemon_cost_on_demand",
+    "daemon_idle_sleeps",
     "daemon_soak",
     "daemon_snapshot_cut_to_fit",
     "daemon_trigger_waits_for_room",

@@ -859,6 +859,47 @@ def daemon_cost_on_demand(tmp):
         daemon.wait()
 
 
+def daemon_idle_sleeps(tmp):
+    """An idle daemon wakes under 3 times a second in all, and still records a job that comes at once."""
+    # Every wake of an idle daemon is a cost its host pays (on this machine ~100 us each): with
+    # no job, its threads wake on their own about 1.5 times a second (the main loop once a
+    # second, the ring buffer's thread every 2 s), counted by the kernel (schedstat's third field,
+    # each thread's times on a CPU), a count no machine's speed moves. It was 10 a second. Then a
+    # job: the daemon sees it and a snapshot at once holds every ioctl the job made (the sleeping
+    # ring buffer's thread is woken for it).
+    daemon, ctl, port = daemon_up(tmp, "--no-sampling", "--sample-ioctls", "1")
+    try:
+        time.sleep(3)  # its start is not its idle
+
+        def wakes():
+            n = {}
+            for t in os.listdir(f"/proc/{daemon.pid}/task"):
+                comm = open(f"/proc/{daemon.pid}/task/{t}/comm").read().strip()
+                n[f"{comm}/{t}"] = int(open(f"/proc/{daemon.pid}/task/{t}/schedstat").read().split()[2])
+            return n
+        a, t0 = wakes(), time.time()
+        time.sleep(10)
+        b, wall = wakes(), time.time() - t0
+        per_s = {k: (b[k] - a.get(k, 0)) / wall for k in b}
+        print("     idle, wakes a second: " + ", ".join(f"{k.split('/')[0]} {v:.1f}" for k, v in per_s.items() if v))
+        assert sum(per_s.values()) < 3, f"an idle daemon woke {sum(per_s.values()):.1f} times a second: {per_s}"
+        assert all(v <= 1.2 for v in per_s.values()), per_s
+        os.makedirs(os.path.join(tmp, "mock"), exist_ok=True)
+        r = subprocess.run(sim_cmd(tmp, "--threads", "2", "--jobs", "3"), capture_output=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        want = json.load(open(os.path.join(tmp, "sim.json")))
+        out = os.path.join(tmp, "snap.sbt")
+        r = subprocess.run(ctl + ["snapshot", "--last", "20s", "-o", out], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+        got = sorted((e["tid"], e["cmd"]) for e in parse_dump(out, outputs=False)[0]
+                     if e["type"] == "ioctl" and e["tgid"] == want["pid"])
+        assert got == sorted((i["tid"], i["cmd"]) for i in want["ioctls"]), \
+            f"snapshot holds {len(got)} ioctls of the job, it made {len(want['ioctls'])}"
+    finally:
+        daemon.kill()
+        daemon.wait()
+
+
 def daemon_soak(tmp):
     """A soak at the simulators' top rate with windows and snapshots: memory under 64 MiB, nothing lost."""
     # A soak at the highest event rate the simulators make here (no delay between jobs:

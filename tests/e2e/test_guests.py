@@ -674,13 +674,17 @@ def guest_daemon_metrics_match_sim(tmp):
     # then a window with a one-card job in it, its interrupts and the
     # wake-ups they cause as they come: the recorder must hold them in
     # the order they happened, as record does
+    # (each job starts once its window is open: a window waits for the last one's uprobes to go,
+    # which in this emulator can take longer than the job takes to start)
+    opened = ("for i in $(seq 300); do build/spyre-bpftrace ctl --runtime-dir /tmp/run1 status | "
+              "grep -q '^window [^n]' && break; sleep 0.2; done; ")
     window = ("build/spyre-bpftrace ctl --runtime-dir /tmp/run1 record --seconds 8 -o /out/win1.sbt > /out/win1.txt & "
-              "R=$!; sleep 2; build/spyre-sim-run --backend vfio --card 0000:00:03.0 --threads 1 --jobs 5 "
+              "R=$!; " + opened + "build/spyre-sim-run --backend vfio --card 0000:00:03.0 --threads 1 --jobs 5 "
               "--bytes 16384 --json /out/one1.json > /dev/null; wait $R; "
               "wget -q -O /out/metrics1w.txt http://127.0.0.1:9461/metrics; "
               # and one process driving both cards, a container each
               "build/spyre-bpftrace ctl --runtime-dir /tmp/run1 record --seconds 8 -o /out/win2.sbt > /out/win2.txt & "
-              "R=$!; sleep 2; build/spyre-sim-run --backend vfio --threads 2 --jobs 3 --bytes 16384 "
+              "R=$!; " + opened + "build/spyre-sim-run --backend vfio --threads 2 --jobs 3 --bytes 16384 "
               "--container-per-card --json /out/two1.json > /dev/null; wait $R; ")
     cmd = ("ip link set lo up; " + phase.format(n=1, mode="auto", window=window) +
            phase.format(n=2, mode="kprobe", window=""))

@@ -144,7 +144,8 @@ static void *serve(void *arg)
 			if (s->pending[i]->deadline - now < wait)
 				wait = s->pending[i]->deadline - now;
 		}
-		if (poll(p, (nfds_t)(2 + n), (int)(wait > 0 ? wait : 0)) < 0 && errno != EINTR)
+		/* with no client waiting, nothing is due: asleep until one comes or the stop */
+		if (poll(p, (nfds_t)(2 + n), n ? (int)(wait > 0 ? wait : 0) : -1) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents)
 			break;

@@ -110,22 +110,26 @@ int daemon_seed_processes(struct daemon_counters *f)
 	struct seed_ctx ctx = { .f = f };
 
 	proc_for_each_pid(seed_process, &ctx);
+	/* written here, not by BPF: no count of BPF's says so */
+	f->procs_kept = false;
+	f->cards_empty = false;
 	return ctx.procs;
 }
 
 /* Entries of processes that are gone from a map keyed by a tgid first (a
  * u32 alone, or struct sbt_fd_key). Collect, then delete: deleting while
- * walking restarts the walk. */
-static int sweep_map(int fd, size_t key_size)
+ * walking restarts the walk. *left: the entries that stay. */
+static int sweep_map(int fd, size_t key_size, int *left)
 {
 	uint8_t key[8], next[8], gone[256][8];
-	int n = 0, dropped = 0;
+	int n = 0, dropped = 0, walked = 0;
 	bool first = true;
 
 	while (!bpf_map_get_next_key(fd, first ? NULL : key, next)) {
 		uint32_t tgid;
 
 		first = false;
+		walked++;
 		memcpy(key, next, key_size);
 		memcpy(&tgid, next, sizeof(tgid));
 		if (n < (int)(sizeof(gone) / sizeof(gone[0])) && !proc_exists((pid_t)tgid))
@@ -133,33 +137,84 @@ static int sweep_map(int fd, size_t key_size)
 	}
 	for (int i = 0; i < n; i++)
 		dropped += !bpf_map_delete_elem(fd, gone[i]);
+	*left += walked - dropped;
 	return dropped;
 }
 
-/* A process dropped from daemon_procs must be looked up there again at
- * its pid's next VFIO ioctl: its slot in BPF's cache of them is cleared. */
-static int sweep_procs(struct daemon_counters *f)
+static uint64_t bpf_gen(const volatile __u64 *gen)
 {
-	int fd = bpf_map__fd(f->skel->maps.daemon_procs), seen = bpf_map__fd(f->skel->maps.daemon_seen_slots);
-	uint32_t key, next, gone[256], zero = 0;
-	int n = 0, dropped = 0;
+	return __atomic_load_n(gen, __ATOMIC_ACQUIRE);
+}
+
+/* f->procs brought up to date with daemon_procs: walked only when BPF says
+ * the map moved since (or it holds more than f keeps). */
+static void procs_refresh(struct daemon_counters *f)
+{
+	int fd = bpf_map__fd(f->skel->maps.daemon_procs), n = 0;
+	uint64_t gen = bpf_gen(&f->skel->bss->daemon_procs_gen);
+	uint32_t key, next;
 	bool first = true;
 
+	if (f->procs_kept && gen == f->procs_gen)
+		return;
+	/* the count read first: a change during the walk is walked again */
+	while (!bpf_map_get_next_key(fd, first ? NULL : &key, &next)) {
+		first = false;
+		key = next;
+		if (n == DAEMON_PROCS_KEPT) {
+			n++;
+			break;
+		}
+		f->procs[n++] = (pid_t)next;
+	}
+	f->procs_kept = n <= DAEMON_PROCS_KEPT;
+	f->nprocs = f->procs_kept ? n : DAEMON_PROCS_KEPT;
+	f->procs_gen = gen;
+}
+
+/* A process dropped from daemon_procs must be looked up there again at
+ * its pid's next VFIO ioctl: its slot in BPF's cache of them is cleared,
+ * and the count that says the map moved bumped. */
+static bool drop_proc(struct daemon_counters *f, uint32_t tgid)
+{
+	int fd = bpf_map__fd(f->skel->maps.daemon_procs), seen = bpf_map__fd(f->skel->maps.daemon_seen_slots);
+	uint32_t slot = tgid & (SBT_DAEMON_SEEN_SLOTS - 1), was, zero = 0;
+
+	if (bpf_map_delete_elem(fd, &tgid))
+		return false;
+	if (!bpf_map_lookup_elem(seen, &slot, &was) && was == tgid)
+		bpf_map_update_elem(seen, &slot, &zero, BPF_ANY);
+	/* as BPF's exit hook does: each CPU's note that it is there is void */
+	__atomic_add_fetch(&f->skel->bss->daemon_procs_gen, 1, __ATOMIC_RELEASE);
+	return true;
+}
+
+static int sweep_procs(struct daemon_counters *f)
+{
+	int fd = bpf_map__fd(f->skel->maps.daemon_procs);
+	uint32_t key, next, gone[256];
+	int n = 0, dropped = 0, kept = 0;
+	bool first = true;
+
+	procs_refresh(f);
+	if (f->procs_kept) { /* the copy is the map: no walk */
+		for (int i = 0; i < f->nprocs; i++) {
+			if (proc_exists(f->procs[i]))
+				f->procs[kept++] = f->procs[i];
+			else
+				dropped += drop_proc(f, (uint32_t)f->procs[i]);
+		}
+		f->nprocs = kept;
+		return dropped;
+	}
 	while (!bpf_map_get_next_key(fd, first ? NULL : &key, &next)) {
 		first = false;
 		key = next;
 		if (n < (int)(sizeof(gone) / sizeof(gone[0])) && !proc_exists((pid_t)next))
 			gone[n++] = next;
 	}
-	for (int i = 0; i < n; i++) {
-		uint32_t slot = gone[i] & (SBT_DAEMON_SEEN_SLOTS - 1), was;
-
-		if (bpf_map_delete_elem(fd, &gone[i]))
-			continue;
-		dropped++;
-		if (!bpf_map_lookup_elem(seen, &slot, &was) && was == gone[i])
-			bpf_map_update_elem(seen, &slot, &zero, BPF_ANY);
-	}
+	for (int i = 0; i < n; i++)
+		dropped += drop_proc(f, gone[i]);
 	return dropped;
 }
 
@@ -169,6 +224,13 @@ int daemon_processes(struct daemon_counters *f, pid_t *pids, int max)
 	uint32_t key, next;
 	bool first = true;
 
+	procs_refresh(f);
+	if (f->procs_kept) {
+		for (int i = 0; i < f->nprocs && n < max; i++)
+			if (proc_exists(f->procs[i]))
+				pids[n++] = f->procs[i];
+		return n;
+	}
 	while (n < max && !bpf_map_get_next_key(fd, first ? NULL : &key, &next)) {
 		first = false;
 		key = next;
@@ -180,11 +242,21 @@ int daemon_processes(struct daemon_counters *f, pid_t *pids, int max)
 
 /* BPF forgets a process's card at its exit; this catches one it missed,
  * and containers' cards, which nothing else drops (an exit closes files
- * without close(), and the daemon does not watch close anyway). */
+ * without close(), and the daemon does not watch close anyway). The card
+ * maps are walked unless they were empty at the last sweep and nothing
+ * was added since. */
 int daemon_sweep(struct daemon_counters *f)
 {
-	return sweep_map(bpf_map__fd(f->skel->maps.daemon_proc_card), sizeof(uint32_t)) + sweep_procs(f) +
-	       sweep_map(bpf_map__fd(f->skel->maps.daemon_fd_card), sizeof(struct sbt_fd_key));
+	uint64_t gen = bpf_gen(&f->skel->bss->daemon_cards_gen);
+	int dropped = sweep_procs(f), left = 0;
+
+	if (f->cards_empty && gen == f->cards_gen)
+		return dropped;
+	dropped += sweep_map(bpf_map__fd(f->skel->maps.daemon_proc_card), sizeof(uint32_t), &left) +
+		   sweep_map(bpf_map__fd(f->skel->maps.daemon_fd_card), sizeof(struct sbt_fd_key), &left);
+	f->cards_gen = gen;
+	f->cards_empty = left == 0;
+	return dropped;
 }
 
 /* ---- the counters ------------------------------------------------------------ */

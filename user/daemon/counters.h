@@ -24,11 +24,25 @@ struct daemon_card {
 	uint32_t group; /* VFIO (IOMMU) group */
 };
 
+/* Card holders the daemon keeps a copy of: more, and daemon_procs is
+ * walked at each look. */
+#define DAEMON_PROCS_KEPT 256
+
 struct daemon_counters {
 	struct spyre_bpf *skel;
 	struct daemon_card cards[SBT_DAEMON_CARDS]; /* [0]: work no card is known for */
 	int ncards; /* slots used, 0 included */
 	int ncpus;
+	/* daemon_procs as last walked, valid while BPF's daemon_procs_gen
+	 * is procs_gen: a walk reads every bucket of the map, cold */
+	pid_t procs[DAEMON_PROCS_KEPT];
+	int nprocs;
+	uint64_t procs_gen;
+	bool procs_kept; /* procs is the map's whole content at procs_gen */
+	/* the card maps were empty at the last sweep, and BPF's
+	 * daemon_cards_gen was cards_gen: nothing to sweep */
+	uint64_t cards_gen;
+	bool cards_empty;
 };
 
 /* What the kernel summed, over all CPUs. */

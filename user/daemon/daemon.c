@@ -377,11 +377,22 @@ static void sweep(struct daemon *d)
 		find_vfio(d);
 }
 
+/* Is anything in hand that the main loop tends every quarter second (a
+ * window, snapshots or a ctl record waiting for one, uprobes going, a
+ * cost measure)? Otherwise it wakes once a second: each wake of an idle
+ * daemon is a cost its host pays. */
+static bool tending(struct daemon *d)
+{
+	return d->win.open || d->fired.waiting || d->waiter.client >= 0 || d->cost.stats_fd >= 0 ||
+	       reaper_pending(&d->reaper);
+}
+
 /* The main loop, until a signal; then the open window and what waits
  * for it are written. */
 static void run(struct daemon *d)
 {
 	uint64_t watchdog_us, next_ping = 0, next_sweep, next_check, next_tick = 0, next_kubelet = 0, scrapes;
+	bool busy = true;
 
 	sd_notify_send("READY=1\nSTATUS=watching %d cards", d->counters.ncards - 1);
 	watchdog_us = sd_notify_watchdog_usec();
@@ -411,7 +422,8 @@ static void run(struct daemon *d)
 		}
 		if (d->dr.rb && t >= next_tick) {
 			tend_window(d, t);
-			next_tick = t + NS / 4;
+			busy = tending(d);
+			next_tick = t + (busy ? NS / 4 : NS);
 		}
 		if (t >= next_kubelet) {
 			ask_kubelet(d);
@@ -424,7 +436,7 @@ static void run(struct daemon *d)
 		if (cost_due(&d->cost, t))
 			end_cost(d, t);
 		/* a signal ends it early */
-		if (poll(p, d->dr.rb ? 4 : 1, 250) > 0) {
+		if (poll(p, d->dr.rb ? 4 : 1, busy ? 250 : 1000) > 0) {
 			if (p[3].revents & POLLIN)
 				take_cards(d);
 			if (p[2].revents & POLLIN)
@@ -434,6 +446,9 @@ static void run(struct daemon *d)
 			if (p[0].revents & POLLIN)
 				serve_control(d);
 		}
+		/* a window a trigger or a request opened is tended from now */
+		if (!busy && (busy = tending(d)) && next_tick > t + NS / 4)
+			next_tick = t + NS / 4;
 	}
 	sd_notify_send("STOPPING=1");
 	if (d->dr.rb)

@@ -67,6 +67,7 @@ bool open_window(struct daemon *d, enum window_reason why, double seconds)
 	pthread_mutex_unlock(&d->lock);
 	newcomers_start(&d->news, pids, n, now);
 	uprobes = window_open(&d->win, &d->at, &d->disc, &d->mw, why, pids, n, now, now + (uint64_t)(seconds * 1e9));
+	drainer_kick(&d->dr); /* its passes are a window's from now */
 	/* on a host busy on every core attaching waits for the kernel
 	 * (seconds seen): the window's time counts from when all are in */
 	attached = sbt_now_boottime();

@@ -31,6 +31,8 @@ struct drainer {
 	const bool *window_open; /* polled faster while it is */
 	struct reorder held;
 	uint64_t released_at; /* when the pass began to hand records on */
+	int kick_fd; /* an eventfd: a pass now (drainer_kick) */
+	int epoll_fd; /* the ring buffer's and kick_fd, waited on together */
 };
 
 /* The ring buffer of map_fd read into rec; 0, or -ENOMEM. */
@@ -38,6 +40,8 @@ int drainer_init(struct drainer *dr, int map_fd, struct flight_recorder *rec, pt
 		 struct newcomers *news, const bool *window_open);
 /* Its thread started; 0, or -errno. */
 int drainer_start(struct drainer *dr);
+/* A pass now, not at the end of the thread's sleep (a window opens). */
+void drainer_kick(struct drainer *dr);
 /* Waits (a little) for a whole pass that started after now and past the
  * reorder window: what the kernel wrote before now is in the recorder. */
 void drainer_catch_up(struct drainer *dr);
