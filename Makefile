@@ -25,7 +25,13 @@ VMLINUX_H  := vmlinux/$(KARCH)/vmlinux.h
 
 ifeq ($(ARCH),$(HOST_ARCH))
 CROSS      :=
+# STATIC=1: this machine's build linked static too, into build/static (the
+# binary the packages and the image carry; make static)
+ifeq ($(STATIC),1)
+OUT        ?= build/static
+else
 OUT        ?= build
+endif
 CC         ?= gcc
 else
 CROSS      := $(TRIPLET)-
@@ -45,11 +51,16 @@ CFLAGS     ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DSBT_VERSION='"$(VERSION)"' \
               -I$(OUT) -Ibpf -Iuser
 LDLIBS     := -lbpf -lelf -lz -liberty -lcapstone -lnghttp2 -lm -lpthread
+# static, libelf needs zstd (compressed sections) spelt out
+STATIC_LIBS := -lbpf -lelf -lz -lzstd -liberty -lcapstone -lnghttp2 -lm -lpthread
 ifneq ($(CROSS),)
 # static: one file to copy onto a Power or Z host
 ALL_CFLAGS += -isystem $(SYSROOT)/usr/include -isystem $(SYSROOT)/usr/include/$(TRIPLET)
 LDFLAGS    += -static -L$(SYSROOT)/usr/lib/$(TRIPLET)
-LDLIBS     := -lbpf -lelf -lz -lzstd -liberty -lcapstone -lnghttp2 -lm -lpthread
+LDLIBS     := $(STATIC_LIBS)
+else ifeq ($(STATIC),1)
+LDFLAGS    += -static
+LDLIBS     := $(STATIC_LIBS)
 endif
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
@@ -79,7 +90,7 @@ SAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize
 .DELETE_ON_ERROR:
 PREFIX     ?= /usr/local
 
-.PHONY: all deps cross test unit unit-asan e2e bench bench-check bench-daemon demo clean format format-check vmlinux sim install fuzz valgrind test-torch
+.PHONY: all deps cross test unit unit-asan e2e bench bench-check bench-daemon demo clean format format-check vmlinux sim install fuzz valgrind test-torch static deb rpm image
 all: $(TOOL) sim
 
 # The Debian packages: checked by the commands that set up a fresh machine
@@ -271,9 +282,47 @@ demo:
 vmlinux:
 	scripts/gen-vmlinux.sh $(ARCH)
 
-install: $(TOOL)
-	install -D -m 0755 $(TOOL) $(DESTDIR)$(PREFIX)/bin/spyre-bpftrace
-	install -D -m 0644 docs/spyre-bpftrace.1 $(DESTDIR)$(PREFIX)/share/man/man1/spyre-bpftrace.1
+# ---- install, static, packages, image (docs/install.md) --------------------
+# make install [DESTDIR=...] [PREFIX=...] [BIN=a static build]: what the
+# packages hold. The unit runs the binary where it is installed.
+BIN           ?= $(TOOL)
+BINDIR        ?= $(PREFIX)/bin
+MANDIR        ?= $(PREFIX)/share/man
+DATADIR       ?= $(PREFIX)/share/spyre-bpftrace
+UNITDIR       ?= $(PREFIX)/lib/systemd/system
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
+SHARED_FILES  := deploy/prometheus/scrape.yml deploy/prometheus/spyre-alerts.yml \
+                 deploy/grafana/spyre-bpftrace.json deploy/kubernetes/daemonset.yaml \
+                 deploy/kubernetes/networkpolicy.yaml
+
+install: $(BIN)
+	install -D -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/spyre-bpftrace
+	install -D -m 0644 docs/spyre-bpftrace.1 $(DESTDIR)$(MANDIR)/man1/spyre-bpftrace.1
+	install -d -m 0755 $(DESTDIR)$(UNITDIR)
+	sed 's|/usr/local/bin/spyre-bpftrace|$(BINDIR)/spyre-bpftrace|' deploy/systemd/spyre-bpftrace.service \
+		> $(DESTDIR)$(UNITDIR)/spyre-bpftrace.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/spyre-bpftrace.service
+	install -D -m 0644 packaging/spyre-bpftrace.bash $(DESTDIR)$(COMPLETIONDIR)/spyre-bpftrace
+	for f in $(SHARED_FILES); do install -D -m 0644 $$f $(DESTDIR)$(DATADIR)/$${f#deploy/}; done
+
+# the static binaries of the three architectures: x86-64 here (build/static),
+# Power and Z cross-built (static already)
+STATIC_BINS := build/static/spyre-bpftrace build/ppc64le/spyre-bpftrace build/s390x/spyre-bpftrace
+static:
+	@$(MAKE) --no-print-directory $(PAR) STATIC=1 build/static/spyre-bpftrace
+	@$(MAKE) --no-print-directory $(PAR) ARCH=ppc64le build/ppc64le/spyre-bpftrace
+	@$(MAKE) --no-print-directory $(PAR) ARCH=s390x build/s390x/spyre-bpftrace
+
+# .deb and .rpm of each architecture into build/pkg; the OCI images and
+# their manifest list into podman's store and build/image
+deb: static
+	@scripts/package-deb.sh $(VERSION) build/pkg $(STATIC_BINS)
+
+rpm: static
+	@scripts/package-rpm.sh $(VERSION) build/pkg $(STATIC_BINS)
+
+image: static
+	@scripts/image.sh $(VERSION) build/image $(STATIC_BINS)
 
 -include $(wildcard $(addsuffix /*.d,$(OUT)/obj $(OUT)/obj-san $(OUT)/obj-fuzz) \
 		    $(addsuffix /*/*.d,$(OUT)/obj $(OUT)/obj-san $(OUT)/obj-fuzz))

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Host end-to-end tests: trace the Spyre simulator on this machine's kernel
 and hold the capture against what the simulator says it did. The tests are
-in test_record.py, test_offline.py, test_daemon.py and test_guests.py,
+in test_record.py, test_offline.py, test_daemon.py, test_packages.py and
+test_guests.py,
 each a function named as the test, over the helpers of lib.py; ORDER is the
 order they run in (`run.py NAME...` runs some).
 
@@ -19,6 +20,7 @@ import traceback
 import test_daemon
 import test_guests
 import test_offline
+import test_packages
 import test_record
 from lib import SIM, TOOL, Skip
 
@@ -83,6 +85,8 @@ ORDER = [
     "daemon_snapshot_cut_to_fit",
     "daemon_trigger_waits_for_room",
     "daemon_trigger_waits_at_stop",
+    "packages_install_and_run",
+    "image_runs_as_daemonset",
     "guest_kernel_6_1",
     "guest_hang_is_a_failure",
     "guest_vfio_one_card",
@@ -95,7 +99,7 @@ ORDER = [
 
 # each test is the function of its name in one of the test files
 TESTS = {}
-for module in (test_record, test_offline, test_daemon, test_guests):
+for module in (test_record, test_offline, test_daemon, test_packages, test_guests):
     TESTS.update({name: getattr(module, name) for name in ORDER if hasattr(module, name)})
 assert set(TESTS) == set(ORDER), sorted(set(ORDER) - set(TESTS))
 

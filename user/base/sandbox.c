@@ -104,6 +104,10 @@ static bool under_valgrind(void)
 	return p && strstr(p, "/vgpreload_");
 }
 
+/* The child's exit when root could not turn into nobody: a container or
+ * unit that took CAP_SETUID and CAP_SETGID away. */
+#define SANDBOX_NO_SETUID 124
+
 /* In the child: in_fd as 3, out_fd as 4, nothing else but stderr (for a
  * sanitizer's report), then no way back to any privilege. */
 static void enter(int in_fd, int out_fd, pid_t parent)
@@ -124,7 +128,7 @@ static void enter(int in_fd, int out_fd, pid_t parent)
 		_exit(125);
 	if (geteuid() == 0 && (setgroups(0, NULL) || setresgid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID) ||
 			       setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID)))
-		_exit(125);
+		_exit(SANDBOX_NO_SETUID);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || (!vg && seccomp_allow_list()))
 		_exit(125);
 }
@@ -213,6 +217,11 @@ int sandbox_run(int in_fd, sandbox_work_fn work, void *ctx, size_t max, bool (*s
 		ret = -ECHILD;
 		snprintf(err, errlen, "the library reader died of signal %d%s", WTERMSIG(status),
 			 signal_meaning(WTERMSIG(status)));
+	} else if (!ret && WEXITSTATUS(status) == SANDBOX_NO_SETUID) {
+		ret = -EPERM;
+		snprintf(err, errlen,
+			 "the library reader could not become nobody (no CAP_SETUID and CAP_SETGID); hint: the "
+			 "unit and the DaemonSet give them");
 	} else if (!ret && WEXITSTATUS(status) == 125) {
 		ret = -ECHILD;
 		snprintf(err, errlen, "the library reader could not be sandboxed");

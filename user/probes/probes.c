@@ -4,10 +4,12 @@
 #include <stdbool.h>
 #include <fnmatch.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -126,13 +128,46 @@ bool probe_spec_wants_lib(const struct probe_spec *s, const char *libpath)
 	return !fnmatch(s->lib, unversioned, 0);
 }
 
+static void lib_identity(struct probe_lib *l, const struct stat *st)
+{
+	l->dev = (uint64_t)st->st_dev;
+	l->ino = (uint64_t)st->st_ino;
+	l->size = (uint64_t)st->st_size;
+	l->mtime_ns = (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec;
+}
+
+static bool on_overlay(int fd, const char *path)
+{
+	struct statfs f;
+
+	return (fd >= 0 ? fstatfs(fd, &f) : statfs(path, &f)) == 0 && f.f_type == OVERLAYFS_SUPER_MAGIC;
+}
+
+/*
+ * The same file, as the kernel's uprobes see it? Two containers of one
+ * image map one real file through two overlay mounts, each with its own
+ * st_dev: uprobes put on it through each would run twice a call. On
+ * overlayfs st_ino is the real file's (its layers on one filesystem), so
+ * two overlay files of the same inode number, size and mtime are taken
+ * for one.
+ */
+static bool same_file(const struct probe_lib *a, const struct probe_lib *b)
+{
+	if (a->dev == b->dev && a->ino == b->ino)
+		return true;
+	return a->overlay && b->overlay && a->ino == b->ino && a->size == b->size && a->mtime_ns == b->mtime_ns;
+}
+
 bool probe_set_has_lib(const struct probe_set *ps, const char *libpath, const struct stat *st)
 {
-	struct stat want, have;
-	bool known = st || !stat(libpath, &want);
+	struct probe_lib want = { 0 }, have = { 0 };
+	struct stat now;
+	bool known = st || !stat(libpath, &now);
 
-	if (st)
-		want = *st;
+	if (known) {
+		lib_identity(&want, st ? st : &now);
+		want.overlay = on_overlay(-1, libpath);
+	}
 	for (size_t i = 0; i < ps->nlibs; i++) {
 		if (ps->libs[i].stale)
 			continue;
@@ -140,19 +175,14 @@ bool probe_set_has_lib(const struct probe_set *ps, const char *libpath, const st
 		if (!st && ps->libs[i].fd < 0 && !strcmp(ps->libs[i].path, libpath))
 			return true;
 		/* the same file by another path (a bind mount, a container's root) */
-		if (known && !stat(ps->libs[i].attach, &have) && have.st_dev == want.st_dev &&
-		    have.st_ino == want.st_ino)
-			return true;
+		if (known && !stat(ps->libs[i].attach, &now)) {
+			lib_identity(&have, &now);
+			have.overlay = ps->libs[i].overlay;
+			if (same_file(&have, &want))
+				return true;
+		}
 	}
 	return false;
-}
-
-static void lib_identity(struct probe_lib *l, const struct stat *st)
-{
-	l->dev = (uint64_t)st->st_dev;
-	l->ino = (uint64_t)st->st_ino;
-	l->size = (uint64_t)st->st_size;
-	l->mtime_ns = (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec;
 }
 
 bool probe_lib_unchanged(const struct probe_lib *l)
@@ -427,6 +457,7 @@ static struct probe_lib *add_lib(struct probe_set *ps, const char *libpath, int 
 	/* which file, before it is read: a change while reading shows next time */
 	if (fd >= 0 ? !fstat(fd, &st) : !stat(libpath, &st))
 		lib_identity(l, &st);
+	l->overlay = on_overlay(fd, libpath);
 	ps->nlibs++;
 	return l;
 }
@@ -607,7 +638,7 @@ static bool has_same_file(const struct probe_set *dst, const struct probe_lib *l
 
 		if (d->stale)
 			continue;
-		if (l->ino ? d->dev == l->dev && d->ino == l->ino : d->fd < 0 && l->fd < 0 && !strcmp(d->path, l->path))
+		if (l->ino ? same_file(d, l) : d->fd < 0 && l->fd < 0 && !strcmp(d->path, l->path))
 			return true;
 	}
 	return false;

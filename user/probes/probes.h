@@ -54,6 +54,7 @@ struct probe_lib {
 	char *attach;
 	int fd; /* that kept fd, or -1 */
 	uint64_t dev, ino, size, mtime_ns;
+	bool overlay; /* on overlayfs: dev is the mount's, ino the real file's */
 	bool stale; /* changed since: its sites refused, the path free to be read again */
 };
 
