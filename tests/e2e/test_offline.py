@@ -32,6 +32,57 @@ def inspect_rejects_non_traces(tmp):
         assert "FAILED" in r.stdout, r.stdout
 
 
+def wrong_file_and_repeated_output_said(tmp):
+    """A trace given where a capture belongs (and back), a library with nothing to probe and a repeated -o each get an error with what to run."""
+    # report, convert and dump read the raw capture: given the .pftrace or .json record writes by
+    # default, they say which it is and what to run instead (they said "bad magic"); inspect given
+    # a capture or a JSON trace says so (it said "field 10 of wire type 3"); list on a binary with
+    # no runtime function says so and fails (it printed nothing and exited 0); -o twice is an
+    # error for record, convert, merge and ctl (the last one silently won).
+    cap = os.path.join(ROOT, "tests", "torch", "fixture", "capture.sbt")
+    pf, js = os.path.join(tmp, "t.pftrace"), os.path.join(tmp, "t.json")
+    for out in (pf, js):
+        r = subprocess.run([TOOL, "convert", cap, "-o", out], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+
+    def said(args, rc, *want):
+        r = subprocess.run([TOOL, *args], capture_output=True, text=True, timeout=60)
+        assert r.returncode == rc and all(w in r.stderr for w in want), f"{args}: exit {r.returncode}: {r.stderr}"
+    for cmd in ("report", "dump", "convert"):
+        extra = ["-o", os.path.join(tmp, "x.json")] if cmd == "convert" else []
+        said([cmd, pf, *extra], 1, "a Perfetto trace, not a capture", "record with -o run.sbt")
+        said([cmd, js, *extra], 1, "a JSON trace, not a capture", "record with -o run.sbt")
+    said(["inspect", cap], 1, "is a spyre-bpftrace capture, not a Perfetto trace", f"convert {cap} -o")
+    said(["inspect", js], 1, "is a JSON trace; inspect checks Perfetto traces")
+    said(["list", os.path.join(BUILD, "spyre-syscall-loop")], 1, "no function of", "would be probed", "--probe")
+    said(["-p", "1", "-o", "a.sbt", "-o", "b.pftrace"], 2, "-o given twice")
+    said(["convert", cap, "-o", "a.json", "-o", "b.json"], 2, "-o given twice")
+    said(["merge", js, cap, "-o", "a.json", "-o", "b.json"], 2, "-o given twice")
+    said(["ctl", "--runtime-dir", tmp, "snapshot", "--last", "1m", "-o", "a.sbt", "-o", "b.sbt"], 2,
+         "-o given twice")
+
+
+def help_examples_whole(tmp):
+    """Every --help's usage and examples lines are whole commands (none wrapped mid-command), and ctl snapshot is among them."""
+    # argp wraps a line past 79 columns: an example broken in the middle cannot be pasted. In
+    # every command's --help, each line of the USAGE and EXAMPLES blocks starts a command or is a
+    # comment; the top-level help names ctl snapshot.
+    for sub in ("", "record", "convert", "report", "inspect", "dump", "list", "merge", "daemon", "ctl"):
+        text = subprocess.run([TOOL, *([sub] if sub else []), "--help"], capture_output=True, text=True,
+                              timeout=60).stdout
+        block = False
+        for line in text.splitlines():
+            if line.startswith(("USAGE:", "EXAMPLES:")):
+                block = True
+                continue
+            if not line.strip():
+                block = False
+            if block:
+                assert re.match(r"^ +(spyre-bpftrace |# |curl )", line), f"{sub or 'spyre-bpftrace'} --help: {line!r}"
+    top = subprocess.run([TOOL, "--help"], capture_output=True, text=True, timeout=60).stdout
+    assert "ctl snapshot" in top, top
+
+
 def damaged_capture_dropped_and_counted(tmp):
     """convert drops a damaged record, counts it, warns, and writes a valid trace."""
     # A capture whose call ends before it begins (one field damaged): convert drops that record,

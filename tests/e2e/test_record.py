@@ -264,6 +264,15 @@ def run_error(args, want_rc, want_msg, env_prefix=()):
     return r
 
 
+def command_status_passed_on(tmp):
+    """record -c exits with its command's status when the command failed, and says so."""
+    # As time and perf stat do: a script or CI job sees its command fail (it used to exit 0).
+    r = subprocess.run([TOOL, "-c", f"{SIM} --no-such-option", "-o", os.path.join(tmp, "c.sbt")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 64, f"exit {r.returncode}: {r.stderr}"
+    assert "command exited with status 64 (and so does spyre-bpftrace)" in r.stderr, r.stderr
+
+
 def errors_one_line_with_hint(tmp):
     """Bad input gets one error line with a hint and a non-zero exit."""
     out = os.path.join(tmp, "e.sbt")

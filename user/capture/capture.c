@@ -131,7 +131,17 @@ static int reader_check_header(struct capture_reader *r)
 	}
 	memcpy(&fh, r->data, sizeof(fh));
 	if (memcmp(fh.magic, SBT_MAGIC, sizeof(fh.magic))) {
-		snprintf(r->error, sizeof(r->error), "not a spyre-bpftrace capture (bad magic)");
+		/* what it is instead, where that is plain: what record wrote for a viewer */
+		if (r->data[0] == 0x0a) /* a TracePacket, Perfetto's first field */
+			snprintf(r->error, sizeof(r->error),
+				 "a Perfetto trace, not a capture; hint: report, convert and dump read the raw "
+				 "capture: record with -o run.sbt (inspect checks a .pftrace)");
+		else if (r->data[0] == '{' || r->data[0] == '[')
+			snprintf(r->error, sizeof(r->error),
+				 "a JSON trace, not a capture; hint: report, convert and dump read the raw "
+				 "capture: record with -o run.sbt");
+		else
+			snprintf(r->error, sizeof(r->error), "not a spyre-bpftrace capture (bad magic)");
 		return -1;
 	}
 	if (fh.version == bswap_32(SBT_FORMAT_VERSION)) { /* the other byte order */

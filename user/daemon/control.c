@@ -250,6 +250,10 @@ static uint64_t parse_time(const char *s)
 	if (end != s && !*end && v > 0)
 		return (uint64_t)(v * 1e9);
 	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!end) { /* to the minute */
+		memset(&tm, 0, sizeof(tm));
+		end = strptime(s, "%Y-%m-%dT%H:%M", &tm);
+	}
 	if (!end || (*end && strcmp(end, "Z")))
 		return 0;
 	return (uint64_t)timegm(&tm) * 1000000000ull;
@@ -261,7 +265,11 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 
 	switch (key) {
 	case OPT_RUNTIME_DIR: o->dir = arg; break;
-	case 'o': o->out = arg; break;
+	case 'o':
+		if (o->out)
+			argp_error(state, "-o given twice; hint: one output a request");
+		o->out = arg;
+		break;
 	case OPT_SECONDS:
 		if (arg_parse_seconds(arg, &o->seconds) || o->seconds > CONTROL_MAX_WINDOW_SECONDS)
 			argp_error(state, "invalid --seconds '%s'; hint: 0.1 to %d (cost: to %d)", arg,
@@ -333,7 +341,8 @@ int cmd_ctl(int argc, char **argv)
 		  "the trace (.pftrace, .json or .sbt; default: in the daemon's spool, STATE_DIR/snapshots)", 0 },
 		{ "last", OPT_LAST, "DURATION", 0, "snapshot: the last DURATION (30s, 2m)", 0 },
 		{ "from", OPT_FROM, "T0", 0,
-		  "snapshot: from this wall-clock time (epoch seconds or 2026-12-02T21:30:00, UTC)", 0 },
+		  "snapshot: from this wall-clock time (epoch seconds, 2026-12-02T21:30:00 or 2026-12-02T21:30; UTC)",
+		  0 },
 		{ "to", OPT_TO, "T1", 0, "snapshot: to this one", 0 },
 		{ 0 }
 	};
@@ -352,9 +361,10 @@ int cmd_ctl(int argc, char **argv)
 		"host pays meanwhile).\n\nEXAMPLES:\n"
 		"  spyre-bpftrace ctl status\n"
 		"  spyre-bpftrace ctl cost --seconds 10\n"
-		"  spyre-bpftrace ctl record --seconds 10 -o /var/lib/spyre-bpftrace/window.pftrace\n"
-		"  spyre-bpftrace ctl snapshot --last 30s -o /var/lib/spyre-bpftrace/last.pftrace\n"
-		"  spyre-bpftrace ctl snapshot --from 2026-12-02T21:30:00 --to 2026-12-02T21:31:00",
+		"  spyre-bpftrace ctl record --seconds 10 -o window.pftrace\n"
+		"  spyre-bpftrace ctl snapshot --last 30s   # into the daemon's spool\n"
+		"  spyre-bpftrace ctl snapshot --last 2m -o last.pftrace\n"
+		"  spyre-bpftrace ctl snapshot --from 2026-12-02T21:30 --to 2026-12-02T21:31",
 		NULL,
 		NULL,
 		NULL

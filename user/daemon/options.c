@@ -265,7 +265,7 @@ void daemon_parse_opts(int argc, char **argv, struct daemon_opts *o)
 		"  spyre-bpftrace daemon --listen 127.0.0.1:9464 --device 0000:3b:00.0\n"
 		"  spyre-bpftrace daemon --window-seconds 5 --sample-every 30m\n"
 		"  curl -s 127.0.0.1:9464/metrics | grep spyre_vfio_ioctls_total\n"
-		"  spyre-bpftrace ctl snapshot --last 30s -o /var/lib/spyre-bpftrace/last.pftrace",
+		"  spyre-bpftrace ctl snapshot --last 30s -o last.pftrace",
 		NULL,
 		NULL,
 		NULL

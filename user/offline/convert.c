@@ -25,7 +25,11 @@ static error_t convert_parse(int key, char *arg, struct argp_state *state)
 	struct convert_opts *o = state->input;
 
 	switch (key) {
-	case 'o': o->out = arg; break;
+	case 'o':
+		if (o->out)
+			argp_error(state, "-o given twice; hint: one output a conversion");
+		o->out = arg;
+		break;
 	case OPT_FORMAT: o->format = arg; break;
 	case ARGP_KEY_ARG:
 		if (o->in)

@@ -20,6 +20,7 @@
 
 #include "base/log.h"
 #include "base/pb.h"
+#include "capture/capture.h"
 #include "commands.h"
 #include "offline/inspector.h"
 
@@ -177,6 +178,30 @@ static error_t inspect_parse(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
+/* A capture or a JSON trace given to inspect: said with what to run,
+ * rather than checked as a Perfetto trace it is not. (A file that cannot
+ * be read from its start, a pipe say, is checked as it comes.) */
+static bool not_perfetto(int fd, const char *file)
+{
+	char head[8];
+
+	if (pread(fd, head, sizeof(head), 0) != (ssize_t)sizeof(head))
+		return false;
+	if (!memcmp(head, SBT_MAGIC, sizeof(head))) {
+		sbt_err("'%s' is a spyre-bpftrace capture, not a Perfetto trace; hint: spyre-bpftrace convert %s "
+			"-o trace.pftrace, then inspect trace.pftrace (or report %s)",
+			file, file, file);
+	} else if (head[0] == '{' || head[0] == '[') {
+		sbt_err("'%s' is a JSON trace; inspect checks Perfetto traces; hint: open it in "
+			"https://ui.perfetto.dev, or write a .pftrace with -o",
+			file);
+	} else {
+		return false;
+	}
+	close(fd);
+	return true;
+}
+
 int cmd_inspect(int argc, char **argv)
 {
 	static const struct argp_option none[] = { { 0 } };
@@ -192,6 +217,8 @@ int cmd_inspect(int argc, char **argv)
 		sbt_err("cannot read '%s': %s", file, strerror(errno));
 		return 1;
 	}
+	if (not_perfetto(fd, file))
+		return 1;
 	printf("%s:\n", file);
 	/* read, not mapped: a file cut while read ends short instead of killing
 	 * us with SIGBUS; /proc files (size 0) and devices read too */

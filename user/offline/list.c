@@ -112,6 +112,11 @@ int cmd_list(int argc, char **argv)
 		if (!real || probe_set_scan_lib(&ps, specs, n, real, err, sizeof(err)) < 0) {
 			sbt_err("cannot read '%s': %s", o.libs[i], real ? err : "no such file");
 			ret = 1;
+		} else if (ps.n == first) { /* read, and nothing in it to probe: said, not silent */
+			sbt_err("no function of '%s' would be probed: it is no Spyre runtime library known to "
+				"spyre-bpftrace; hint: --probe '%s:PATTERN' names functions of your own",
+				o.libs[i], o.libs[i]);
+			ret = 1;
 		}
 		for (size_t k = first; k < ps.n; k++)
 			print_site(&ps.sites[k]);

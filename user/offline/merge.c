@@ -46,7 +46,11 @@ static error_t merge_parse(int key, char *arg, struct argp_state *state)
 	struct merge_opts *o = state->input;
 
 	switch (key) {
-	case 'o': o->out = arg; break;
+	case 'o':
+		if (o->out)
+			argp_error(state, "-o given twice; hint: one output a merge");
+		o->out = arg;
+		break;
 	case 1000: o->format = arg; break;
 	case ARGP_KEY_ARG:
 		if (o->n == MAX_INPUTS)

@@ -22,9 +22,11 @@ static const char doc[] = "Trace a Spyre AI accelerator job from the kernel: run
 			  "       spyre-bpftrace inspect TRACE.pftrace\n"
 			  "       spyre-bpftrace dump IN.sbt\n"
 			  "       spyre-bpftrace list LIB...\n"
-			  "       spyre-bpftrace merge TORCH.json CAPTURE.sbt [MORE...] -o OUT.pftrace|OUT.json\n"
+			  "       spyre-bpftrace merge TORCH.json CAPTURE.sbt [MORE...] -o OUT\n"
 			  "       spyre-bpftrace daemon [--listen ADDR:PORT]\n"
-			  "       spyre-bpftrace ctl status | record --seconds N [-o FILE]\n"
+			  "       spyre-bpftrace ctl status | cost [--seconds N]\n"
+			  "       spyre-bpftrace ctl record --seconds N [-o FILE]\n"
+			  "       spyre-bpftrace ctl snapshot {--last D | --from T0 --to T1} [-o FILE]\n"
 			  "\n"
 			  "EXAMPLES:\n"
 			  "  spyre-bpftrace -p 1234              # trace PID 1234 until Ctrl-C, into\n"
@@ -47,6 +49,8 @@ static const char doc[] = "Trace a Spyre AI accelerator job from the kernel: run
 			  "                                      # profiler trace, one timeline\n"
 			  "  spyre-bpftrace daemon               # always on: Prometheus metrics on\n"
 			  "                                      # 127.0.0.1:9464/metrics\n"
+			  "  spyre-bpftrace ctl snapshot --last 2m -o last.pftrace  # the daemon's\n"
+			  "                                      # flight recorder, its last 2 minutes\n"
 			  "\v"
 			  "Needs root (or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN) and a kernel with BTF. "
 			  "See spyre-bpftrace(1) and docs/usage.md.";
@@ -167,6 +171,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'o':
 		if (!*arg)
 			return fail(state, c, "empty output file name");
+		if (o->output) /* which one was meant is not ours to guess */
+			return fail(state, c,
+				    "-o given twice; hint: one output a run (convert writes another format later)");
 		o->output = arg;
 		break;
 	case OPT_PROBE: {

@@ -360,12 +360,26 @@ static void summary(struct recording *r, const char *why)
 			(unsigned long long)untraced);
 	if (r->wl.pid > 0 && r->wl.reaped) {
 		if (WIFEXITED(r->wl.status) && WEXITSTATUS(r->wl.status))
-			fprintf(stderr, "\n  command exited with status %d\n", WEXITSTATUS(r->wl.status));
+			fprintf(stderr, "\n  command exited with status %d (and so does spyre-bpftrace)\n",
+				WEXITSTATUS(r->wl.status));
 		else if (WIFSIGNALED(r->wl.status))
-			fprintf(stderr, "\n  command killed by signal %d\n", WTERMSIG(r->wl.status));
+			fprintf(stderr, "\n  command killed by signal %d (spyre-bpftrace exits with %d)\n",
+				WTERMSIG(r->wl.status), 128 + WTERMSIG(r->wl.status));
 	}
 	if (r->out.fmt == FMT_PERFETTO)
 		fprintf(stderr, "\n  open %s in https://ui.perfetto.dev (Open trace file)\n", r->out_path);
+}
+
+/* The -c command's own exit status when it ended by itself and failed
+ * (128 + N for a signal N, as a shell gives it), as time and perf stat
+ * pass it on: a script sees its command fail; else 0. */
+static int command_status(const struct recording *r)
+{
+	if (r->wl.pid <= 0 || !r->wl.reaped)
+		return 0;
+	if (WIFEXITED(r->wl.status))
+		return WEXITSTATUS(r->wl.status);
+	return WIFSIGNALED(r->wl.status) ? 128 + WTERMSIG(r->wl.status) : 0;
 }
 
 static void finish(struct recording *r, const char *why)
@@ -616,7 +630,7 @@ int cmd_record(int argc, char **argv)
 	finish(&r, why);
 	if (r.out.error)
 		sbt_err("writing '%s' failed: %s; the file holds what came before", r.out_path, strerror(r.out.error));
-	ret = r.out.error || !strcmp(why, "error") ? 1 : 0;
+	ret = r.out.error || !strcmp(why, "error") ? 1 : command_status(&r);
 	cleanup(&r);
 	cli_free_record(&o);
 	return ret;
