@@ -674,10 +674,10 @@ def guest_daemon_metrics_match_sim(tmp):
     # then a window with a one-card job in it, its interrupts and the
     # wake-ups they cause as they come: the recorder must hold them in
     # the order they happened, as record does
-    # (each job starts once its window is open: a window waits for the last one's uprobes to go,
-    # which in this emulator can take longer than the job takes to start)
+    # (each job starts 2 s after its window is open, as when the test slept 2 s after asking: a
+    # window waits for the last one's uprobes to go, which in this emulator can take longer)
     opened = ("for i in $(seq 300); do build/spyre-bpftrace ctl --runtime-dir /tmp/run1 status | "
-              "grep -q '^window [^n]' && break; sleep 0.2; done; ")
+              "grep -q '^window [^n]' && break; sleep 0.2; done; sleep 2; ")
     window = ("build/spyre-bpftrace ctl --runtime-dir /tmp/run1 record --seconds 8 -o /out/win1.sbt > /out/win1.txt & "
               "R=$!; " + opened + "build/spyre-sim-run --backend vfio --card 0000:00:03.0 --threads 1 --jobs 5 "
               "--bytes 16384 --json /out/one1.json > /dev/null; wait $R; "
