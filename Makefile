@@ -90,7 +90,7 @@ SAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize
 .DELETE_ON_ERROR:
 PREFIX     ?= /usr/local
 
-.PHONY: all deps cross test unit unit-asan e2e bench bench-check bench-daemon demo clean format format-check vmlinux sim install fuzz valgrind test-torch static deb rpm image
+.PHONY: all deps cross test unit unit-asan e2e bench bench-check bench-daemon demo clean format format-check vmlinux sim install fuzz valgrind test-torch static deb rpm image bench-daemon-guest
 all: $(TOOL) sim
 
 # The Debian packages: checked by the commands that set up a fresh machine
@@ -268,6 +268,13 @@ bench-daemon:
 	@scripts/deps.sh
 	@$(MAKE) --no-print-directory $(PAR) all sim $(OUT)/bench/ioctl-load
 	@SBT_BUILD=$(abspath $(OUT)) python3 bench/daemon_cost.py $(BENCH_ARGS)
+
+# make bench-daemon-guest: the same on vfio's own handlers (fentry) in the
+# x86 guest, as a ratio to empty programs there
+bench-daemon-guest:
+	@scripts/deps.sh
+	@$(MAKE) --no-print-directory $(PAR) all sim $(OUT)/bench/bench-floor $(OUT)/bench/floor.bpf.o
+	@SBT_BUILD=$(abspath $(OUT)) python3 bench/guest_daemon_cost.py $(BENCH_ARGS)
 
 # make bench-check: the writers' instructions per record against
 # bench/budget.json (callgrind; fails over budget by more than 5%)

@@ -5,6 +5,7 @@
  * empty wake-up hook for bench/hook-toggle. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -65,5 +66,25 @@ int empty_waking(void *ctx)
 {
 	return 0;
 }
+
+/* the floor of the daemon's hooks in vfio's three file handlers (where the
+ * kernel has vfio's BTF): an empty entry and return program on each, as
+ * the daemon puts its own there (bench/guest_daemon_cost.py; loaded by
+ * bench-floor fentry only) */
+#define EMPTY_FOPS(fn)                                                                                                 \
+	SEC("fentry/" #fn)                                                                                             \
+	int BPF_PROG(fn##_floor_in)                                                                                   \
+	{                                                                                                              \
+		return 0;                                                                                              \
+	}                                                                                                              \
+	SEC("fexit/" #fn)                                                                                              \
+	int BPF_PROG(fn##_floor_out)                                                                                  \
+	{                                                                                                              \
+		return 0;                                                                                              \
+	}
+
+EMPTY_FOPS(vfio_fops_unl_ioctl)
+EMPTY_FOPS(vfio_group_fops_unl_ioctl)
+EMPTY_FOPS(vfio_device_fops_unl_ioctl)
 
 char LICENSE[] SEC("license") = "GPL";

@@ -8,12 +8,17 @@
  * prints them) or tp:CATEGORY:NAME. Prints the hits counted and, while
  * kernel.bpf_stats_enabled is on, the kernel's ns per run of the
  * tracepoint program.
+ *
+ * bench-floor fentry OBJ -c CMD: empty entry and return programs on vfio's
+ * three file handlers (host-wide, as the daemon's), and the kernel's ns of
+ * both per call (kernel.bpf_stats_enabled on).
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,16 +32,29 @@ int main(int argc, char **argv)
 	struct bpf_object *obj;
 	wordexp_t we;
 	int pfd[2], status, nlinks = 0;
-	uint64_t total = 0;
+	uint64_t total = 0, in_runs = 0, floor_ns = 0;
+	bool fentry;
 	pid_t child;
 	char c;
 
 	if (argc < 5 || strcmp(argv[3], "-c")) {
-		fprintf(stderr, "usage: bench-floor {empty|count|clock} OBJ -c CMD SITE...\n");
+		fprintf(stderr, "usage: bench-floor {empty|count|clock} OBJ -c CMD SITE...\n"
+				"       bench-floor fentry OBJ -c CMD\n");
 		return 2;
 	}
+	fentry = !strcmp(argv[1], "fentry");
 	obj = bpf_object__open_file(argv[2], NULL);
-	if (!obj || bpf_object__load(obj)) {
+	if (!obj) {
+		fprintf(stderr, "bench-floor: cannot open %s\n", argv[2]);
+		return 1;
+	}
+	/* the handlers' programs need vfio loaded: only for their own measure */
+	bpf_object__for_each_program(up, obj)
+	{
+		if (strstr(bpf_program__name(up), "_floor_"))
+			bpf_program__set_autoload(up, fentry);
+	}
+	if (bpf_object__load(obj)) {
 		fprintf(stderr, "bench-floor: cannot load %s\n", argv[2]);
 		return 1;
 	}
@@ -78,6 +96,19 @@ int main(int argc, char **argv)
 		}
 		nlinks++;
 	}
+	if (fentry) {
+		bpf_object__for_each_program(up, obj)
+		{
+			if (!strstr(bpf_program__name(up), "_floor_"))
+				continue;
+			if (libbpf_get_error(bpf_program__attach(up))) {
+				fprintf(stderr, "bench-floor: cannot attach %s\n", bpf_program__name(up));
+				kill(child, SIGKILL);
+				return 1;
+			}
+			nlinks++;
+		}
+	}
 	if (write(pfd[1], "g", 1) != 1)
 		return 1;
 	close(pfd[1]);
@@ -92,6 +123,22 @@ int main(int argc, char **argv)
 				total += v[i];
 	}
 	printf("hits %llu sites %d", (unsigned long long)total, nlinks);
+	if (fentry) {
+		bpf_object__for_each_program(up, obj)
+		{
+			struct bpf_prog_info info = {};
+			uint32_t len = sizeof(info);
+
+			if (!strstr(bpf_program__name(up), "_floor_") ||
+			    bpf_obj_get_info_by_fd(bpf_program__fd(up), &info, &len))
+				continue;
+			floor_ns += info.run_time_ns;
+			if (strstr(bpf_program__name(up), "_floor_in"))
+				in_runs += info.run_cnt;
+		}
+		printf(" calls %llu fentry_ns_per_call %.1f", (unsigned long long)in_runs,
+		       in_runs ? (double)floor_ns / (double)in_runs : 0.0);
+	}
 	{
 		struct bpf_prog_info info = {};
 		uint32_t len = sizeof(info);

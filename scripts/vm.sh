@@ -143,13 +143,16 @@ mkdir -p "$init/work/build"
 for bin in spyre-syscall-loop spyre-sim-dlopen; do
 	[ -z "$NOBUILD" ] && [ -x "$build/$bin" ] && cp -a "$build/$bin" "$init/work/build/"
 done
-# (a pipe ping-pong, for what the wake-up hook costs: bench/wake_cost.py --guest)
-if [ -z "$NOBUILD" ] && [ -x "$build/bench/pingpong" ]; then
-	mkdir -p "$init/work/build/bench" && cp -a "$build/bench/pingpong" "$init/work/build/bench/"
-fi
+# (a pipe ping-pong, for what the wake-up hook costs: bench/wake_cost.py --guest;
+# empty programs on vfio's handlers: bench/guest_daemon_cost.py)
+for f in pingpong bench-floor floor.bpf.o; do
+	if [ -z "$NOBUILD" ] && [ -e "$build/bench/$f" ]; then
+		mkdir -p "$init/work/build/bench" && cp -a "$build/bench/$f" "$init/work/build/bench/"
+	fi
+done
 if [ "$ARCH" = x86_64 ]; then
 	for bin in "$init"/work/build/spyre-bpftrace "$init"/work/build/spyre-sim-run "$init"/work/build/spyre-sim-dlopen \
-		"$init"/work/build/sim/*.so; do
+		"$init"/work/build/sim/*.so "$init"/work/build/bench/bench-floor; do
 		[ -e "$bin" ] || continue
 		ldd "$bin" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
 			[ -e "$init$lib" ] || { mkdir -p "$init$(dirname "$lib")"; cp -L "$lib" "$init$lib"; }
@@ -240,7 +243,7 @@ step "booting $release ($ARCH) with $EDU card(s) (timeout ${TIMEOUT}s)"
 set +e
 timeout --foreground -k 5 "$TIMEOUT" "$qemu" "${machine[@]}" -accel tcg -m 1024 "${devices[@]}" \
 	-kernel "$kernel" -initrd "$work/initrd" \
-	-append "console=$console $extra panic=-1 quiet loglevel=3" \
+	-append "console=$console $extra ${SBT_VM_APPEND:-} panic=-1 quiet loglevel=3" \
 	-nographic -no-reboot -monitor none -serial stdio > "$work/console" 2>&1
 rc=$?
 set -e
