@@ -16,7 +16,7 @@ pkgs=(make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libiberty-dev
       prometheus curl libnghttp2-dev python3-grpcio python3-protobuf kmod xz-utils
       gcc-powerpc64le-linux-gnu libc6-dev-ppc64el-cross qemu-system-ppc
       gcc-s390x-linux-gnu libc6-dev-s390x-cross qemu-system-misc time valgrind
-      clang-format libfuse3-dev fuse3 libzstd-dev podman runc lintian rpm rpmlint qemu-user-static)
+      clang-format libfuse3-dev fuse3 libzstd-dev podman runc lintian rpm rpmlint qemu-user-static python3-jsonschema)
 foreign=(ppc64el s390x)
 backports=/etc/apt/sources.list.d/spyre-bpftrace-backports.sources
 backports_src='# spyre-bpftrace (scripts/deps.sh): Debian 12'"'"'s 6.12 kernels for the s390x

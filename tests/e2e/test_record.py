@@ -273,6 +273,103 @@ def command_status_passed_on(tmp):
     assert "command exited with status 64 (and so does spyre-bpftrace)" in r.stderr, r.stderr
 
 
+def vfio_path_hinted(tmp):
+    """A job whose ioctls carry VFIO's numbers on files record does not know gets a hint at --vfio-path."""
+    # The simulator's mock card is regular files: without --vfio-path its ioctls are no VFIO
+    # file's, and record said "0 ioctls" with no word why. Now the summary counts them and names
+    # the option; with it, the hint is gone and the ioctls are in the capture.
+    os.makedirs(os.path.join(tmp, "mock"))
+    cap = os.path.join(tmp, "h.sbt")
+    r = subprocess.run([TOOL, "-c", " ".join(sim_cmd(tmp, "--jobs", "3")), "-o", cap], capture_output=True,
+                       text=True, timeout=120)
+    sim = json.load(open(os.path.join(tmp, "sim.json")))
+    m = re.search(r"(\d+) ioctls carried VFIO's numbers on files not known as VFIO's.*hint: --vfio-path", r.stderr)
+    assert r.returncode == 0 and m and int(m.group(1)) == len(sim["ioctls"]), r.stderr
+    r = subprocess.run([TOOL, "-c", " ".join(sim_cmd(tmp, "--jobs", "3")), "-o", cap, "--vfio-path",
+                        os.path.join(tmp, "mock", "*")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "carried VFIO's numbers" not in r.stderr, r.stderr
+    events, _ = parse_dump(cap, outputs=False)
+    assert len([e for e in events if e["type"] == "ioctl"]) == len(json.load(open(os.path.join(tmp, "sim.json")))["ioctls"])
+
+
+def report_as_data(tmp):
+    """report --format json validates against docs/report.schema.json and holds the simulator's calls and ioctls; csv says the same."""
+    # For scripts and CI: a recorded run's report as JSON (schema-checked) counts per runtime
+    # function what the simulator logged, its ioctls and their failures; the CSV's rows equal the
+    # JSON's figures; an unknown --format is a usage error.
+    import csv
+    import jsonschema
+    os.makedirs(os.path.join(tmp, "mock"))
+    cap = os.path.join(tmp, "r.sbt")
+    r = subprocess.run([TOOL, "-c", " ".join(sim_cmd(tmp, "--threads", "2", "--jobs", "5")), "-o", cap,
+                        "--vfio-path", os.path.join(tmp, "mock", "*"), "-q"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    sim = json.load(open(os.path.join(tmp, "sim.json")))
+    r = subprocess.run([TOOL, "report", cap, "--format", "json"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    jsonschema.validate(rep, json.load(open(os.path.join(ROOT, "docs", "report.schema.json"))))
+    want = {}
+    for _, name, _ in sim["call_log"]:
+        want[name] = want.get(name, 0) + 1
+    assert {f["name"]: f["calls"] for f in rep["functions"]} == want, rep["functions"]
+    assert all(sum(c for _, c in f["histogram"]) == f["calls"] for f in rep["functions"])
+    assert rep["run"]["ioctls"] == len(sim["ioctls"]) and rep["run"]["lost"] == 0, rep["run"]
+    fails = {}
+    for io in sim["ioctls"]:
+        if io["ret"] < 0:
+            fails[io["cmd"]] = fails.get(io["cmd"], 0) + 1
+    assert {e["cmd"]: e["count"] for e in rep["ioctl_errors"]} == fails, rep["ioctl_errors"]
+    r = subprocess.run([TOOL, "report", cap, "--format", "csv"], capture_output=True, text=True, timeout=60)
+    rows = list(csv.DictReader(r.stdout.splitlines()))
+    assert r.returncode == 0 and rows, r.stderr
+    got = {row["name"]: int(float(row["value"])) for row in rows if row["section"] == "function" and
+           row["metric"] == "calls"}
+    assert got == want, got
+    assert any(row["section"] == "run" and row["metric"] == "ioctls" and int(float(row["value"])) == len(sim["ioctls"])
+               for row in rows)
+    run_error(["report", cap, "--format", "xml"], 2, "unknown report format 'xml'")
+
+
+def diff_finds_planted_regression(tmp):
+    """diff finds a planted slowdown with its sign and beyond noise, two runs of one workload within noise, and --fail-if exits 3."""
+    # Three recorded runs of the simulator, after one not kept (the first run after a build pays
+    # the page cache's faults): two alike (the card's jobs 200 us), one with the regression
+    # planted (2000 us a job, so synchronize, which waits for them, is slower). diff of
+    # the alike pair: every function within noise, --fail-if quiet; of the planted pair:
+    # synchronize slower beyond noise (z > 0, p50 up), --fail-if 'p50>+10%' exits 3 naming it, and
+    # the JSON form says the same.
+    caps = []
+    for i, delay in enumerate((200, 200, 200, 2000)):
+        os.makedirs(os.path.join(tmp, f"m{i}"))
+        cap = os.path.join(tmp, f"run{i}.sbt")
+        cmd = [SIM, "--mock-dir", os.path.join(tmp, f"m{i}"), "--threads", "1", "--jobs", "40", "--delay-us", str(delay)]
+        r = subprocess.run([TOOL, "-c", " ".join(cmd), "-o", cap, "-q"], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        caps.append(cap)
+    caps = caps[1:]
+
+    def diff(a, b, *extra):
+        r = subprocess.run([TOOL, "diff", a, b, *extra], capture_output=True, text=True, timeout=60)
+        return r
+    same = diff(caps[0], caps[1], "--format", "json", "--fail-if", "p50>+10%", "--fail-if", "p99>+10%")
+    d = json.loads(same.stdout)
+    assert same.returncode == 0 and d["functions"], same.stdout + same.stderr
+    moved = [(f["name"], f["verdict"], f["z"]) for f in d["functions"] if f["verdict"] != "within noise"]
+    assert not moved, f"two runs of one workload differ beyond noise: {moved}"
+    widest = max(abs(f["p50"]["change_pct"]) for f in d["functions"])
+    planted = diff(caps[0], caps[2], "--fail-if", "p50>+10%")
+    assert planted.returncode == 3 and "flex::RuntimeStream::synchronize p50" in planted.stderr, \
+        planted.stdout + planted.stderr
+    row = [ln for ln in planted.stdout.splitlines() if "flex::RuntimeStream::synchronize" in ln]
+    assert row and row[0].endswith("slower"), planted.stdout
+    d = json.loads(diff(caps[0], caps[2], "--format", "json").stdout)
+    sync = [f for f in d["functions"] if f["name"] == "flex::RuntimeStream::synchronize"][0]
+    assert sync["verdict"] == "slower" and sync["z"] > 3.29 and sync["p50"]["change_pct"] > 100, sync
+    print(f"     synchronize p50 {sync['p50']['before_ns'] / 1e3:.0f} -> {sync['p50']['after_ns'] / 1e3:.0f} us, "
+          f"z {sync['z']:.1f}; the alike pair: every function within noise (medians {widest:.1f}% apart at most)")
+
+
 def errors_one_line_with_hint(tmp):
     """Bad input gets one error line with a hint and a non-zero exit."""
     out = os.path.join(tmp, "e.sbt")

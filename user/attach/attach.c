@@ -247,6 +247,11 @@ uint64_t attach_read_ring_peak(struct attacher *a)
 	return __atomic_load_n(&a->skel->bss->ring_peak_bytes, __ATOMIC_RELAXED);
 }
 
+uint64_t attach_read_vfio_cmds_unknown(struct attacher *a)
+{
+	return __atomic_load_n(&a->skel->bss->vfio_cmds_unknown_files, __ATOMIC_RELAXED);
+}
+
 uint64_t attach_read_untraced_runs(struct attacher *a)
 {
 	return sum_percpu(bpf_map__fd(a->skel->maps.untraced_runs));

@@ -141,6 +141,8 @@ size_t attach_nfunctions(const struct attacher *a);
 uint64_t attach_read_lost(struct attacher *a);
 uint64_t attach_read_missed(struct attacher *a); /* probe runs the kernel skipped */
 uint64_t attach_read_untraced_runs(struct attacher *a);
+/* ioctls of traced processes with VFIO's numbers on files not known as VFIO's */
+uint64_t attach_read_vfio_cmds_unknown(struct attacher *a);
 /* The ring buffer's size, and the most of it a record found in use. */
 uint64_t attach_ring_size(struct attacher *a);
 uint64_t attach_read_ring_peak(struct attacher *a);

@@ -15,7 +15,15 @@ struct histogram {
 };
 
 void hist_add(struct histogram *h, uint64_t v);
+/* The lowest value bucket b holds. */
+uint64_t hist_bucket_low(int b);
 /* The value at quantile q (0..1): the middle of its bucket, within [min, max]. */
 uint64_t hist_quantile(const struct histogram *h, double q);
+
+/* Mann-Whitney's U test of b against a from their buckets (values in one
+ * bucket count as ties): the z score of b's calls being longer (> 0) or
+ * shorter (< 0) than a's; 0 when either is empty. The normal
+ * approximation with the tie correction. */
+double hist_mann_whitney_z(const struct histogram *a, const struct histogram *b);
 
 #endif

@@ -179,10 +179,16 @@ int output_close(struct output *o)
 	return -o->error;
 }
 
-void output_report(const struct output *o, FILE *out)
+int output_report(const struct output *o, FILE *out, enum report_format f)
 {
-	if (o->rep)
-		report_print(out, o->rep, correlator_stats(o->corr));
+	if (!o->rep)
+		return 0;
+	if (f == REPORT_JSON)
+		return report_print_json(out, o->rep, correlator_stats(o->corr));
+	if (f == REPORT_CSV)
+		return report_print_csv(out, o->rep, correlator_stats(o->corr));
+	report_print(out, o->rep, correlator_stats(o->corr));
+	return 0;
 }
 
 void output_free(struct output *o)

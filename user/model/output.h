@@ -58,7 +58,9 @@ void output_flush(struct output *o);
 uint64_t output_bytes(const struct output *o);
 /* Ends the model (unfinished work shown), closes files. 0 or -errno. */
 int output_close(struct output *o);
-void output_report(const struct output *o, FILE *out);
+enum report_format { REPORT_TEXT, REPORT_JSON, REPORT_CSV };
+/* The report of what went through, in that form; 0 or an error. */
+int output_report(const struct output *o, FILE *out, enum report_format f);
 void output_free(struct output *o);
 
 #endif

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -293,6 +294,79 @@ void report_print(FILE *out, const struct report *r, const struct correlate_stat
 			"\n# WARNING: %llu records lost; hint: if the ring buffer filled, "
 			"--buffer-size 64M\n",
 			(unsigned long long)st->lost);
+}
+
+/* ---- the view the structured forms read ------------------------------------------- */
+
+static void sorted(const struct report *r, bool driver, int *order, int *n)
+{
+	const struct strtab *names = driver ? &r->drv : &r->funcs;
+	int max = driver ? MAX_DRV : MAX_FUNCS;
+
+	*n = (int)(names->n < (uint64_t)max ? names->n : (uint64_t)max);
+	for (int i = 0; i < *n; i++)
+		order[i] = i;
+	sorting = driver ? r->drv_hists : r->hists;
+	qsort(order, (size_t)*n, sizeof(order[0]), by_total);
+}
+
+bool report_function(const struct report *r, bool driver, int i, const char **name, const struct histogram **h)
+{
+	int order[MAX_FUNCS], n;
+
+	sorted(r, driver, order, &n);
+	for (int k = 0, seen = 0; k < n; k++) {
+		const struct histogram *x = (driver ? r->drv_hists : r->hists)[order[k]];
+
+		if (!x || seen++ != i)
+			continue;
+		*name = strtab_str(driver ? &r->drv : &r->funcs, (uint64_t)order[k] + 1);
+		*h = x;
+		return true;
+	}
+	return false;
+}
+
+bool report_engine(const struct report *r, int i, struct report_engine *e)
+{
+	static const char *const engines[ENGINE_MAX] = { "H2D DMA", "Compute", "D2H DMA" };
+
+	for (int d = 0, seen = 0; d < r->ndevs; d++)
+		for (int k = 0; k < ENGINE_MAX; k++) {
+			const struct engine_stats *s = &r->devs[d].eng[k];
+
+			if (!s->jobs || seen++ != i)
+				continue;
+			*e = (struct report_engine){ r->devs[d].name, engines[k], s->jobs, s->bytes, s->busy_ns };
+			if (s->inflight > 0 && r->last_ts > s->busy_since)
+				e->busy_ns += r->last_ts - s->busy_since; /* still busy at the end */
+			return true;
+		}
+	return false;
+}
+
+bool report_device(const struct report *r, int i, struct report_device *d)
+{
+	for (int k = 0, seen = 0; k < r->ndevs; k++) {
+		bool any = r->devs[k].irqs;
+
+		for (int e = 0; e < ENGINE_MAX; e++)
+			any |= r->devs[k].eng[e].jobs > 0;
+		if (!any || seen++ != i)
+			continue;
+		*d = (struct report_device){ r->devs[k].name, r->devs[k].irqs, r->devs[k].by_irq, r->devs[k].by_wait };
+		return true;
+	}
+	return false;
+}
+
+bool report_ioctl_error(const struct report *r, int i, const char **cmd_errno, uint64_t *count)
+{
+	if (i < 0 || (uint64_t)i >= r->errs.n || i >= MAX_ERRS)
+		return false;
+	*cmd_errno = strtab_str(&r->errs, (uint64_t)i + 1);
+	*count = r->err_counts[i];
+	return true;
 }
 
 void report_free(struct report *r)

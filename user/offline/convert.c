@@ -5,6 +5,7 @@
  * live, to a Perfetto or Chrome JSON trace, or to the text report.
  */
 #include <argp.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -61,7 +62,10 @@ static int run(int argc, char **argv, bool report)
 		{ "format", OPT_FORMAT, "FMT", 0, "perfetto or json, whatever -o's extension", 0 },
 		{ 0 }
 	};
-	static const struct argp_option report_options[] = { { 0 } };
+	static const struct argp_option report_options[] = {
+		{ "format", OPT_FORMAT, "FMT", 0, "text (the default), json or csv (docs/usage.md: the schema)", 0 },
+		{ 0 }
+	};
 	static const struct argp convert_argp = { convert_options,
 						  convert_parse,
 						  "IN.sbt",
@@ -77,20 +81,34 @@ static int run(int argc, char **argv, bool report)
 		"IN.sbt",
 		"Print the summary of a capture: per runtime function the calls and their times "
 		"(mean, p50, p99, max), per device engine the busy time, bytes and GB/s, "
-		"interrupts, ioctl errors, unfinished work and lost records.\n\nEXAMPLES:\n"
-		"  spyre-bpftrace report run.sbt",
+		"interrupts, ioctl errors, unfinished work and lost records; as text for eyes, or "
+		"JSON or CSV for scripts.\n\nEXAMPLES:\n"
+		"  spyre-bpftrace report run.sbt\n"
+		"  spyre-bpftrace report run.sbt --format json > run.report.json\n"
+		"  spyre-bpftrace report run.sbt --format csv | grep ^function",
 		NULL,
 		NULL,
 		NULL
 	};
 	struct convert_opts o = { .report = report };
 	enum out_format fmt = FMT_NONE;
+	enum report_format rfmt = REPORT_TEXT;
 	struct capture_reader in;
 	struct output out;
 	char err[512];
 	int ret;
 
 	argp_parse(report ? &report_argp : &convert_argp, argc, argv, 0, NULL, &o);
+	if (report && o.format) {
+		if (!strcmp(o.format, "json"))
+			rfmt = REPORT_JSON;
+		else if (!strcmp(o.format, "csv"))
+			rfmt = REPORT_CSV;
+		else if (strcmp(o.format, "text")) {
+			sbt_err("unknown report format '%s'; hint: --format text, json or csv", o.format);
+			return 2;
+		}
+	}
 	if (!report && output_format(o.out, o.format, &fmt, err, sizeof(err))) {
 		sbt_err("%s", err);
 		return 2;
@@ -119,9 +137,12 @@ static int run(int argc, char **argv, bool report)
 		sbt_err("writing '%s' failed: %s", o.out, strerror(out.error));
 		ret = 1;
 	}
-	if (report)
-		output_report(&out, stdout);
-	else if (!ret)
+	if (report) {
+		if (output_report(&out, stdout, rfmt)) {
+			sbt_err("writing the report failed: %s", strerror(errno));
+			ret = 1;
+		}
+	} else if (!ret)
 		sbt_note("%s %s (%.1f KiB) from %s", output_format_name(fmt), o.out, (double)out.bytes / 1024.0, o.in);
 	output_free(&out);
 	return ret;

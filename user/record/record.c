@@ -329,12 +329,12 @@ static void print_late(const char *what, const struct late *l, const char *since
 
 static void summary(struct recording *r, const char *why)
 {
-	uint64_t untraced = attach_read_untraced_runs(&r->at);
+	uint64_t untraced = attach_read_untraced_runs(&r->at), unknown;
 	uint64_t peak = attach_read_ring_peak(&r->at), size = attach_ring_size(&r->at);
 
 	fprintf(stderr, "spyre-bpftrace: %s; %llu events, %s %s (%.1f KiB)\n", why, (unsigned long long)r->records,
 		output_format_name(r->out.fmt), r->out_path, (double)output_bytes(&r->out) / 1024.0);
-	output_report(&r->out, stderr);
+	output_report(&r->out, stderr, REPORT_TEXT);
 	/* before it loses records, a ring buffer runs near full */
 	if (peak * 2 >= size || r->lost_total > r->missed_total) {
 		double unit = size >= (1 << 20) ? 1 << 20 : 1 << 10;
@@ -350,6 +350,11 @@ static void summary(struct recording *r, const char *why)
 			"\n  %llu of the lost events were probe runs the kernel skipped: a BPF program "
 			"was already running on that CPU\n",
 			(unsigned long long)r->missed_total);
+	if ((unknown = attach_read_vfio_cmds_unknown(&r->at)))
+		fprintf(stderr,
+			"\n  %llu ioctls carried VFIO's numbers on files not known as VFIO's (not under "
+			"/dev/vfio); hint: --vfio-path GLOB names a mock's or another driver's files\n",
+			(unsigned long long)unknown);
 	print_late("child processes followed", &r->forks, "their fork");
 	print_late("runtime libraries found when opened", &r->libs, "the open");
 	if (r->at.refused)
