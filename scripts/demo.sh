@@ -7,8 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${DEMO_OUT:-demo.pftrace}
 echo "demo: tracing 'spyre-sim-run --backend vfio' in a QEMU guest with an edu card on vfio-pci"
+# the guest's summary names the host's file, where it is copied to; the
+# one "open it in" line is the demo's own, at the end
 scripts/vm.sh --edu 1 --out build/demo -- \
-	"build/spyre-bpftrace --device 1234:11e8 -o /out/demo.pftrace -c 'build/spyre-sim-run --backend vfio --threads 1 --jobs 4 --bytes 4096 --json /out/sim.json'"
+	"build/spyre-bpftrace --device 1234:11e8 -o /out/demo.pftrace -c 'build/spyre-sim-run --backend vfio --threads 1 --jobs 4 --bytes 4096 --json /out/sim.json'" 2>&1 |
+	sed -e "s|/out/demo.pftrace|$out|g" -e '/ in https:\/\/ui.perfetto.dev/d'
 cp build/demo/demo.pftrace "$out"
 echo
 echo "demo: checking the trace on the host:"

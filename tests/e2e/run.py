@@ -94,6 +94,7 @@ ORDER = [
     "packages_install_and_run",
     "image_runs_as_daemonset",
     "guest_kernel_6_1",
+    "demo_says_one_path",
     "guest_hang_is_a_failure",
     "guest_vfio_one_card",
     "guest_vfio_two_cards",

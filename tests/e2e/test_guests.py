@@ -62,6 +62,23 @@ def run_in_guest(tmp, cards, cmd, timeout, arch="x86_64", retry_hang=True):
     return out, r.stderr
 
 
+def demo_says_one_path(tmp):
+    """make demo's script writes its trace and names only that file, once told where to open it."""
+    # The README's first command: the guest's summary named /out/demo.pftrace, a path in the guest,
+    # and said to open it there; the demo said the host's path after. Now every path said is the
+    # host's, and "open it in ui.perfetto.dev" comes once; the trace passes inspect.
+    if not shutil.which("qemu-system-x86_64"):
+        raise Skip("qemu-system-x86_64 missing (make deps installs it)")
+    out = os.path.join(tmp, "demo.pftrace")
+    r = subprocess.run([os.path.join(ROOT, "scripts", "demo.sh")], cwd=ROOT, capture_output=True, text=True,
+                       timeout=600, env=dict(os.environ, DEMO_OUT=out))
+    text = r.stdout + r.stderr
+    assert r.returncode == 0 and os.path.getsize(out) > 0, text[-3000:]
+    assert "/out/demo.pftrace" not in text, text[-3000:]
+    assert len([ln for ln in text.splitlines() if "ui.perfetto.dev" in ln]) == 1, text[-3000:]
+    assert f"Perfetto trace {out}" in text and "ok: framing" in text, text[-3000:]
+
+
 def guest_hang_is_a_failure(tmp):
     """A guest that hangs past vm.sh's --timeout is a failure with its console, never a skip."""
     # A guest whose command sleeps past vm.sh's --timeout is a failure with its last console lines,

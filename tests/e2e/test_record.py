@@ -274,7 +274,7 @@ def command_status_passed_on(tmp):
 
 
 def vfio_path_hinted(tmp):
-    """A job whose ioctls carry VFIO's numbers on files record does not know gets a hint at --vfio-path."""
+    """A job whose ioctls carry VFIO's numbers on files record does not know gets a hint at --vfio-path, which takes a glob or a directory."""
     # The simulator's mock card is regular files: without --vfio-path its ioctls are no VFIO
     # file's, and record said "0 ioctls" with no word why. Now the summary counts them and names
     # the option; with it, the hint is gone and the ioctls are in the capture.
@@ -285,11 +285,14 @@ def vfio_path_hinted(tmp):
     sim = json.load(open(os.path.join(tmp, "sim.json")))
     m = re.search(r"(\d+) ioctls carried VFIO's numbers on files not known as VFIO's.*hint: --vfio-path", r.stderr)
     assert r.returncode == 0 and m and int(m.group(1)) == len(sim["ioctls"]), r.stderr
-    r = subprocess.run([TOOL, "-c", " ".join(sim_cmd(tmp, "--jobs", "3")), "-o", cap, "--vfio-path",
-                        os.path.join(tmp, "mock", "*")], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0 and "carried VFIO's numbers" not in r.stderr, r.stderr
-    events, _ = parse_dump(cap, outputs=False)
-    assert len([e for e in events if e["type"] == "ioctl"]) == len(json.load(open(os.path.join(tmp, "sim.json")))["ioctls"])
+    # the glob and, as the daemon takes it, the directory
+    for path in (os.path.join(tmp, "mock", "*"), os.path.join(tmp, "mock") + "/"):
+        r = subprocess.run([TOOL, "-c", " ".join(sim_cmd(tmp, "--jobs", "3")), "-o", cap, "--vfio-path", path],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "carried VFIO's numbers" not in r.stderr, r.stderr
+        events, _ = parse_dump(cap, outputs=False)
+        want = len(json.load(open(os.path.join(tmp, "sim.json")))["ioctls"])
+        assert len([e for e in events if e["type"] == "ioctl"]) == want, f"--vfio-path {path}"
 
 
 def report_as_data(tmp):

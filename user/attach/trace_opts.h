@@ -31,6 +31,8 @@ struct record_opts {
 	int nprobes;
 	const char *vfio_paths[SBT_MAX_VFIO_PATHS];
 	int nvfio_paths;
+	/* a --vfio-path given as a directory, as its files' glob (DIR/ *) */
+	char vfio_dir_globs[SBT_MAX_VFIO_PATHS][2 * SBT_FD_PATTERN_LEN];
 	int irqs[SBT_MAX_IRQS];
 	int nirqs;
 	unsigned long buffer_size;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "attach/driver.h"
 #include "record/cli.h"
@@ -99,8 +100,8 @@ static const struct argp_option options[] = {
 	  "Also probe functions of LIB (path or library name) whose demangled name "
 	  "matches the glob PATTERN (repeatable)",
 	  0 },
-	{ "vfio-path", OPT_VFIO_PATH, "GLOB", 0,
-	  "Count files matching GLOB (one '*') as accelerator files, besides /dev/vfio "
+	{ "vfio-path", OPT_VFIO_PATH, "DIR|GLOB", 0,
+	  "Count the files in DIR, or matching GLOB (one '*'), as accelerator files, besides /dev/vfio "
 	  "(repeatable)",
 	  0 },
 	{ "irq", OPT_IRQ, "N", 0, "Also trace interrupt number N (repeatable)", 0 },
@@ -152,6 +153,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	struct record_opts *o = c->o;
 	char msg[256];
 	size_t pl, sl;
+	struct stat dir;
 	bool star;
 
 	switch (key) {
@@ -191,9 +193,19 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_VFIO_PATH:
 		if (o->nvfio_paths == SBT_MAX_VFIO_PATHS)
 			return fail(state, c, "too many --vfio-path (at most %d)", SBT_MAX_VFIO_PATHS);
+		/* a directory means its files, as the daemon takes it */
+		if (!strchr(arg, '*') && !stat(arg, &dir) && S_ISDIR(dir.st_mode)) {
+			char *g = o->vfio_dir_globs[o->nvfio_paths];
+			size_t n = strlen(arg);
+
+			while (n > 1 && arg[n - 1] == '/')
+				n--;
+			snprintf(g, sizeof(o->vfio_dir_globs[0]), "%.*s/*", (int)n, arg);
+			arg = g;
+		}
 		if (arg_split_glob(arg, SBT_FD_PATTERN_LEN - 1, &pl, &sl, &star))
 			return fail(state, c,
-				    "--vfio-path '%s': use an absolute path with at most one '*' "
+				    "--vfio-path '%s': use an absolute directory, or a path with at most one '*' "
 				    "(no '?' or '['), at most 63 characters each side",
 				    arg);
 		o->vfio_paths[o->nvfio_paths++] = arg;

@@ -353,7 +353,7 @@ static void summary(struct recording *r, const char *why)
 	if ((unknown = attach_read_vfio_cmds_unknown(&r->at)))
 		fprintf(stderr,
 			"\n  %llu ioctls carried VFIO's numbers on files not known as VFIO's (not under "
-			"/dev/vfio); hint: --vfio-path GLOB names a mock's or another driver's files\n",
+			"/dev/vfio); hint: --vfio-path DIR (or GLOB) names a mock's or another driver's files\n",
 			(unsigned long long)unknown);
 	print_late("child processes followed", &r->forks, "their fork");
 	print_late("runtime libraries found when opened", &r->libs, "the open");
