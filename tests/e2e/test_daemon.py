@@ -2180,7 +2180,8 @@ def daemon_slow_library_off_main_loop(tmp):
     # how long the file takes to read whole, here: the bounds below mean
     # something only if that is well over them
     t = time.time()
-    subprocess.run([TOOL, "list", slow], capture_output=True, check=True, timeout=120)
+    r = subprocess.run([TOOL, "list", slow], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 or "would be probed" in r.stderr, r.stderr  # nothing in it to probe: said
     read_s = time.time() - t
     print(f"     reading the decoy library whole: {read_s:.1f} s")
     assert read_s > 1.5, f"the decoy library reads in {read_s:.1f} s here: make it bigger"

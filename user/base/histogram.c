@@ -37,6 +37,16 @@ void hist_add(struct histogram *h, uint64_t v)
 		h->buckets[b]++;
 }
 
+void hist_add_bucket(struct histogram *h, uint64_t low, uint32_t n)
+{
+	int b = bucket_of(low);
+
+	if (b < HIST_BUCKETS) {
+		h->buckets[b] += n;
+		h->count += n;
+	}
+}
+
 uint64_t hist_quantile(const struct histogram *h, double q)
 {
 	uint64_t rank, seen = 0;

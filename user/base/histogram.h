@@ -15,6 +15,9 @@ struct histogram {
 };
 
 void hist_add(struct histogram *h, uint64_t v);
+/* n values counted in the bucket of value low (a histogram read back from
+ * its buckets; the caller sets sum, min and max). */
+void hist_add_bucket(struct histogram *h, uint64_t low, uint32_t n);
 /* The lowest value bucket b holds. */
 uint64_t hist_bucket_low(int b);
 /* The value at quantile q (0..1): the middle of its bucket, within [min, max]. */

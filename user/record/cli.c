@@ -20,7 +20,7 @@ static const char doc[] = "Trace a Spyre AI accelerator job from the kernel: run
 			  "USAGE: spyre-bpftrace [record] {-p PID | -c CMD} [OPTIONS]\n"
 			  "       spyre-bpftrace convert IN.sbt -o OUT.pftrace|OUT.json\n"
 			  "       spyre-bpftrace report IN.sbt [--format text|json|csv]\n"
-			  "       spyre-bpftrace diff BEFORE.sbt AFTER.sbt [--fail-if 'p99>+10%']\n"
+			  "       spyre-bpftrace diff BEFORE AFTER [--fail-if 'p99>+10%']\n"
 			  "       spyre-bpftrace inspect TRACE.pftrace\n"
 			  "       spyre-bpftrace dump IN.sbt\n"
 			  "       spyre-bpftrace list LIB...\n"
