@@ -49,12 +49,6 @@ static error_t convert_parse(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-static int feed(void *ctx, const struct sbt_hdr *h)
-{
-	output_add(ctx, h);
-	return 0;
-}
-
 static int run(int argc, char **argv, bool report)
 {
 	static const struct argp_option convert_options[] = {
@@ -129,7 +123,7 @@ static int run(int argc, char **argv, bool report)
 		return 1;
 	}
 	/* what was read before damage is written all the same */
-	ret = capture_each(o.in, feed, &out, NULL);
+	ret = capture_each(o.in, output_feed, &out, NULL);
 	if (correlator_stats(out.corr)->implausible)
 		sbt_warn("%s: %llu records dropped: they could not be true (a damaged capture?)", o.in,
 			 (unsigned long long)correlator_stats(out.corr)->implausible);

@@ -132,12 +132,6 @@ static error_t diff_parse(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-static int feed(void *ctx, const struct sbt_hdr *h)
-{
-	output_add(ctx, h);
-	return 0;
-}
-
 /* An engine's jobs and busy % into run, keyed by the card's name without
  * a process's pid (a mock card is named by its process, another one each
  * run) and the engine. */
@@ -174,7 +168,7 @@ static int from_capture(struct run *r, const char *path)
 		return -1;
 	}
 	r->out_open = true;
-	if (capture_each(path, feed, &r->out, NULL) < 0)
+	if (capture_each(path, output_feed, &r->out, NULL) < 0)
 		return -1;
 	output_close(&r->out);
 	st = correlator_stats(r->out.corr);
