@@ -695,9 +695,12 @@ def guest_daemon_metrics_match_sim(tmp):
     # window waits for the last one's uprobes to go, which in this emulator can take longer)
     opened = ("for i in $(seq 300); do build/spyre-bpftrace ctl --runtime-dir /tmp/run1 status | "
               "grep -q '^window [^n]' && break; sleep 0.2; done; sleep 2; ")
-    window = ("build/spyre-bpftrace ctl --runtime-dir /tmp/run1 record --seconds 8 -o /out/win1.sbt > /out/win1.txt & "
-              "R=$!; " + opened + "build/spyre-sim-run --backend vfio --card 0000:00:03.0 --threads 1 --jobs 5 "
-              "--bytes 16384 --json /out/one1.json > /dev/null; wait $R; "
+    # (the first window knows no runtime yet: the job sets its card up, is seen and its runtime
+    # read, and only then, 3 s on, runs its jobs, so that the jobs are all inside the window's
+    # probes however slow the emulator reads the library)
+    window = ("build/spyre-bpftrace ctl --runtime-dir /tmp/run1 record --seconds 10 -o /out/win1.sbt > /out/win1.txt & "
+              "R=$!; " + opened + "(sleep 3; echo g) | build/spyre-sim-run --backend vfio --card 0000:00:03.0 "
+              "--threads 1 --jobs 5 --wait-ready --bytes 16384 --json /out/one1.json > /dev/null; wait $R; "
               "wget -q -O /out/metrics1w.txt http://127.0.0.1:9461/metrics; "
               # and one process driving both cards, a container each
               "build/spyre-bpftrace ctl --runtime-dir /tmp/run1 record --seconds 8 -o /out/win2.sbt > /out/win2.txt & "
